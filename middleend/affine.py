@@ -1,0 +1,159 @@
+"""Bridges between expressions and isl: affine expressions to isl text, isl AST expressions back.
+
+An expression is affine when it is built from integer constants, loop variables
+and parameters with +, -, negation, multiplication by a constant, min/max, and
+Euclidean division or modulo by a positive constant. isl reads those exactly.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from .expr import BinOp, Cast, Const, Expr, Sym, UnOp, binop
+from .types import int64
+
+ISL_KEYWORDS = {"and", "or", "not", "mod", "floor", "ceil", "min", "max", "exists", "true", "false",
+                "infty", "NaN", "implies", "xor", "domain", "range", "div"}
+
+
+class IslAff(Expr):
+    """An isl piecewise affine function of a statement's instance, kept symbolic until
+    code generation turns it into an expression of the loop iterators."""
+
+    __slots__ = ("pwaff",)
+
+    def __init__(self, pwaff: isl.PwAff):
+        self.pwaff = pwaff
+        self.dtype = int64
+
+    @property
+    def name(self):
+        return f"<{self.pwaff}>"
+
+
+def const_value(e) -> int | None:
+    """The integer value of a constant expression, else None."""
+    if isinstance(e, Const) and e.dtype.is_int:
+        return e.value
+    if isinstance(e, Cast) and e.dtype.is_int:
+        return const_value(e.a)
+    return None
+
+
+def affine_text(e: Expr) -> str | None:
+    """isl syntax for an affine integer expression, or None when it is not affine."""
+    if isinstance(e, Const):
+        return str(e.value) if e.dtype.is_int else None
+    if isinstance(e, Sym):
+        return e.name if e.dtype.is_int else None
+    if isinstance(e, Cast):
+        # integer casts of index arithmetic keep the value (indices stay far from overflow)
+        return affine_text(e.a) if e.dtype.is_int and e.a.dtype.is_int else None
+    if isinstance(e, UnOp) and e.op == "neg":
+        a = affine_text(e.a)
+        return None if a is None else f"(-({a}))"
+    if isinstance(e, BinOp):
+        a, b = affine_text(e.a), affine_text(e.b)
+        if a is None or b is None:
+            return None
+        if e.op in ("add", "sub"):
+            return f"({a} {'+' if e.op == 'add' else '-'} {b})"
+        if e.op == "mul":
+            if const_value(e.a) is not None or const_value(e.b) is not None:
+                return f"({a} * {b})"
+            return None
+        if e.op in ("min", "max"):
+            return f"{e.op}({a}, {b})"
+        divisor = const_value(e.b)
+        if divisor is not None and divisor > 0:
+            if e.op == "ediv":
+                return f"floor(({a}) / {divisor})"
+            if e.op == "emod":
+                return f"(({a}) mod {divisor})"
+    return None
+
+
+def constraint_text(e: Expr) -> str | None:
+    """isl syntax for a boolean combination of affine comparisons, or None."""
+    if isinstance(e, Const) and e.dtype.is_bool:
+        return "true" if e.value else "false"
+    if isinstance(e, BinOp):
+        if e.op in ("and", "or"):
+            a, b = constraint_text(e.a), constraint_text(e.b)
+            if a is None or b is None:
+                return None
+            return f"(({a}) {e.op} ({b}))"
+        ops = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "="}
+        if e.op in ops:
+            a, b = affine_text(e.a), affine_text(e.b)
+            if a is None or b is None:
+                return None
+            return f"{a} {ops[e.op]} {b}"
+        if e.op == "ne":
+            a, b = affine_text(e.a), affine_text(e.b)
+            if a is None or b is None:
+                return None
+            return f"({a} < {b} or {a} > {b})"
+    if isinstance(e, UnOp) and e.op == "not":
+        inner = constraint_text(e.a)
+        return None if inner is None else f"not ({inner})"
+    return None
+
+
+def space_text(params, tuple_name, dims) -> str:
+    """The `[params] -> { name[dims]` prefix of an isl object."""
+    return f"[{', '.join(params)}] -> {{ {tuple_name}[{', '.join(dims)}]"
+
+
+def pwaff_on(domain: isl.Set, text: str) -> isl.PwAff:
+    """The affine function `text` of the domain's variables, restricted to the domain."""
+    dims = [domain.get_dim_name(isl.dim_type.set, i) for i in range(domain.dim(isl.dim_type.set))]
+    params = [domain.get_dim_name(isl.dim_type.param, i) for i in range(domain.dim(isl.dim_type.param))]
+    pa = isl.PwAff(f"{space_text(params, domain.get_tuple_name(), dims)} -> [({text})] }}")
+    return pa.intersect_domain(domain)
+
+
+_AST_BINOPS = {
+    isl.ast_expr_op_type.add: "add", isl.ast_expr_op_type.sub: "sub", isl.ast_expr_op_type.mul: "mul",
+    isl.ast_expr_op_type.min: "min", isl.ast_expr_op_type.max: "max",
+    isl.ast_expr_op_type.fdiv_q: "ediv", isl.ast_expr_op_type.pdiv_q: "div",
+    isl.ast_expr_op_type.div: "div", isl.ast_expr_op_type.pdiv_r: "emod",
+    isl.ast_expr_op_type.zdiv_r: "mod",
+    isl.ast_expr_op_type.lt: "lt", isl.ast_expr_op_type.le: "le", isl.ast_expr_op_type.gt: "gt",
+    isl.ast_expr_op_type.ge: "ge", isl.ast_expr_op_type.eq: "eq",
+    isl.ast_expr_op_type.and_: "and", isl.ast_expr_op_type.and_then: "and",
+    isl.ast_expr_op_type.or_: "or", isl.ast_expr_op_type.or_else: "or",
+}
+
+
+def from_ast_expr(e: isl.AstExpr, names: dict | None = None) -> Expr:
+    """Convert an isl AST expression to an int64 expression; `names` renames identifiers."""
+    names = names or {}
+    t = e.get_type()
+    if t == isl.ast_expr_type.int:
+        return Const(e.get_val().to_python(), int64)
+    if t == isl.ast_expr_type.id:
+        name = e.get_id().name
+        return names.get(name) or Sym(name, int64)
+    if t != isl.ast_expr_type.op:
+        raise TypeError(f"unexpected isl AST expression {e.to_C_str()}")
+    op = e.get_op_type()
+    args = [from_ast_expr(e.get_op_arg(i), names) for i in range(e.get_op_n_arg())]
+    if op == isl.ast_expr_op_type.minus:
+        return UnOp("neg", args[0])
+    if op == isl.ast_expr_op_type.select or op == isl.ast_expr_op_type.cond:
+        from .expr import Select
+        return Select(*args)
+    if op in (isl.ast_expr_op_type.min, isl.ast_expr_op_type.max):
+        out = args[0]
+        for a in args[1:]:
+            out = binop(_AST_BINOPS[op], out, a)
+        return out
+    if op in _AST_BINOPS:
+        return binop(_AST_BINOPS[op], args[0], args[1])
+    raise TypeError(f"unexpected isl AST operation in {e.to_C_str()}")
+
+
+def pwaff_to_expr(pa: isl.PwAff, context: isl.Set) -> Expr:
+    """An expression of the parameters for a piecewise affine function of parameters only."""
+    build = isl.AstBuild.from_context(context)
+    return from_ast_expr(build.expr_from_pw_aff(pa))

@@ -1,0 +1,265 @@
+"""Code generation: scheduled statements -> isl AST -> loop IR.
+
+Index expressions that are affine are kept as isl functions of the statement
+instance until each AST leaf, where isl rewrites them in terms of the loop
+iterators (so `y = 32*y0 + y1` and tile offsets come out simplified). Other
+expressions get the leaf's instance coordinates substituted.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from . import loopir as L
+from .affine import IslAff, affine_text, from_ast_expr, pwaff_on
+from .algorithm import Var
+from .buffer import as_index_expr
+from .errors import ScheduleError
+from .expr import Access, Cast, Sym, UnOp, binop, transform, walk
+from .layout import inline_reads, read_index, write_index
+from .types import int64
+
+PARALLEL_LIKE = ("parallel",)
+
+
+# statement bodies -------------------------------------------------------------
+
+def _index(stmt, expr):
+    """An index expression over the statement's instance: isl-symbolic when affine."""
+    text = affine_text(expr)
+    if text is not None:
+        return IslAff(pwaff_on(stmt.domain, text))
+    return expr
+
+
+def _lower_reads(stmt, expr, locals_by_comp):
+    """Rewrite accesses to computations and inputs into buffer accesses."""
+    def repl(n):
+        if not isinstance(n, Access) or isinstance(n, _BufferAccess):
+            return None
+        local = locals_by_comp.get(n.target)
+        if local is not None:
+            return _BufferAccess(local.buffer, [_local_index(stmt, local, d, i) for d, i in enumerate(n.indices)])
+        buf, idx = read_index(n.target, n.indices)
+        return _BufferAccess(buf, [_index(stmt, i) for i in idx])
+    return transform(inline_reads(expr), repl)
+
+
+class _BufferAccess(Access):
+    """An access already rewritten onto a buffer (so it is not rewritten twice)."""
+
+    __slots__ = ()
+
+    def rebuild(self, children):
+        return _BufferAccess(self.target, children)
+
+
+def _local_index(stmt, local, d, index):
+    """Index of a consumer's read in a producer's tile: the global index minus the tile's corner."""
+    corner = local.lower[d].pullback_pw_multi_aff(isl.PwMultiAff.from_map(local.prefix))
+    corner = corner.intersect_domain(stmt.domain)
+    index = as_index_expr(index)
+    text = affine_text(index)
+    if text is not None:
+        return IslAff(pwaff_on(stmt.domain, text).sub(corner))
+    return binop("sub", index, IslAff(corner))
+
+
+def statement_body(stmt, locals_by_comp):
+    """(buffer, index list, value, predicate) of a statement, with symbolic affine indices."""
+    comp = stmt.comp
+    value = _lower_reads(stmt, comp.expr, locals_by_comp)
+    predicate = _lower_reads(stmt, comp.predicate, locals_by_comp) if comp.predicate is not None else None
+    if stmt.local is not None:
+        own = [v.name for v in comp.vars]
+        ndims = len(own) + len(stmt.loops) - len(comp.loops)
+        proj = isl.PwMultiAff.from_map(isl.Map(
+            f"{{ {comp.name}[{', '.join(f'p{i}' for i in range(ndims - len(own)))}, {', '.join(own)}] -> "
+            f"[{', '.join(f'p{i}' for i in range(ndims - len(own)))}] }}"))
+        index = []
+        for d, v in enumerate(own):
+            corner = stmt.local.lower[d].pullback_pw_multi_aff(proj).intersect_domain(stmt.domain)
+            index.append(IslAff(pwaff_on(stmt.domain, v).sub(corner)))
+        return stmt.local.buffer, index, value, predicate
+    buf, idx = write_index(comp)
+    return buf, [_index(stmt, i) for i in idx], value, predicate
+
+
+# the AST ------------------------------------------------------------------------
+
+class _Leaves:
+    """Loop IR statements built at each AST leaf, found again by the leaf's annotation."""
+
+    def __init__(self, stmts, bodies):
+        self.by_name = {s.name: s for s in stmts}
+        self.bodies = bodies
+        self.made = []
+        self.error = None
+
+    def __call__(self, node, build):
+        try:
+            return node.set_annotation(isl.Id(f"leaf{self._make(node, build)}"))
+        except Exception as exc:  # an exception must not cross isl's C callback
+            self.error = self.error or exc
+            return node
+
+    def _make(self, node, build):
+        call = node.user_get_expr()
+        name = call.get_op_arg(0).get_id().name
+        stmt = self.by_name[name]
+        args = [from_ast_expr(call.get_op_arg(i + 1)) for i in range(call.get_op_n_arg() - 1)]
+        dims = [stmt.domain.get_dim_name(isl.dim_type.set, i) for i in range(len(args))]
+        coords = dict(zip(dims, args))
+        iterators = isl.PwMultiAff.from_map(isl.Map.from_union_map(build.get_schedule()).reverse())
+
+        def concretize(e):
+            def repl(n):
+                if isinstance(n, IslAff):
+                    return from_ast_expr(build.expr_from_pw_aff(n.pwaff.pullback_pw_multi_aff(iterators)))
+                if isinstance(n, Var) and n.name in coords:
+                    return Cast(n.dtype, coords[n.name])
+                if type(n) is Sym and n.dtype == int64 and n.name in coords:
+                    return coords[n.name]
+                return None
+            return transform(e, repl)
+
+        buf, index, value, predicate = self.bodies[name]
+        out = L.Store(buf, tuple(concretize(i) for i in index), concretize(value))
+        if predicate is not None:
+            out = L.If(concretize(predicate), out)
+        self.made.append((stmt, out))
+        return len(self.made) - 1
+
+
+def build_ast(stmts, bodies, context):
+    """The isl AST of the union of the statements' time maps, with leaves already lowered."""
+    schedule = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+    for s in stmts:
+        schedule = schedule.union(isl.UnionMap.from_map(s.time.intersect_domain(s.domain)))
+    leaves = _Leaves(stmts, bodies)
+    build = isl.AstBuild.from_context(context)
+    build, _ = build.set_at_each_domain(leaves)
+    ast = build.node_from_schedule_map(schedule.intersect_params(context))
+    if leaves.error is not None:
+        raise leaves.error
+    return ast, leaves
+
+
+class _Converter:
+    """isl AST -> loop IR, naming loops after the computations' loops and applying tags."""
+
+    def __init__(self, leaves, params):
+        self.leaves = leaves
+        self.params = set(params)
+
+    def convert(self, node, scope):
+        """(loop IR, statements under the node, tile buffers not yet allocated)."""
+        t = node.get_type()
+        if t == isl.ast_node_type.block:
+            children = node.block_get_children()
+            parts = [self.convert(children.get_at(i), scope) for i in range(children.n_ast_node())]
+            return (L.Block([p[0] for p in parts]), [s for p in parts for s in p[1]],
+                    set().union(*(p[2] for p in parts)))
+        if t == isl.ast_node_type.user:
+            stmt, out = self.leaves.made[int(node.get_annotation().name[4:])]
+            return _rename(out, scope), [stmt], {stmt.local} if stmt.local is not None else set()
+        if t == isl.ast_node_type.if_:
+            cond = _rename_expr(from_ast_expr(node.if_get_cond()), scope)
+            then, s1, p1 = self.convert(node.if_get_then_node(), scope)
+            other, s2, p2 = (self.convert(node.if_get_else_node(), scope)
+                             if node.if_has_else_node() else (None, [], set()))
+            return L.If(cond, then, other), s1 + s2, p1 | p2
+        if t == isl.ast_node_type.for_:
+            return self._for(node, scope)
+        raise TypeError(f"unexpected isl AST node {node.to_C_str()}")
+
+    def _for(self, node, scope):
+        iterator = node.for_get_iterator().get_id().name
+        dim = int(iterator[1:])
+        lo = _rename_expr(from_ast_expr(node.for_get_init()), scope)
+        stmts_inside = _statements_under(node, self.leaves)
+        name = self._name(stmts_inside[0].loops[(dim - 1) // 2], scope)
+        inner_scope = dict(scope, **{iterator: name})
+        body, stmts, pending = self.convert(node.for_get_body(), inner_scope)
+        if node.for_is_degenerate():
+            hi = binop("add", lo, 1)
+        else:
+            hi = self._upper(node, iterator, scope)
+            step = from_ast_expr(node.for_get_inc()).value
+            if step != 1:
+                raise ScheduleError(f"the schedule produced a loop with stride {step}; use a unimodular schedule")
+        kind, factor = self._kind(stmts, dim)
+        # a tile buffer lives in the innermost generated loop at or above the consumer's level
+        for local in sorted((p for p in pending if p.time_dim >= dim), key=lambda p: p.buffer.name):
+            body = L.Allocate(local.buffer, body)
+            pending = pending - {local}
+        return L.For(name, lo, hi, body, kind, factor), stmts, pending
+
+    def _upper(self, node, iterator, scope):
+        cond = node.for_get_cond()
+        op = cond.get_op_type()
+        lhs, rhs = cond.get_op_arg(0), cond.get_op_arg(1)
+        if lhs.get_type() != isl.ast_expr_type.id or lhs.get_id().name != iterator:
+            raise TypeError(f"unexpected loop condition {cond.to_C_str()}")
+        bound = _rename_expr(from_ast_expr(rhs), scope)
+        if op == isl.ast_expr_op_type.le:
+            return binop("add", bound, 1)
+        if op == isl.ast_expr_op_type.lt:
+            return bound
+        raise TypeError(f"unexpected loop condition {cond.to_C_str()}")
+
+    def _name(self, base, scope):
+        taken = set(scope.values()) | self.params
+        name, k = base, 1
+        while name in taken:
+            name, k = f"{base}_{k}", k + 1
+        return name
+
+    def _kind(self, stmts, dim):
+        k = (dim - 1) // 2
+        found = {}
+        for s in stmts:
+            if k < len(s.loops) and s.loops[k] in s.tags:
+                found.setdefault(s.tags[s.loops[k]], s.name)
+        if not found:
+            return "serial", 1
+        if len(found) > 1:
+            desc = ", ".join(f"{tag[0]} by {who}" for tag, who in found.items())
+            raise ScheduleError(f"one loop is tagged differently by the computations that share it: {desc}")
+        (kind, factor), = found
+        return kind, factor
+
+
+def _statements_under(node, leaves):
+    found = []
+
+    def visit(n):
+        if n.get_type() == isl.ast_node_type.user:
+            found.append(leaves.made[int(n.get_annotation().name[4:])][0])
+        return True
+    node.foreach_descendant_top_down(visit)
+    return found
+
+
+def _rename_expr(e, scope):
+    def repl(n):
+        if type(n) is Sym and n.name in scope:
+            return Sym(scope[n.name], n.dtype)
+        return None
+    return transform(e, repl)
+
+
+def _rename(s, scope):
+    if isinstance(s, L.Store):
+        return L.Store(s.buffer, tuple(_rename_expr(i, scope) for i in s.indices), _rename_expr(s.value, scope))
+    if isinstance(s, L.If):
+        return L.If(_rename_expr(s.cond, scope), _rename(s.then, scope),
+                    None if s.else_ is None else _rename(s.else_, scope))
+    raise TypeError(type(s).__name__)
+
+
+def to_loop_ir(ast, leaves, params):
+    """Convert the AST; tile buffers whose loop was not generated are allocated at the root."""
+    body, _, pending = _Converter(leaves, params).convert(ast, {})
+    for local in sorted(pending, key=lambda p: p.buffer.name):
+        body = L.Allocate(local.buffer, body)
+    return body

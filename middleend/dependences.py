@@ -1,0 +1,128 @@
+"""Exact dependences of the original program, from its access relations, by isl's flow analysis.
+
+The original program runs computations in declaration order, each over its
+domain in lexicographic order. Reads, writes and their buffers come from
+Layer III (`store_in`, folding), so storage reuse creates the write-after-read
+and write-after-write dependences it should.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from .affine import affine_text
+from .expr import Access, walk
+from .layout import inline_reads, read_index, write_index
+
+
+def _params(obj):
+    return [obj.get_dim_name(isl.dim_type.param, i) for i in range(obj.dim(isl.dim_type.param))]
+
+
+def access_map(comp, buffer, indices, context):
+    """The relation from comp's instances to the buffer elements `indices` touch, and whether it is exact.
+
+    A non-affine index is over-approximated by the whole extent of the buffer in that dimension.
+    """
+    dims = [v.name for v in comp.vars]
+    outs, constraints, exact = [], [], True
+    for d, idx in enumerate(indices):
+        text = affine_text(idx)
+        if text is None:
+            exact = False
+            name = f"o{d}_"
+            outs.append(name)
+            extent = affine_text(buffer.shape[d])
+            constraints.append(f"0 <= {name}" + (f" < {extent}" if extent else ""))
+        else:
+            outs.append(text)
+    params = sorted(set(_params(comp.domain)) | {p for s in buffer.shape for p in _sym_names(s)})
+    text = f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(dims)}] -> {buffer.name}[{', '.join(outs)}]"
+    if constraints:
+        text += " : " + " and ".join(constraints)
+    m = isl.Map(text + " }").intersect_domain(comp.domain).intersect_params(context)
+    return m, exact
+
+
+def _sym_names(e):
+    from .expr import Sym
+    return {n.name for n in walk(e) if isinstance(n, Sym)}
+
+
+@dataclass
+class Accesses:
+    reads: isl.UnionMap
+    must_writes: isl.UnionMap
+    may_writes: isl.UnionMap
+
+
+def collect_accesses(computations, context) -> Accesses:
+    """Read and write relations of all computations on their buffers."""
+    space = isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0)
+    reads = isl.UnionMap.empty(space)
+    must = isl.UnionMap.empty(space)
+    may = isl.UnionMap.empty(space)
+    for comp in computations:
+        buffer, index = write_index(comp)
+        w, exact = access_map(comp, buffer, index, context)
+        if exact and comp.predicate is None:
+            must = must.union(isl.UnionMap.from_map(w))
+        else:
+            may = may.union(isl.UnionMap.from_map(w))
+        for node in _accesses(inline_reads(comp.expr), comp):
+            buf, idx = read_index(node.target, node.indices)
+            r, _ = access_map(comp, buf, idx, context)
+            reads = reads.union(isl.UnionMap.from_map(r))
+    return Accesses(reads, must, may)
+
+
+def _accesses(expr, comp):
+    nodes = list(walk(expr))
+    if comp.predicate is not None:
+        nodes += list(walk(inline_reads(comp.predicate)))
+    return [n for n in nodes if isinstance(n, Access)]
+
+
+def original_schedule(computations, context):
+    """Declaration order, then each domain in lexicographic order, padded to one dimensionality."""
+    depth = max(len(c.vars) for c in computations)
+    sched = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+    for k, comp in enumerate(computations):
+        dims = [v.name for v in comp.vars]
+        out = [str(k)] + dims + ["0"] * (depth - len(dims))
+        m = isl.Map(f"{{ {comp.name}[{', '.join(dims)}] -> [{', '.join(out)}] }}").intersect_domain(comp.domain)
+        sched = sched.union(isl.UnionMap.from_map(m))
+    return sched
+
+
+@dataclass
+class Dependences:
+    """Read-after-write, write-after-read and write-after-write dependences (source -> sink instances)."""
+
+    raw: isl.UnionMap
+    war: isl.UnionMap
+    waw: isl.UnionMap
+
+    def all(self):
+        return self.raw.union(self.war).union(self.waw)
+
+    def items(self):
+        return (("read-after-write", self.raw), ("write-after-read", self.war), ("write-after-write", self.waw))
+
+    def __str__(self):
+        return "\n".join(f"{kind}: {m}" for kind, m in self.items())
+
+
+def compute_dependences(computations, context) -> Dependences:
+    """Exact (isl flow analysis) dependences of the computations in their original order."""
+    acc = collect_accesses(computations, context)
+    sched = original_schedule(computations, context)
+    writes = acc.must_writes.union(acc.may_writes)
+    raw = (isl.UnionAccessInfo.from_sink(acc.reads).set_must_source(acc.must_writes)
+           .set_may_source(acc.may_writes).set_schedule_map(sched).compute_flow().get_may_dependence())
+    war = (isl.UnionAccessInfo.from_sink(writes).set_may_source(acc.reads).set_kill(acc.must_writes)
+           .set_schedule_map(sched).compute_flow().get_may_dependence())
+    waw = (isl.UnionAccessInfo.from_sink(writes).set_must_source(acc.must_writes)
+           .set_may_source(acc.may_writes).set_schedule_map(sched).compute_flow().get_may_dependence())
+    return Dependences(raw.coalesce(), war.coalesce(), waw.coalesce())

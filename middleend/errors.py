@@ -1,0 +1,36 @@
+"""Typed errors: each names what the user wrote that is wrong."""
+
+
+class MascarponeError(Exception):
+    """Base class of every error mascarpone raises on bad input."""
+
+
+class ExprTypeError(MascarponeError, TypeError):
+    """Operands of different types met without an explicit cast."""
+
+
+class DomainError(MascarponeError, ValueError):
+    """A loop bound, constraint or index that cannot be expressed."""
+
+
+class ScheduleError(MascarponeError, ValueError):
+    """A scheduling command got arguments that make no sense (unknown loop, bad factor...)."""
+
+
+class IllegalScheduleError(MascarponeError):
+    """A schedule that would change the program's results (breaks a dependence)."""
+
+    def __init__(self, message, *, source=None, sink=None, dependence=None, command=None):
+        super().__init__(message)
+        self.source = source
+        self.sink = sink
+        self.dependence = dependence
+        self.command = command
+
+
+class NotSupportedError(MascarponeError, NotImplementedError):
+    """A construct the project does not handle yet; the message names it."""
+
+
+class ArgumentError(MascarponeError, ValueError):
+    """A compiled kernel was called with a missing argument or a wrong shape or dtype."""

@@ -1,0 +1,405 @@
+"""Typed expressions shared by the algorithm layer and the loop IR.
+
+Every node carries its element type. Python numbers take the type of the other
+operand; two expressions of different types need an explicit cast.
+
+Integer semantics (documented, identical on every back-end):
+  * ``+ - *`` wrap at the type's width.
+  * ``/`` and ``%`` truncate toward zero, as in C and Julia (``div``/``rem``).
+  * ``//`` and ``floormod`` are Halide's kind: the quotient rounds so that the
+    remainder is never negative (Euclidean division).
+  * Division or remainder by zero gives 0 in both kinds (Halide's definition).
+Floats follow IEEE; nothing is reassociated.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+from .errors import ExprTypeError
+from .types import DType, as_dtype, bool_, float32, float64, index_type, int64
+
+ARITH_OPS = ("add", "sub", "mul", "div", "mod", "ediv", "emod", "min", "max")
+COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+LOGIC_OPS = ("and", "or")
+MATH_FUNCS = {
+    "sqrt": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
+    "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "fabs": 1, "pow": 2, "atan2": 2,
+}
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "ediv": "//",
+           "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+           "and": "&&", "or": "||"}
+
+
+class Expr:
+    """Base of all expression nodes. Subclasses define `children` and `rebuild`."""
+
+    __slots__ = ("dtype",)
+    __hash__ = object.__hash__
+
+    children: tuple = ()
+
+    def rebuild(self, children):
+        """A copy of this node with new children (same kind, same attributes)."""
+        return self
+
+    # arithmetic -----------------------------------------------------------
+    def __add__(self, o): return binop("add", self, o)
+    def __radd__(self, o): return binop("add", o, self)
+    def __sub__(self, o): return binop("sub", self, o)
+    def __rsub__(self, o): return binop("sub", o, self)
+    def __mul__(self, o): return binop("mul", self, o)
+    def __rmul__(self, o): return binop("mul", o, self)
+    def __truediv__(self, o): return binop("div", self, o)
+    def __rtruediv__(self, o): return binop("div", o, self)
+    def __floordiv__(self, o): return binop("ediv", self, o)
+    def __rfloordiv__(self, o): return binop("ediv", o, self)
+    def __mod__(self, o): return binop("mod", self, o)
+    def __rmod__(self, o): return binop("mod", o, self)
+    def __neg__(self): return UnOp("neg", self)
+    def __pos__(self): return self
+
+    # comparisons build expressions, as in Halide
+    def __lt__(self, o): return binop("lt", self, o)
+    def __le__(self, o): return binop("le", self, o)
+    def __gt__(self, o): return binop("gt", self, o)
+    def __ge__(self, o): return binop("ge", self, o)
+    def __eq__(self, o): return binop("eq", self, o)
+    def __ne__(self, o): return binop("ne", self, o)
+
+    # logic on bool expressions
+    def __and__(self, o): return binop("and", self, o)
+    def __rand__(self, o): return binop("and", o, self)
+    def __or__(self, o): return binop("or", self, o)
+    def __ror__(self, o): return binop("or", o, self)
+    def __invert__(self): return UnOp("not", self)
+
+    def __bool__(self):
+        raise ExprTypeError(
+            f"the expression {self} has no truth value in Python; use ms.select, & and | instead of if/and/or")
+
+    def __repr__(self):
+        return to_c(self)
+
+    __str__ = __repr__
+
+
+class Const(Expr):
+    """A literal of a given type."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value, dtype):
+        self.dtype = as_dtype(dtype)
+        if self.dtype.is_float:
+            value = float(value)
+        elif self.dtype.is_bool:
+            value = bool(value)
+        else:
+            value = int(value)
+            lo, hi = self.dtype.min_value(), self.dtype.max_value()
+            if not lo <= value <= hi:
+                # wrap like the machine does, so constants behave as values of the type
+                span = hi - lo + 1
+                value = (value - lo) % span + lo
+        self.value = value
+
+
+class Sym(Expr):
+    """A named scalar: a size parameter or a loop iterator of the loop IR."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name, dtype=int64):
+        self.name = name
+        self.dtype = as_dtype(dtype)
+
+
+class Access(Expr):
+    """A read of an input, a computation or a buffer at the given indices."""
+
+    __slots__ = ("target", "indices")
+
+    def __init__(self, target, indices):
+        self.target = target
+        self.indices = tuple(indices)
+        self.dtype = target.dtype
+
+    @property
+    def children(self):
+        return self.indices
+
+    def rebuild(self, children):
+        return Access(self.target, children)
+
+
+class BinOp(Expr):
+    """A binary operation; `op` is one of ARITH_OPS, COMPARE_OPS, LOGIC_OPS."""
+
+    __slots__ = ("op", "a", "b")
+
+    def __init__(self, op, a, b):
+        self.op, self.a, self.b = op, a, b
+        self.dtype = bool_ if op in COMPARE_OPS else a.dtype
+
+    @property
+    def children(self):
+        return (self.a, self.b)
+
+    def rebuild(self, children):
+        return BinOp(self.op, *children)
+
+
+class UnOp(Expr):
+    """Negation ('neg') or logical not ('not')."""
+
+    __slots__ = ("op", "a")
+
+    def __init__(self, op, a):
+        if op == "not" and not a.dtype.is_bool:
+            raise ExprTypeError(f"~ needs a bool expression, got {a.dtype}: {a}")
+        self.op, self.a = op, a
+        self.dtype = a.dtype
+
+    @property
+    def children(self):
+        return (self.a,)
+
+    def rebuild(self, children):
+        return UnOp(self.op, children[0])
+
+
+class Select(Expr):
+    """`cond ? t : f`, evaluating both sides."""
+
+    __slots__ = ("cond", "t", "f")
+
+    def __init__(self, cond, t, f):
+        self.cond, self.t, self.f = cond, t, f
+        self.dtype = t.dtype
+
+    @property
+    def children(self):
+        return (self.cond, self.t, self.f)
+
+    def rebuild(self, children):
+        return Select(*children)
+
+
+class Cast(Expr):
+    """Conversion to `dtype`: floats to ints truncate toward zero, ints wrap."""
+
+    __slots__ = ("a",)
+
+    def __init__(self, dtype, a):
+        self.dtype = as_dtype(dtype)
+        self.a = a
+
+    @property
+    def children(self):
+        return (self.a,)
+
+    def rebuild(self, children):
+        return Cast(self.dtype, children[0])
+
+
+class Call(Expr):
+    """A pure math function of MATH_FUNCS on floating-point arguments."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn, args):
+        self.fn = fn
+        self.args = tuple(args)
+        self.dtype = self.args[0].dtype
+
+    @property
+    def children(self):
+        return self.args
+
+    def rebuild(self, children):
+        return Call(self.fn, children)
+
+
+for _cls in (Const, Sym):
+    _cls.children = ()
+
+
+# construction helpers ---------------------------------------------------------
+
+def lift(value, like: DType | None = None) -> Expr:
+    """Turn a Python number into a Const of the type `like` (or a default type)."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool):
+        return Const(value, bool_)
+    if isinstance(value, numbers.Integral):
+        if like is not None and like.is_bool:
+            raise ExprTypeError(f"cannot combine the integer {value} with a bool expression")
+        return Const(value, like or index_type)
+    if isinstance(value, numbers.Real):
+        if like is not None and not like.is_float:
+            raise ExprTypeError(
+                f"cannot combine the float {value} with a {like} expression; cast one side with ms.cast")
+        return Const(value, like or float64)
+    raise ExprTypeError(f"not an expression: {value!r}")
+
+
+def binop(op, a, b) -> Expr:
+    """Build a type-checked binary operation from expressions or Python numbers."""
+    if not isinstance(a, Expr) and not isinstance(b, Expr):
+        raise ExprTypeError(f"{op} needs at least one expression operand")
+    like = a.dtype if isinstance(a, Expr) else b.dtype
+    a, b = lift(a, like), lift(b, like)
+    if a.dtype != b.dtype:
+        raise ExprTypeError(
+            f"operands of '{_SYMBOL.get(op, op)}' have different types ({a.dtype} and {b.dtype}) in "
+            f"{to_c(a)} {_SYMBOL.get(op, op)} {to_c(b)}; insert ms.cast(...) on one side")
+    if op in LOGIC_OPS and not a.dtype.is_bool:
+        raise ExprTypeError(f"'{_SYMBOL[op]}' needs bool operands, got {a.dtype}")
+    if op in ("ediv", "emod") and not a.dtype.is_int:
+        if a.dtype.is_float and op == "ediv":
+            return Call("floor", [BinOp("div", a, b)])
+        raise ExprTypeError(f"{op} needs integer operands, got {a.dtype}")
+    if a.dtype.is_bool and op in ARITH_OPS and op not in ("min", "max"):
+        raise ExprTypeError(f"arithmetic on bool values: {to_c(a)} {_SYMBOL.get(op, op)} {to_c(b)}")
+    return BinOp(op, a, b)
+
+
+def select(cond, t, f) -> Expr:
+    """`t` where `cond` holds, else `f` (both are evaluated)."""
+    like = t.dtype if isinstance(t, Expr) else (f.dtype if isinstance(f, Expr) else None)
+    cond, t, f = lift(cond), lift(t, like), lift(f, like)
+    if not cond.dtype.is_bool:
+        raise ExprTypeError(f"select condition must be bool, got {cond.dtype}: {cond}")
+    if t.dtype != f.dtype:
+        raise ExprTypeError(f"select branches have different types: {t.dtype} and {f.dtype}")
+    return Select(cond, t, f)
+
+
+def min_(a, b) -> Expr:
+    """The smaller of two values of one type."""
+    return binop("min", a, b)
+
+
+def max_(a, b) -> Expr:
+    """The larger of two values of one type."""
+    return binop("max", a, b)
+
+
+def clamp(e, lo, hi) -> Expr:
+    """`min(max(e, lo), hi)`."""
+    return min_(max_(e, lo), hi)
+
+
+def abs_(e) -> Expr:
+    """Absolute value (of the same type; integer abs of the minimum wraps)."""
+    e = lift(e)
+    return select(e < 0, -e, e)
+
+
+def cast(dtype, e) -> Expr:
+    """Explicit conversion to `dtype`."""
+    dtype = as_dtype(dtype)
+    e = lift(e, dtype if not isinstance(e, Expr) else None)
+    return e if e.dtype == dtype else Cast(dtype, e)
+
+
+def floordiv(a, b) -> Expr:
+    """Halide's integer division (rounds so the remainder is never negative)."""
+    return binop("ediv", a, b)
+
+
+def floormod(a, b) -> Expr:
+    """Halide's integer modulo (never negative)."""
+    return binop("emod", a, b)
+
+
+def call(fn, *args) -> Expr:
+    """A math function call on floating-point arguments."""
+    if fn not in MATH_FUNCS:
+        raise ExprTypeError(f"unknown math function {fn!r}; known: {', '.join(sorted(MATH_FUNCS))}")
+    if len(args) != MATH_FUNCS[fn]:
+        raise ExprTypeError(f"{fn} takes {MATH_FUNCS[fn]} argument(s), got {len(args)}")
+    like = next((a.dtype for a in args if isinstance(a, Expr)), float32)
+    args = [lift(a, like) for a in args]
+    for a in args:
+        if not a.dtype.is_float:
+            raise ExprTypeError(f"{fn} needs floating-point arguments, got {a.dtype} in {a}; cast it first")
+        if a.dtype != args[0].dtype:
+            raise ExprTypeError(f"{fn} arguments have different types")
+    return Call(fn, args)
+
+
+# traversal --------------------------------------------------------------------
+
+def transform(e: Expr, fn) -> Expr:
+    """Rebuild `e` bottom-up; `fn(node)` returns a replacement or None to keep the node."""
+    kids = e.children
+    if kids:
+        new = tuple(transform(k, fn) for k in kids)
+        if any(n is not k for n, k in zip(new, kids)):
+            e = e.rebuild(new)
+    out = fn(e)
+    return e if out is None else out
+
+
+def walk(e: Expr):
+    """All nodes of `e`, parents before children."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+def substitute(e: Expr, mapping: dict) -> Expr:
+    """Replace Sym nodes (and Layer I variables) by name with the expressions in `mapping`."""
+    def repl(n):
+        name = getattr(n, "name", None)
+        if isinstance(n, Sym) and name in mapping:
+            return mapping[name]
+        return None
+    return transform(e, repl)
+
+
+# printing ---------------------------------------------------------------------
+
+def _const_str(c: Const):
+    if c.dtype.is_bool:
+        return "true" if c.value else "false"
+    if c.dtype.is_float:
+        v = c.value
+        if math.isinf(v) or math.isnan(v):
+            return f"{v}"
+        text = repr(v)
+        return text + ("f" if c.dtype == float32 else "")
+    return str(c.value)
+
+
+def to_c(e: Expr) -> str:
+    """A readable C-like rendering of an expression."""
+    if isinstance(e, Const):
+        return _const_str(e)
+    if isinstance(e, Sym):
+        return e.name
+    if isinstance(e, Access):
+        return f"{e.target.name}[{', '.join(to_c(i) for i in e.indices)}]"
+    if isinstance(e, BinOp):
+        if e.op in ("min", "max"):
+            return f"{e.op}({to_c(e.a)}, {to_c(e.b)})"
+        if e.op == "emod":
+            return f"floormod({to_c(e.a)}, {to_c(e.b)})"
+        return f"({to_c(e.a)} {_SYMBOL[e.op]} {to_c(e.b)})"
+    if isinstance(e, UnOp):
+        return f"{'-' if e.op == 'neg' else '!'}{to_c(e.a)}"
+    if isinstance(e, Select):
+        return f"({to_c(e.cond)} ? {to_c(e.t)} : {to_c(e.f)})"
+    if isinstance(e, Cast):
+        return f"({e.dtype}){to_c(e.a)}"
+    if isinstance(e, Call):
+        return f"{e.fn}({', '.join(to_c(a) for a in e.args)})"
+    name = getattr(e, "name", None)
+    if name is not None:
+        return name
+    raise TypeError(f"unknown expression node {type(e).__name__}")

@@ -1,0 +1,179 @@
+"""A Function: the container of inputs, computations and their schedule, and the entry to lowering."""
+from __future__ import annotations
+
+import islpy as isl
+
+from . import algorithm, codegen, legality
+from . import loopir as L
+from .buffer import Buffer
+from .dependences import compute_dependences
+from .errors import DomainError, ScheduleError
+from .expr import Access, lift, walk
+from .layout import assign_storage, inline_reads
+from .statements import build_statements
+
+
+class Function:
+    """`with ms.Function("name") as f:` collects the inputs and computations declared in the block."""
+
+    def __init__(self, name):
+        algorithm._check_name(name, "function")
+        self.name = name
+        self.inputs = []
+        self.computations = []
+        self.buffers = []
+        self.param_names = set()
+        self._history = []     # (command text, snapshot of every computation, ordering length)
+        self._ordering = []    # (how, computation, other, level name or None)
+
+    # declaration -------------------------------------------------------------
+    def __enter__(self):
+        algorithm._current.stack = getattr(algorithm._current, "stack", []) + [self]
+        return self
+
+    def __exit__(self, *exc):
+        algorithm._current.stack.pop()
+        return False
+
+    def params_in(self, *exprs):
+        names = algorithm.params_of(*exprs)
+        self.param_names |= names
+        return names
+
+    def _check_new_name(self, name):
+        if any(x.name == name for x in self.inputs + self.computations + self.buffers):
+            raise DomainError(f"function {self.name} already has something named {name!r}")
+
+    def _add_input(self, inp):
+        self._check_new_name(inp.name)
+        self.params_in(*inp.shape)
+        self.inputs.append(inp)
+
+    def _add_computation(self, comp):
+        self._check_new_name(comp.name)
+        self.computations.append(comp)
+
+    def _add_buffer(self, buf):
+        if buf not in self.buffers:
+            if buf.kind == "input":
+                raise ScheduleError(f"buffer {buf.name} is an input; computations cannot store in it")
+            self._check_new_name(buf.name)
+            self.params_in(*buf.shape)
+            self.buffers.append(buf)
+
+    def __getitem__(self, name):
+        return self.computation(name)
+
+    def computation(self, name):
+        """The computation called `name`."""
+        for c in self.computations:
+            if c.name == name:
+                return c
+        raise KeyError(f"function {self.name} has no computation {name!r}; it has {[c.name for c in self.computations]}")
+
+    # history and replay ----------------------------------------------------------
+    def _record(self, text):
+        snap = {c: c.snapshot() for c in self.computations}
+        self._history.append((text, snap, len(self._ordering)))
+
+    def history(self):
+        """The scheduling commands applied so far, in order."""
+        return [text for text, _, _ in self._history]
+
+    def _culprit(self, violated):
+        """The first command after which `violated(statements)` holds, by replaying the history."""
+        final = {c: c.snapshot() for c in self.computations}
+        ordering = list(self._ordering)
+        context = self.context()
+        try:
+            for text, snap, n_order in self._history:
+                for c in self.computations:
+                    c.restore(snap.get(c, c.initial_state))
+                self._ordering = ordering[:n_order]
+                try:
+                    if violated(build_statements(self, context)):
+                        return text
+                except Exception:
+                    continue
+            return None
+        finally:
+            for c, state in final.items():
+                c.restore(state)
+            self._ordering = ordering
+
+    # analysis --------------------------------------------------------------------
+    def context(self):
+        """Constraints on the parameters: every size is at least 1."""
+        params = sorted(self.param_names)
+        cons = " and ".join(f"{p} >= 1" for p in params) or "true"
+        return isl.Set(f"[{', '.join(params)}] -> {{ : {cons} }}")
+
+    def outputs(self):
+        """Computations returned to the caller: those marked output=True, else the ones nobody reads."""
+        roots = [c for c in self.computations if c.updated is None]
+        marked = [c for c in roots if c.is_output]
+        if marked:
+            return marked
+        read = set()
+        for c in self.computations:
+            for e in [c.expr] + ([c.predicate] if c.predicate is not None else []):
+                read |= {n.target.storage_owner for n in walk(e)
+                         if isinstance(n, Access) and hasattr(n.target, "storage_owner")
+                         and n.target.storage_owner is not c.storage_owner}
+        return [c for c in roots if c not in read and not c.inlined
+                and (c.user_buffer is None or c.user_buffer.kind != "temporary")]
+
+    def _prepare(self):
+        if not self.computations:
+            raise DomainError(f"function {self.name} has no computations")
+        outs = self.outputs()
+        if not outs and not any(b.kind == "output" for b in self.buffers):
+            raise DomainError(f"function {self.name} has no output: mark one with output=True")
+        for c in outs:
+            c.is_output = True
+        context = self.context()
+        assign_storage(self, context)
+        return context
+
+    def dependences(self):
+        """Read-after-write, write-after-read and write-after-write dependences (isl maps)."""
+        context = self._prepare()
+        return compute_dependences(self.computations, context)
+
+    # lowering ------------------------------------------------------------------------
+    def lower(self, check=True) -> L.LoweredFunction:
+        """The loop IR of the scheduled function, after checking the schedule against the dependences."""
+        context = self._prepare()
+        stmts = build_statements(self, context)
+        if check:
+            deps = compute_dependences(self.computations, context)
+            legality.check(stmts, deps, self, context)
+        locals_by_comp = {s.comp: s.local for s in stmts if s.local is not None}
+        bodies = {s.name: codegen.statement_body(s, locals_by_comp) for s in stmts}
+        ast, leaves = codegen.build_ast(stmts, bodies, context)
+        params = sorted(self.param_names)
+        body = codegen.to_loop_ir(ast, leaves, params)
+        outputs, temps = [], []
+        for c in self.computations:
+            if c.updated is None and not c.inlined and c.compute_at_target is None and c.buffer not in outputs:
+                (outputs if c.buffer.kind == "output" else temps).append(c.buffer)
+        for b in self.buffers:
+            if b not in outputs and b not in temps:
+                (outputs if b.kind == "output" else temps).append(b)
+        for b in reversed(temps):
+            body = L.Allocate(b, body)
+        return L.LoweredFunction(self.name, params, [i.buffer for i in self.inputs], outputs, body, temps)
+
+    def compile(self, target="cpu", check=True, **options):
+        """Lower, check and compile for `target` ('cpu'); returns a callable kernel."""
+        lowered = self.lower(check=check)
+        if target == "cpu":
+            from backends.cpu import compile_cpu
+            return compile_cpu(lowered, **options)
+        from .errors import NotSupportedError
+        raise NotSupportedError(f"target {target!r} is not available yet; use 'cpu'")
+
+    def compile_to_object(self, path, check=True):
+        """Write an object file and a C header (path with .h) for use outside Python."""
+        from backends.cpu import emit_object
+        return emit_object(self.lower(check=check), path)

@@ -1,0 +1,158 @@
+"""Legality: a schedule is legal iff every dependence still goes forward in time,
+and no parallel or vector loop carries one.
+
+Each original instance maps to the times it executes at: one time normally,
+several for a producer recomputed per consumer tile, the consumers' times for
+an inlined computation. A dependence a -> b is respected when every time of a
+comes before every time of b. The reads a consumer makes of a producer it
+recomputes or inlines are satisfied by construction and are not checked.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from .errors import IllegalScheduleError
+from .statements import reads_of
+
+PARALLEL_KINDS = ("parallel", "vector", "gpu_block", "gpu_thread", "distribute")
+
+
+def execution_times(stmts, function, context):
+    """Per computation name, the map from its original instances to the times it runs at."""
+    times = {s.name: s.to_original.reverse().apply_range(s.time) for s in stmts}
+    by_comp = {s.comp: s for s in stmts}
+    for comp in function.computations:
+        if not comp.inlined:
+            continue
+        union = None
+        for reader in function.computations:
+            if reader.inlined or reader not in by_comp:
+                continue
+            r = _reads_through_inlining(reader, comp, context)
+            if r is None:
+                continue
+            part = r.reverse().apply_range(times[reader.name])
+            union = part if union is None else union.union(part)
+        if union is not None:
+            times[comp.name] = union
+    return times
+
+
+def _reads_through_inlining(reader, target, context):
+    return reads_of(reader, target, context)
+
+
+def _exempt(kind, src, snk, function):
+    """Reads of a producer by the consumer it is recomputed in, or inlined into, hold by construction."""
+    if kind != "read-after-write":
+        return False
+    producer = function.computation(src)
+    if producer.inlined:
+        return True
+    target = producer.compute_at_target
+    return target is not None and target[0].name == snk
+
+
+def _maps(umap):
+    out = []
+    umap.foreach_map(out.append)
+    return out
+
+
+def _sample(m):
+    p = m.sample_point()
+    return str(p)
+
+
+def ordering_violations(stmts, deps, function, context):
+    """(kind, dependence map, witness) for every dependence the schedule runs backwards."""
+    times = execution_times(stmts, function, context)
+    out = []
+    for kind, umap in deps.items():
+        for m in _maps(umap):
+            src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+            if src not in times or snk not in times or _exempt(kind, src, snk, function):
+                continue
+            ts, tk = times[src], times[snk]
+            lex_ge = isl.Map.lex_ge(ts.get_space().range())
+            backwards = ts.apply_range(lex_ge).apply_range(tk.reverse())
+            bad = m.intersect(backwards.intersect_params(context))
+            if not bad.is_empty():
+                out.append((kind, m, bad))
+    return out
+
+
+def tag_violations(stmts, deps, function, context):
+    """(statement, loop, kind, dependence map, witness) for tagged loops that carry a dependence."""
+    times = execution_times(stmts, function, context)
+    out = []
+    pairs = []
+    for kind, umap in deps.items():
+        for m in _maps(umap):
+            src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+            if src in times and snk in times and not _exempt(kind, src, snk, function):
+                pairs.append((kind, m, times[src], times[snk]))
+    for s in stmts:
+        for k, loop in enumerate(s.loops):
+            tag = s.tags.get(loop)
+            if not tag or tag[0] not in PARALLEL_KINDS:
+                continue
+            p = 2 * k + 1
+            for kind, m, ts, tk in pairs:
+                carried = _carried_at(ts.get_space().range(), p, s.betas[:k + 1])
+                bad = m.intersect(ts.apply_range(carried).apply_range(tk.reverse()).intersect_params(context))
+                if not bad.is_empty():
+                    out.append((s, loop, tag[0], kind, m, bad))
+                    break
+    return out
+
+
+def _carried_at(time_space, p, betas):
+    """Pairs of times in the same iteration of the loops above dimension p (and in that loop's nest),
+    different at p."""
+    n = time_space.dim(isl.dim_type.set)
+    a = [f"a{i}" for i in range(n)]
+    b = [f"b{i}" for i in range(n)]
+    cons = [f"a{i} = b{i}" for i in range(p)]
+    cons += [f"a{2 * j} = {beta}" for j, beta in enumerate(betas)]
+    cons.append(f"a{p} != b{p}")
+    return isl.Map(f"{{ [{', '.join(a)}] -> [{', '.join(b)}] : {' and '.join(cons)} }}")
+
+
+def check(stmts, deps, function, context):
+    """Raise IllegalScheduleError for the first dependence the schedule breaks, naming the command."""
+    violations = ordering_violations(stmts, deps, function, context)
+    if violations:
+        kind, m, bad = violations[0]
+        src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+        culprit = function._culprit(lambda st: any(
+            v[0] == kind and v[1].get_tuple_name(isl.dim_type.in_) == src
+            and v[1].get_tuple_name(isl.dim_type.out) == snk for v in ordering_violations(st, deps, function, context)))
+        raise IllegalScheduleError(
+            f"the schedule runs a {kind} dependence from {src} to {snk} backwards: "
+            f"{_witness(bad)} must run in that order but no longer does"
+            + (f"; broken by {culprit}" if culprit else "") + f". Dependence: {_short(m)}",
+            source=src, sink=snk, dependence=m, command=culprit)
+    tagged = tag_violations(stmts, deps, function, context)
+    if tagged:
+        s, loop, tag, kind, m, bad = tagged[0]
+        src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+        culprit = function._culprit(lambda st: any(
+            t[0].name == s.name and t[1] == loop for t in tag_violations(st, deps, function, context)))
+        raise IllegalScheduleError(
+            f"loop {loop} of {s.name} is tagged {tag} but carries a {kind} dependence from {src} to {snk} "
+            f"({_witness(bad)} run in different iterations of it)"
+            + (f"; broken by {culprit}" if culprit else "") + f". Dependence: {_short(m)}",
+            source=src, sink=snk, dependence=m, command=culprit)
+
+
+def _witness(bad):
+    p = bad.sample()
+    text = str(p)
+    start, end = text.find("{"), text.rfind("}")
+    return text[start + 1:end].strip() if start >= 0 else text
+
+
+def _short(m, limit=300):
+    text = str(m.coalesce())
+    return text if len(text) <= limit else text[:limit] + " ...}"

@@ -1,0 +1,130 @@
+"""The lowered loop IR that every back-end reads, and its pseudo-C printer.
+
+Contract with back-ends:
+  * Index arithmetic (loop bounds, iterators, buffer indices) is int64; `Sym`
+    nodes name loop iterators and size parameters, both int64 at run time.
+    A `Sym` whose dtype is narrower is read as that type (a truncation).
+  * Buffers are dense and row-major over their `shape` (the last index is
+    contiguous). `Access(buffer, indices)` loads an element; `Store` writes one.
+  * `For` runs `var` from `lo` to `hi - 1` in steps of one. Its `kind` says how:
+    'serial', 'parallel', 'vector' (SIMD of `factor` lanes), 'unroll' (by
+    `factor`), or a tag for another back-end ('gpu_block', 'gpu_thread',
+    'distribute', 'pipeline') that CPU back-ends run serially.
+    Legality of the tag was checked by the middle-end.
+  * `Allocate` gives a temporary buffer the lifetime of its body; its shape
+    is evaluated on entry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .expr import Expr, to_c
+
+LOOP_KINDS = ("serial", "parallel", "vector", "unroll", "gpu_block", "gpu_thread", "distribute", "pipeline")
+
+
+class Stmt:
+    """Base of statements."""
+
+    def __str__(self):
+        return "\n".join(_print(self, 0))
+
+
+@dataclass(eq=False)
+class For(Stmt):
+    var: str
+    lo: Expr
+    hi: Expr
+    body: Stmt
+    kind: str = "serial"
+    factor: int = 1
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Expr
+    then: Stmt
+    else_: Stmt | None = None
+
+
+@dataclass(eq=False)
+class Block(Stmt):
+    body: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Store(Stmt):
+    buffer: object  # middleend.layout.Buffer
+    indices: tuple
+    value: Expr
+
+
+@dataclass(eq=False)
+class Allocate(Stmt):
+    buffer: object
+    body: Stmt
+
+
+@dataclass(eq=False)
+class LoweredFunction:
+    """A whole kernel: its size parameters, its argument buffers in call order, and its body."""
+
+    name: str
+    params: list          # names of the int64 size parameters
+    inputs: list          # Buffers read from the caller
+    outputs: list         # Buffers written for the caller
+    body: Stmt
+    temporaries: list = field(default_factory=list)
+
+    @property
+    def arguments(self):
+        return list(self.inputs) + list(self.outputs)
+
+    def __str__(self):
+        args = [f"{b.dtype} *{b.name}" for b in self.arguments] + [f"int64 {p}" for p in self.params]
+        lines = [f"void {self.name}({', '.join(args)}) {{"]
+        lines += _print(self.body, 1)
+        lines.append("}")
+        return "\n".join(lines)
+
+
+def _loop_header(s: For):
+    tag = ""
+    if s.kind != "serial":
+        tag = f"  // {s.kind}" + (f"({s.factor})" if s.factor > 1 else "")
+    return f"for ({s.var} = {to_c(s.lo)}; {s.var} < {to_c(s.hi)}; {s.var}++) {{{tag}"
+
+
+def _print(s: Stmt, depth: int):
+    pad = "  " * depth
+    if isinstance(s, Block):
+        return [line for child in s.body for line in _print(child, depth)]
+    if isinstance(s, For):
+        return [pad + _loop_header(s), *_print(s.body, depth + 1), pad + "}"]
+    if isinstance(s, If):
+        lines = [f"{pad}if ({to_c(s.cond)}) {{", *_print(s.then, depth + 1)]
+        if s.else_ is not None:
+            lines += [f"{pad}}} else {{", *_print(s.else_, depth + 1)]
+        return lines + [pad + "}"]
+    if isinstance(s, Store):
+        idx = ", ".join(to_c(i) for i in s.indices)
+        return [f"{pad}{s.buffer.name}[{idx}] = {to_c(s.value)};"]
+    if isinstance(s, Allocate):
+        shape = ", ".join(to_c(d) for d in s.buffer.shape)
+        return [f"{pad}{s.buffer.dtype} {s.buffer.name}[{shape}];  // temporary",
+                *_print(s.body, depth)]
+    raise TypeError(f"unknown statement {type(s).__name__}")
+
+
+def walk_stmts(s: Stmt):
+    """All statements under `s`, parents first."""
+    yield s
+    if isinstance(s, Block):
+        for c in s.body:
+            yield from walk_stmts(c)
+    elif isinstance(s, (For, Allocate)):
+        yield from walk_stmts(s.body)
+    elif isinstance(s, If):
+        yield from walk_stmts(s.then)
+        if s.else_ is not None:
+            yield from walk_stmts(s.else_)

@@ -1,0 +1,76 @@
+"""Placement of computations relative to each other: the static (beta) dimensions of the time-space.
+
+The program is a sequence of computations; each entry records how many loops it
+shares with the entry before it. `after`/`before` move an entry (with the
+entries nested inside its loops) next to another one. The betas follow from the
+sequence: sharing s loops keeps the first s betas and bumps the next one.
+"""
+from __future__ import annotations
+
+from .errors import ScheduleError
+
+
+def _subtree_end(seq, start):
+    """Index one past the entries nested in the loops of seq[start]."""
+    share = seq[start][1]
+    end = start + 1
+    while end < len(seq) and seq[end][1] > share:
+        end += 1
+    return end
+
+
+def _level_depth(other, level, loops_of, how, comp):
+    if level is None:
+        return 0
+    loops = loops_of(other)
+    if level not in loops:
+        raise ScheduleError(f"{comp.name}.{how}({other.name}, {level}): {other.name} has no loop {level!r}; "
+                            f"its loops are {loops}")
+    depth = loops.index(level) + 1
+    mine = loops_of(comp)
+    if depth > len(mine):
+        raise ScheduleError(f"{comp.name}.{how}({other.name}, {level}): {comp.name} has only {len(mine)} loops, "
+                            f"it cannot share {depth} with {other.name}")
+    return depth
+
+
+def resolve(computations, commands, loops_of):
+    """Betas for each computation from the placement commands, applied in the order given.
+
+    `commands` are (how, comp, other, level name or None); `loops_of(c)` gives c's final loops.
+    """
+    seq = [[c, 0] for c in computations]
+    position = lambda c: next(i for i, e in enumerate(seq) if e[0] is c)
+    for how, comp, other, level in commands:
+        if other not in computations or comp not in computations:
+            continue  # an inlined computation has no place of its own
+        depth = _level_depth(other, level, loops_of, how, comp)
+        start = position(comp)
+        block = seq[start:_subtree_end(seq, start)]
+        if any(e[0] is other for e in block):
+            raise ScheduleError(f"{comp.name}.{how}({other.name}): {other.name} is nested inside {comp.name}'s loops")
+        del seq[start:start + len(block)]
+        if start < len(seq) and seq[start][1] > block[0][1]:
+            seq[start][1] = block[0][1]  # the entry that followed now follows what preceded
+        anchor = position(other)
+        if how == "after":
+            at = _subtree_end(seq, anchor)
+            block[0][1] = depth
+        else:
+            at = anchor
+            block[0][1] = seq[anchor][1]
+            seq[anchor][1] = depth
+        seq[at:at] = block
+    betas = {}
+    prev = None
+    for comp, share in seq:
+        n = len(loops_of(comp))
+        b = [0] * (n + 1)
+        if prev is not None:
+            pb = betas[prev]
+            share = min(share, n, len(pb) - 1)
+            b[:share] = pb[:share]
+            b[share] = pb[share] + 1
+        betas[comp] = b
+        prev = comp
+    return betas

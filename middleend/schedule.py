@@ -1,0 +1,390 @@
+"""Layer II: scheduling commands on a computation.
+
+Each computation keeps a map from its domain to its own loops (named), the tags
+of those loops, and where it is placed relative to other computations. Every
+command is a small affine rewrite of that map, checks its arguments, records
+itself in the function's history (so a later legality error can name it) and
+returns the loops it creates.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from .errors import ScheduleError
+
+TAGS = ("parallel", "vector", "unroll", "gpu_block", "gpu_thread", "distribute", "pipeline")
+
+
+class Root:
+    """The level outside every loop: `c.after(b, ms.root)` runs c after all of b."""
+
+    name = "root"
+
+    def __repr__(self):
+        return "ms.root"
+
+
+root = Root()
+
+
+class LoopVar:
+    """A loop created by a command (`io, ii = c.split(i, 8)`); pass it to later commands."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+
+def loop_name(level) -> str:
+    """The loop name of a Var, a LoopVar or a string."""
+    if isinstance(level, str):
+        return level
+    name = getattr(level, "name", None)
+    if not isinstance(name, str):
+        raise ScheduleError(f"expected a loop (a Var, a loop returned by a command, or its name), got {level!r}")
+    return name
+
+
+def _positive_int(value, what, command):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ScheduleError(f"{command}: {what} must be a positive integer, got {value!r}")
+    return value
+
+
+class Schedulable:
+    """The scheduling state and commands of a computation (mixed into Computation)."""
+
+    def __init__(self):
+        self.loops = [v.name for v in self.vars]
+        dims = ", ".join(self.loops)
+        self.loop_map = isl.Map(f"{{ {self.name}[{dims}] -> [{dims}] }}")
+        self.tags = {}
+        self.compute_at_target = None   # (consumer, loop name)
+        self.inlined = False
+        self.user_buffer = None          # set by store_in
+        self.user_store_index = None
+        self.buffer = None               # chosen at lowering
+        self.store_index = None
+        self.folds = {}
+        self.initial_state = self.snapshot()
+
+    # helpers ----------------------------------------------------------------
+    def _loop_index(self, level, command) -> int:
+        name = loop_name(level)
+        if name not in self.loops:
+            raise ScheduleError(f"{command}: {self.name} has no loop named {name!r}; its loops are {self.loops}")
+        return self.loops.index(name)
+
+    def _fresh(self, base):
+        name, k = base, 1
+        while name in self.loops:
+            name, k = f"{base}_{k}", k + 1
+        return name
+
+    def _rewrite(self, new_loops, exprs, constraints=""):
+        """Compose the loop map with `{ [loops] -> [exprs] : constraints }`."""
+        text = f"{{ [{', '.join(self.loops)}] -> [{', '.join(exprs)}]"
+        text += f" : {constraints} }}" if constraints else " }"
+        self.loop_map = self.loop_map.apply_range(isl.Map(text))
+        for i, n in enumerate(new_loops):
+            self.loop_map = self.loop_map.set_dim_name(isl.dim_type.out, i, n)
+        self.loops = list(new_loops)
+
+    def _record(self, text):
+        self.function._record(f"{self.name}.{text}")
+
+    def _no_longer_inlined(self, command):
+        if self.inlined:
+            raise ScheduleError(f"{command}: {self.name} is inlined and has no loops of its own")
+
+    # loop transformations -------------------------------------------------------
+    def split(self, level, factor, names=None):
+        """Split loop `level` into an outer loop and an inner loop of `factor` iterations."""
+        cmd = f"split({loop_name(level)}, {factor})"
+        self._no_longer_inlined(cmd)
+        k = self._loop_index(level, cmd)
+        factor = _positive_int(factor, "the factor", cmd)
+        name = self.loops[k]
+        outer, inner = names or (self._fresh(f"{name}0"), self._fresh(f"{name}1"))
+        if outer in self.loops or inner in self.loops or outer == inner:
+            raise ScheduleError(f"{cmd}: loop names {outer!r}, {inner!r} clash with {self.loops}")
+        new = self.loops[:k] + [outer, inner] + self.loops[k + 1:]
+        exprs = self.loops[:k] + [f"floor({name}/{factor})", f"{name} mod {factor}"] + self.loops[k + 1:]
+        tag = self.tags.pop(name, None)
+        self._rewrite(new, exprs)
+        if tag:
+            self.tags[outer] = tag
+        self._record(cmd)
+        return LoopVar(outer), LoopVar(inner)
+
+    def interchange(self, a, b):
+        """Swap loops `a` and `b`."""
+        cmd = f"interchange({loop_name(a)}, {loop_name(b)})"
+        i, j = self._loop_index(a, cmd), self._loop_index(b, cmd)
+        order = list(self.loops)
+        order[i], order[j] = order[j], order[i]
+        self._rewrite(order, order)
+        self._record(cmd)
+        return LoopVar(order[i]), LoopVar(order[j])
+
+    def reorder(self, *levels):
+        """Put the named loops in the given order (outermost first), keeping the others in place."""
+        cmd = f"reorder({', '.join(loop_name(l) for l in levels)})"
+        idx = [self._loop_index(l, cmd) for l in levels]
+        if len(set(idx)) != len(idx):
+            raise ScheduleError(f"{cmd}: a loop is named twice")
+        order = list(self.loops)
+        for pos, name in zip(sorted(idx), (self.loops[i] for i in idx)):
+            order[pos] = name
+        self._rewrite(order, order)
+        self._record(cmd)
+        return tuple(LoopVar(self.loops[i]) for i in sorted(idx))
+
+    def tile(self, *args):
+        """Tile 2 or 3 adjacent loops: tile(y, x, ty, tx) -> (y0, x0, y1, x1); 3-D likewise."""
+        if len(args) not in (4, 6):
+            raise ScheduleError(f"{self.name}.tile takes 2 or 3 loops and as many sizes, got {args}")
+        n = len(args) // 2
+        levels, sizes = args[:n], args[n:]
+        cmd = f"tile({', '.join(loop_name(l) for l in levels)}, {', '.join(map(str, sizes))})"
+        idx = [self._loop_index(l, cmd) for l in levels]
+        if idx != list(range(idx[0], idx[0] + n)):
+            raise ScheduleError(f"{cmd}: tiled loops must be adjacent and in nesting order; loops are {self.loops}")
+        for s in sizes:
+            _positive_int(s, "a tile size", cmd)
+        outers, inners = [], []
+        for level, size in zip(levels, sizes):
+            o, i = self.split(level, size)
+            self.function._history.pop()
+            outers.append(o.name)
+            inners.append(i.name)
+        start = idx[0]
+        order = self.loops[:start] + outers + inners + self.loops[start + 2 * n:]
+        self._rewrite(order, order)
+        self._record(cmd)
+        return tuple(LoopVar(x) for x in outers + inners)
+
+    def shift(self, level, amount):
+        """Shift loop `level` by a constant: it runs over [lo + amount, hi + amount)."""
+        cmd = f"shift({loop_name(level)}, {amount})"
+        k = self._loop_index(level, cmd)
+        if isinstance(amount, bool) or not isinstance(amount, int):
+            raise ScheduleError(f"{cmd}: the amount must be an integer")
+        exprs = list(self.loops)
+        exprs[k] = f"{self.loops[k]} + {amount}"
+        self._rewrite(self.loops, exprs)
+        self._record(cmd)
+        return (LoopVar(self.loops[k]),)
+
+    def skew(self, outer, inner, factor=1):
+        """Skew `inner` by `factor` times `outer` (inner' = inner + factor * outer), for wavefronts."""
+        cmd = f"skew({loop_name(outer)}, {loop_name(inner)}, {factor})"
+        i, j = self._loop_index(outer, cmd), self._loop_index(inner, cmd)
+        if i >= j:
+            raise ScheduleError(f"{cmd}: {self.loops[i]} must be outside {self.loops[j]}")
+        _positive_int(factor, "the factor", cmd)
+        exprs = list(self.loops)
+        exprs[j] = f"{self.loops[j]} + {factor}*{self.loops[i]}"
+        self._rewrite(self.loops, exprs)
+        self._record(cmd)
+        return LoopVar(self.loops[i]), LoopVar(self.loops[j])
+
+    def reverse(self, level):
+        """Run loop `level` backwards."""
+        cmd = f"reverse({loop_name(level)})"
+        k = self._loop_index(level, cmd)
+        exprs = list(self.loops)
+        exprs[k] = f"-{self.loops[k]}"
+        self._rewrite(self.loops, exprs)
+        self._record(cmd)
+        return (LoopVar(self.loops[k]),)
+
+    def set_schedule(self, schedule, names=None):
+        """Replace the loop map by an isl map from this computation's domain to its new loops."""
+        m = isl.Map(schedule) if isinstance(schedule, str) else schedule
+        cmd = f"set_schedule({m})"
+        if m.get_tuple_name(isl.dim_type.in_) != self.name:
+            raise ScheduleError(f"{cmd}: the map's domain must be {self.name}[...]")
+        dom = self.domain
+        if m.dim(isl.dim_type.in_) != dom.dim(isl.dim_type.set):
+            raise ScheduleError(f"{cmd}: {self.name} has {dom.dim(isl.dim_type.set)} variables")
+        m = m.reset_tuple_id(isl.dim_type.out)
+        if not m.intersect_domain(dom).is_injective():
+            raise ScheduleError(f"{cmd}: the schedule must give distinct times to distinct instances")
+        n = m.dim(isl.dim_type.out)
+        names = list(names) if names else [m.get_dim_name(isl.dim_type.out, i) or f"t{i}" for i in range(n)]
+        if len(names) != n or len(set(names)) != n:
+            raise ScheduleError(f"{cmd}: need {n} distinct loop names, got {names}")
+        for i, nm in enumerate(names):
+            m = m.set_dim_name(isl.dim_type.out, i, nm)
+        self.loop_map = m
+        self.loops = names
+        self.tags = {}
+        self._record(cmd)
+        return tuple(LoopVar(x) for x in names)
+
+    # tags ---------------------------------------------------------------------
+    def _tag(self, level, kind, factor, cmd):
+        k = self._loop_index(level, cmd)
+        self.tags[self.loops[k]] = (kind, factor)
+
+    def _split_for_tag(self, level, width, kind):
+        cmd = f"{kind if kind != 'vector' else 'vectorize'}({loop_name(level)}, {width})"
+        k = self._loop_index(level, cmd)
+        _positive_int(width, "the width" if kind == "vector" else "the factor", cmd)
+        if self._loop_extent(k) == width:
+            self.tags[self.loops[k]] = (kind, width)
+            self._record(cmd)
+            return ()
+        outer, inner = self.split(level, width)
+        self.function._history.pop()
+        self.tags[inner.name] = (kind, width)
+        self._record(cmd)
+        return outer, inner
+
+    def _loop_extent(self, k):
+        """The number of iterations of loop k when it is a constant, else None."""
+        rng = self.loop_map.intersect_domain(self.domain).range()
+        lo, hi = rng.dim_min(k), rng.dim_max(k)
+        if lo.is_cst() and hi.is_cst():
+            vals = []
+            for pa in (lo, hi):
+                pieces = pa.get_pieces()
+                if len(pieces) != 1:
+                    return None
+                vals.append(pieces[0][1].get_constant_val().to_python())
+            return vals[1] - vals[0] + 1
+        return None
+
+    def vectorize(self, level, width):
+        """Run `level` as SIMD of `width` lanes; splits it by `width` first unless it has exactly that extent.
+
+        Returns the (outer, inner) loops when it split, else ().
+        """
+        return self._split_for_tag(level, width, "vector")
+
+    def unroll(self, level, factor):
+        """Unroll `level` by `factor` (splitting it first unless it has exactly `factor` iterations)."""
+        return self._split_for_tag(level, factor, "unroll")
+
+    def parallelize(self, level):
+        """Run the iterations of `level` on the thread pool."""
+        cmd = f"parallelize({loop_name(level)})"
+        self._tag(level, "parallel", 1, cmd)
+        self._record(cmd)
+
+    def gpu(self, blocks, threads=()):
+        """Mark loops as GPU block and thread dimensions (kept for the GPU back-end)."""
+        blocks = blocks if isinstance(blocks, (list, tuple)) else [blocks]
+        threads = threads if isinstance(threads, (list, tuple)) else [threads]
+        cmd = f"gpu([{', '.join(map(loop_name, blocks))}], [{', '.join(map(loop_name, threads))}])"
+        for b in blocks:
+            self._tag(b, "gpu_block", 1, cmd)
+        for t in threads:
+            self._tag(t, "gpu_thread", 1, cmd)
+        self._record(cmd)
+
+    def distribute(self, level):
+        """Mark `level` as distributed over MPI ranks (kept for the MPI back-end)."""
+        cmd = f"distribute({loop_name(level)})"
+        self._tag(level, "distribute", 1, cmd)
+        self._record(cmd)
+
+    def pipeline(self, level, ii=1):
+        """Mark `level` as an FPGA pipeline with initiation interval `ii` (kept for the HLS back-end)."""
+        cmd = f"pipeline({loop_name(level)}, {ii})"
+        self._tag(level, "pipeline", _positive_int(ii, "the initiation interval", cmd), cmd)
+        self._record(cmd)
+
+    # placement ----------------------------------------------------------------
+    def after(self, other, level=root):
+        """Run this computation after `other`, sharing `other`'s loops down to `level` (ms.root: none)."""
+        self._place("after", other, level)
+        return self
+
+    def before(self, other, level=root):
+        """Run this computation before `other`, sharing loops down to `level`."""
+        self._place("before", other, level)
+        return self
+
+    def then(self, other, level=root):
+        """`a.then(b, l)` runs b after a sharing loops down to l; returns b for chaining."""
+        other._place("after", self, level)
+        return other
+
+    def _place(self, how, other, level):
+        cmd = f"{how}({getattr(other, 'name', other)}, {loop_name(level)})"
+        if not isinstance(other, Schedulable) or other.function is not self.function:
+            raise ScheduleError(f"{self.name}.{cmd}: {other!r} is not a computation of the same function")
+        if other is self:
+            raise ScheduleError(f"{self.name}.{cmd}: a computation cannot be placed relative to itself")
+        name = None if level is root else loop_name(level)
+        self.function._ordering.append((how, self, other, name))
+        self._record(cmd)
+
+    def compute_at(self, consumer, level):
+        """Compute the instances `consumer` needs inside its loop `level`, into a tile-sized buffer.
+
+        Work is recomputed across consumer iterations where footprints overlap.
+        """
+        cmd = f"compute_at({getattr(consumer, 'name', consumer)}, {loop_name(level)})"
+        if not isinstance(consumer, Schedulable) or consumer.function is not self.function:
+            raise ScheduleError(f"{self.name}.{cmd}: the consumer must be a computation of the same function")
+        if consumer is self:
+            raise ScheduleError(f"{self.name}.{cmd}: a computation cannot be computed at itself")
+        if self.updated is not None or self.updates:
+            from .errors import NotSupportedError
+            raise NotSupportedError(f"{self.name}.{cmd}: compute_at of a computation with updates")
+        consumer._loop_index(level, f"{self.name}.{cmd}")
+        self.compute_at_target = (consumer, loop_name(level))
+        self._place("before", consumer, level)
+        self.function._history.pop()
+        self._record(cmd)
+
+    def inline(self):
+        """Substitute this computation's expression into every reader; it gets no loops or storage."""
+        cmd = "inline()"
+        if self.updated is not None or self.updates:
+            raise ScheduleError(f"{self.name}.{cmd}: a computation with updates cannot be inlined")
+        if self.is_output:
+            raise ScheduleError(f"{self.name}.{cmd}: an output cannot be inlined")
+        self.inlined = True
+        self._record(cmd)
+
+    # Layer III ----------------------------------------------------------------
+    def store_in(self, buffer, index=None):
+        """Store this computation's values in `buffer` at `index` (expressions of its variables)."""
+        from .buffer import Buffer
+        from .expr import lift
+        owner = self.storage_owner
+        cmd = f"store_in({getattr(buffer, 'name', buffer)})"
+        if not isinstance(buffer, Buffer):
+            raise ScheduleError(f"{self.name}.{cmd}: expected an ms.Buffer")
+        index = list(owner.vars) if index is None else [lift(i) for i in index]
+        if len(index) != buffer.ndim:
+            raise ScheduleError(f"{self.name}.{cmd}: {buffer.name} has {buffer.ndim} dimensions, index has {len(index)}")
+        owner.user_buffer, owner.user_store_index = buffer, index
+        self.function._add_buffer(buffer)
+        self._record(cmd)
+
+    def storage_fold(self, level, depth):
+        """Keep only `depth` values along variable `level` of the storage (a ring buffer)."""
+        owner = self.storage_owner
+        cmd = f"storage_fold({loop_name(level)}, {depth})"
+        names = [v.name for v in owner.vars]
+        if loop_name(level) not in names:
+            raise ScheduleError(f"{self.name}.{cmd}: {owner.name} has no variable {loop_name(level)!r}; its variables are {names}")
+        owner.folds[loop_name(level)] = _positive_int(depth, "the depth", cmd)
+        self._record(cmd)
+
+    def snapshot(self):
+        """The scheduling state, for replay when an error must name the command that caused it."""
+        return (list(self.loops), self.loop_map, dict(self.tags), self.compute_at_target, self.inlined)
+
+    def restore(self, state):
+        self.loops, self.loop_map, self.tags, self.compute_at_target, self.inlined = (
+            list(state[0]), state[1], dict(state[2]), state[3], state[4])

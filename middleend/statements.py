@@ -1,0 +1,175 @@
+"""Scheduled statements: each computation's executed instances, its loops and its place in the time-space.
+
+A statement's instances are its computation's domain, except for a producer
+computed at a consumer's loop: its instances are pairs (consumer loop values,
+producer point), so a point needed by several consumer iterations runs once
+per iteration (Halide's and Tiramisu's redundant tiles).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from . import ordering
+from .affine import affine_text, pwaff_to_expr
+from .buffer import Buffer, as_index_expr
+from .errors import ScheduleError
+from .expr import Access, walk
+from .layout import inline_reads
+
+
+@dataclass(eq=False)
+class LocalBuffer:
+    """A compute_at producer's tile-sized buffer: its lower corner as a function of the consumer's loops."""
+
+    buffer: Buffer
+    lower: list            # PwAff per dimension, on the prefix loops space
+    prefix: isl.Map        # consumer exec domain -> prefix loop values
+    time_dim: int          # time dimension of the loop it is allocated in
+
+
+@dataclass(eq=False)
+class Statement:
+    comp: object
+    domain: isl.Set            # executed instances (tuple named after the computation)
+    loops: list                # loop names, outermost first
+    loop_map: isl.Map          # domain -> loop values
+    to_original: isl.Map       # domain -> the computation's own domain
+    tags: dict = field(default_factory=dict)
+    local: LocalBuffer | None = None
+    betas: list = field(default_factory=list)
+    time: isl.Map | None = None
+
+    @property
+    def name(self):
+        return self.comp.name
+
+
+def _identity(comp):
+    dims = ", ".join(v.name for v in comp.vars)
+    return isl.Map(f"{{ {comp.name}[{dims}] -> {comp.name}[{dims}] }}").intersect_domain(comp.domain)
+
+
+def reads_of(comp, target, context):
+    """Relation from comp's instances to the instances of `target` it reads (over-approximated when non-affine)."""
+    nodes = list(walk(inline_reads(comp.expr)))
+    if comp.predicate is not None:
+        nodes += list(walk(inline_reads(comp.predicate)))
+    params = _param_names(comp.domain, target.domain)
+    rel = None
+    for n in nodes:
+        if not isinstance(n, Access) or n.target is not target:
+            continue
+        outs = [affine_text(as_index_expr(i)) for i in n.indices]
+        outs = [o if o is not None else f"any{d}" for d, o in enumerate(outs)]
+        text = (f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(v.name for v in comp.vars)}] -> "
+                f"{target.name}[{', '.join(outs)}] }}")
+        m = isl.Map(text).intersect_domain(comp.domain).intersect_range(target.domain)
+        rel = m if rel is None else rel.union(m)
+    return rel.intersect_params(context) if rel is not None else None
+
+
+def _param_names(*sets):
+    names = set()
+    for s in sets:
+        names |= {s.get_dim_name(isl.dim_type.param, i) for i in range(s.dim(isl.dim_type.param))}
+    return sorted(names)
+
+
+def build_statements(function, context):
+    """Statements for the function's current schedule (compute_at expanded, betas and time maps set)."""
+    comps = [c for c in function.computations if not c.inlined]
+    stmts = {}
+
+    def build(comp, visiting=()):
+        if comp in stmts:
+            return stmts[comp]
+        if comp in visiting:
+            raise ScheduleError(f"compute_at cycle through {[c.name for c in visiting]}")
+        if comp.compute_at_target is None:
+            s = Statement(comp, comp.domain, list(comp.loops), comp.loop_map.intersect_domain(comp.domain),
+                          _identity(comp), dict(comp.tags))
+        else:
+            consumer, level = comp.compute_at_target
+            if consumer.inlined:
+                raise ScheduleError(f"{comp.name}.compute_at({consumer.name}, {level}): {consumer.name} is inlined")
+            s = _expand(comp, build(consumer, visiting + (comp,)), level, function, context)
+        stmts[comp] = s
+        return s
+
+    for c in comps:
+        build(c)
+    order = [stmts[c] for c in comps]
+    betas = ordering.resolve(comps, function._ordering, lambda c: stmts[c].loops)
+    depth = max(len(s.loops) for s in order)
+    for s in order:
+        s.betas = betas[s.comp]
+        s.time = s.loop_map.apply_range(_interleave(s.loops, s.betas, depth))
+    return order
+
+
+def _interleave(loops, betas, depth):
+    """`[loops] -> [b0, l0, b1, l1, ..., bn, 0...]` padded to 2*depth+1 dimensions."""
+    ins = [f"l{i}" for i in range(len(loops))]
+    out = []
+    for i, b in enumerate(betas):
+        out.append(str(b))
+        if i < len(ins):
+            out.append(ins[i])
+    out += ["0"] * (2 * depth + 1 - len(out))
+    return isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(out)}] }}")
+
+
+def _expand(comp, consumer_stmt, level, function, context):
+    """The statement of `comp` computed inside `consumer_stmt`'s loop `level`."""
+    cmd = f"{comp.name}.compute_at({consumer_stmt.name}, {level})"
+    if level not in consumer_stmt.loops:
+        raise ScheduleError(f"{cmd}: {consumer_stmt.name} has no loop {level!r}; its loops are {consumer_stmt.loops}")
+    if comp.is_output:
+        raise ScheduleError(f"{cmd}: {comp.name} is an output; outputs are computed at the root")
+    others = [c.name for c in function.computations
+              if c is not consumer_stmt.comp and not c.inlined and c is not comp and reads_of(c, comp, context)]
+    if others:
+        raise ScheduleError(f"{cmd}: {comp.name} is also read by {others}; compute it at root or inline it")
+    lvl = consumer_stmt.loops.index(level)
+    n_loops = len(consumer_stmt.loops)
+    prefix = consumer_stmt.loop_map.project_out(isl.dim_type.out, lvl + 1, n_loops - lvl - 1)
+    reads = reads_of(consumer_stmt.comp, comp, context)
+    if reads is None:
+        raise ScheduleError(f"{cmd}: {consumer_stmt.name} does not read {comp.name}")
+    need = consumer_stmt.to_original.apply_range(reads).apply_domain(prefix).coalesce()
+    prefix_names = [_fresh(f"{level_name}", {v.name for v in comp.vars})
+                    for level_name in consumer_stmt.loops[:lvl + 1]]
+    own = [v.name for v in comp.vars]
+    domain = need.wrap().flatten().set_tuple_name(comp.name)
+    for i, nm in enumerate(prefix_names + own):
+        domain = domain.set_dim_name(isl.dim_type.set, i, nm)
+    all_dims = ", ".join(prefix_names + own)
+    to_original = isl.Map(f"{{ {comp.name}[{all_dims}] -> {comp.name}[{', '.join(own)}] }}").intersect_domain(domain)
+    pref = isl.Map(f"{{ {comp.name}[{all_dims}] -> [{', '.join(prefix_names)}] }}").intersect_domain(domain)
+    loop_map = pref.flat_range_product(to_original.apply_range(comp.loop_map))
+    tags = {nm: consumer_stmt.tags[nm] for nm in consumer_stmt.loops[:lvl + 1] if nm in consumer_stmt.tags}
+    tags.update(comp.tags)
+    local = _local_buffer(comp, need, prefix, context, time_dim=2 * lvl + 1)
+    return Statement(comp, domain, consumer_stmt.loops[:lvl + 1] + list(comp.loops), loop_map, to_original,
+                     tags, local)
+
+
+def _fresh(name, taken):
+    out, k = name, 1
+    while out in taken:
+        out, k = f"{name}_{k}", k + 1
+    return out
+
+
+def _local_buffer(comp, need, prefix, context, time_dim):
+    lower, shape = [], []
+    for d in range(len(comp.vars)):
+        lo, hi = need.dim_min(d), need.dim_max(d)
+        extent = hi.sub(lo)
+        biggest = isl.Map.from_pw_aff(extent).range().intersect_params(context).dim_max(0)
+        shape.append(pwaff_to_expr(biggest, context) + 1)
+        lower.append(lo)
+    buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
+    return LocalBuffer(buf, lower, prefix, time_dim)
