@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from .expr import BinOp, Cast, Const, Expr, Sym, UnOp, binop
+from .expr import BinOp, Cast, Const, Expr, Sym, UnOp, binop, simplify
 from .types import int64
 
 ISL_KEYWORDS = {"and", "or", "not", "mod", "floor", "ceil", "min", "max", "exists", "true", "false",
@@ -104,10 +104,9 @@ def space_text(params, tuple_name, dims) -> str:
     return f"[{', '.join(params)}] -> {{ {tuple_name}[{', '.join(dims)}]"
 
 
-def pwaff_on(domain: isl.Set, text: str) -> isl.PwAff:
-    """The affine function `text` of the domain's variables, restricted to the domain."""
+def pwaff_on(domain: isl.Set, text: str, params) -> isl.PwAff:
+    """The affine function `text` of the domain's variables and `params`, restricted to the domain."""
     dims = [domain.get_dim_name(isl.dim_type.set, i) for i in range(domain.dim(isl.dim_type.set))]
-    params = [domain.get_dim_name(isl.dim_type.param, i) for i in range(domain.dim(isl.dim_type.param))]
     pa = isl.PwAff(f"{space_text(params, domain.get_tuple_name(), dims)} -> [({text})] }}")
     return pa.intersect_domain(domain)
 
@@ -127,7 +126,10 @@ _AST_BINOPS = {
 
 def from_ast_expr(e: isl.AstExpr, names: dict | None = None) -> Expr:
     """Convert an isl AST expression to an int64 expression; `names` renames identifiers."""
-    names = names or {}
+    return simplify(_from_ast(e, names or {}))
+
+
+def _from_ast(e, names):
     t = e.get_type()
     if t == isl.ast_expr_type.int:
         return Const(e.get_val().to_python(), int64)
@@ -137,7 +139,7 @@ def from_ast_expr(e: isl.AstExpr, names: dict | None = None) -> Expr:
     if t != isl.ast_expr_type.op:
         raise TypeError(f"unexpected isl AST expression {e.to_C_str()}")
     op = e.get_op_type()
-    args = [from_ast_expr(e.get_op_arg(i), names) for i in range(e.get_op_n_arg())]
+    args = [_from_ast(e.get_op_arg(i), names) for i in range(e.get_op_n_arg())]
     if op == isl.ast_expr_op_type.minus:
         return UnOp("neg", args[0])
     if op == isl.ast_expr_op_type.select or op == isl.ast_expr_op_type.cond:

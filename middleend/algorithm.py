@@ -126,6 +126,7 @@ class Computation(Schedulable):
         self.updates = []
         self.is_output = output
         self.domain, self.predicate = self._make_domain()
+        self.function.params_in(self.expr)
         self._check_expression()
         Schedulable.__init__(self)
         self.function._add_computation(self)
@@ -194,6 +195,7 @@ class Computation(Schedulable):
         name = name or f"{self.name}_update{len(self.updates)}"
         u = Computation(name, vars, lift(expr, self.dtype), self.dtype, where=where, _updates=self)
         u.update_at = at
+        self.function.params_in(*at)
         for a in at:
             for n in walk(a):
                 if isinstance(n, Var) and n.name not in {v.name for v in vars}:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .errors import DomainError
-from .expr import Access, Cast, Const, Expr, Sym, lift, to_c, transform
+from .expr import Access, Cast, Const, Expr, Sym, lift, simplify, to_c, transform
 from .types import as_dtype, int64
 
 BUFFER_KINDS = ("input", "output", "temporary")
@@ -26,7 +26,7 @@ def as_index_expr(e) -> Expr:
             return Cast(int64, n)
         return None  # other nodes are rebuilt from widened children and take their type
 
-    return transform(lift(e), widen)
+    return simplify(transform(lift(e), widen))
 
 
 class Buffer:
@@ -43,6 +43,8 @@ class Buffer:
         self.dtype = as_dtype(dtype)
         self.kind = kind
         self.shape = tuple(as_index_expr(d) for d in shape)
+        # outputs whose elements are not all written start zeroed; user-declared ones always do
+        self.zero_init = kind == "output"
 
     @property
     def ndim(self):

@@ -14,7 +14,7 @@ from .affine import IslAff, affine_text, from_ast_expr, pwaff_on
 from .algorithm import Var
 from .buffer import as_index_expr
 from .errors import ScheduleError
-from .expr import Access, Cast, Sym, UnOp, binop, transform, walk
+from .expr import Access, Cast, Sym, binop, simplify, transform
 from .layout import inline_reads, read_index, write_index
 from .types import int64
 
@@ -27,7 +27,7 @@ def _index(stmt, expr):
     """An index expression over the statement's instance: isl-symbolic when affine."""
     text = affine_text(expr)
     if text is not None:
-        return IslAff(pwaff_on(stmt.domain, text))
+        return IslAff(pwaff_on(stmt.domain, text, stmt.params))
     return expr
 
 
@@ -60,7 +60,7 @@ def _local_index(stmt, local, d, index):
     index = as_index_expr(index)
     text = affine_text(index)
     if text is not None:
-        return IslAff(pwaff_on(stmt.domain, text).sub(corner))
+        return IslAff(pwaff_on(stmt.domain, text, stmt.params).sub(corner))
     return binop("sub", index, IslAff(corner))
 
 
@@ -78,7 +78,7 @@ def statement_body(stmt, locals_by_comp):
         index = []
         for d, v in enumerate(own):
             corner = stmt.local.lower[d].pullback_pw_multi_aff(proj).intersect_domain(stmt.domain)
-            index.append(IslAff(pwaff_on(stmt.domain, v).sub(corner)))
+            index.append(IslAff(pwaff_on(stmt.domain, v, stmt.params).sub(corner)))
         return stmt.local.buffer, index, value, predicate
     buf, idx = write_index(comp)
     return buf, [_index(stmt, i) for i in idx], value, predicate
@@ -181,9 +181,9 @@ class _Converter:
         inner_scope = dict(scope, **{iterator: name})
         body, stmts, pending = self.convert(node.for_get_body(), inner_scope)
         if node.for_is_degenerate():
-            hi = binop("add", lo, 1)
+            hi = simplify(binop("add", lo, 1))
         else:
-            hi = self._upper(node, iterator, scope)
+            hi = simplify(self._upper(node, iterator, scope))
             step = from_ast_expr(node.for_get_inc()).value
             if step != 1:
                 raise ScheduleError(f"the schedule produced a loop with stride {step}; use a unimodular schedule")

@@ -37,7 +37,7 @@ def access_map(comp, buffer, indices, context):
             constraints.append(f"0 <= {name}" + (f" < {extent}" if extent else ""))
         else:
             outs.append(text)
-    params = sorted(set(_params(comp.domain)) | {p for s in buffer.shape for p in _sym_names(s)})
+    params = sorted(comp.function.param_names)
     text = f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(dims)}] -> {buffer.name}[{', '.join(outs)}]"
     if constraints:
         text += " : " + " and ".join(constraints)
@@ -57,21 +57,21 @@ class Accesses:
     may_writes: isl.UnionMap
 
 
-def collect_accesses(computations, context) -> Accesses:
-    """Read and write relations of all computations on their buffers."""
+def collect_accesses(computations, context, folded=True) -> Accesses:
+    """Read and write relations of all computations on their buffers (folded or not)."""
     space = isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0)
     reads = isl.UnionMap.empty(space)
     must = isl.UnionMap.empty(space)
     may = isl.UnionMap.empty(space)
     for comp in computations:
-        buffer, index = write_index(comp)
+        buffer, index = write_index(comp, folded)
         w, exact = access_map(comp, buffer, index, context)
         if exact and comp.predicate is None:
             must = must.union(isl.UnionMap.from_map(w))
         else:
             may = may.union(isl.UnionMap.from_map(w))
         for node in _accesses(inline_reads(comp.expr), comp):
-            buf, idx = read_index(node.target, node.indices)
+            buf, idx = read_index(node.target, node.indices, folded)
             r, _ = access_map(comp, buf, idx, context)
             reads = reads.union(isl.UnionMap.from_map(r))
     return Accesses(reads, must, may)
@@ -103,12 +103,20 @@ class Dependences:
     raw: isl.UnionMap
     war: isl.UnionMap
     waw: isl.UnionMap
+    #: writes to one cell of folded storage, in order; and each read of a value before the
+    #: next write to its cell (a value's live range must not be cut by the ring wrapping around)
+    folded_waw: isl.UnionMap = None
+    folded_war: isl.UnionMap = None
 
     def all(self):
         return self.raw.union(self.war).union(self.waw)
 
     def items(self):
-        return (("read-after-write", self.raw), ("write-after-read", self.war), ("write-after-write", self.waw))
+        out = [("read-after-write", self.raw), ("write-after-read", self.war), ("write-after-write", self.waw)]
+        if self.folded_waw is not None:
+            out.append(("write-after-write (folded storage)", self.folded_waw))
+            out.append(("write-after-read (folded storage)", self.folded_war))
+        return tuple(out)
 
     def __str__(self):
         return "\n".join(f"{kind}: {m}" for kind, m in self.items())
@@ -116,7 +124,7 @@ class Dependences:
 
 def compute_dependences(computations, context) -> Dependences:
     """Exact (isl flow analysis) dependences of the computations in their original order."""
-    acc = collect_accesses(computations, context)
+    acc = collect_accesses(computations, context, folded=False)
     sched = original_schedule(computations, context)
     writes = acc.must_writes.union(acc.may_writes)
     raw = (isl.UnionAccessInfo.from_sink(acc.reads).set_must_source(acc.must_writes)
@@ -125,4 +133,14 @@ def compute_dependences(computations, context) -> Dependences:
            .set_schedule_map(sched).compute_flow().get_may_dependence())
     waw = (isl.UnionAccessInfo.from_sink(writes).set_must_source(acc.must_writes)
            .set_may_source(acc.may_writes).set_schedule_map(sched).compute_flow().get_may_dependence())
-    return Dependences(raw.coalesce(), war.coalesce(), waw.coalesce())
+    deps = Dependences(raw.coalesce(), war.coalesce(), waw.coalesce())
+    if any(c.folds for c in computations):
+        folded = collect_accesses(computations, context, folded=True)
+        cells = folded.must_writes.union(folded.may_writes)
+        same_cell = cells.apply_range(cells.reverse())
+        deps.folded_waw = same_cell.intersect(sched.lex_lt_union_map(sched)).coalesce()
+        # w -> r (the value) and w -> w' (the next tenant of its cell) give r -> w'
+        read_then_overwrite = raw.range_product(deps.folded_waw).range().unwrap()
+        itself = read_then_overwrite.domain().identity()
+        deps.folded_war = read_then_overwrite.subtract(itself).coalesce()
+    return deps

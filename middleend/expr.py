@@ -403,3 +403,38 @@ def to_c(e: Expr) -> str:
     if name is not None:
         return name
     raise TypeError(f"unknown expression node {type(e).__name__}")
+
+
+# simplification -----------------------------------------------------------------
+
+def _fold(n):
+    """Fold constants and identities in integer index arithmetic (one node, children already folded)."""
+    if not isinstance(n, BinOp) or not n.dtype.is_int or n.op not in ("add", "sub", "mul", "min", "max"):
+        return None
+    a, b = n.a, n.b
+    ca = a.value if isinstance(a, Const) else None
+    cb = b.value if isinstance(b, Const) else None
+    if ca is not None and cb is not None:
+        value = {"add": ca + cb, "sub": ca - cb, "mul": ca * cb, "min": min(ca, cb), "max": max(ca, cb)}[n.op]
+        return Const(value, n.dtype)
+    if n.op in ("add", "sub") and cb == 0:
+        return a
+    if n.op == "add" and ca == 0:
+        return b
+    if n.op == "mul" and (ca == 1 or cb == 1):
+        return b if ca == 1 else a
+    if n.op in ("add", "sub") and cb is not None and isinstance(a, BinOp) and a.op in ("add", "sub") \
+            and isinstance(a.b, Const):
+        # (x +- c1) +- c2 -> x + (+-c1 +- c2)
+        total = (a.b.value if a.op == "add" else -a.b.value) + (cb if n.op == "add" else -cb)
+        merged = BinOp("add", a.a, Const(total, n.dtype))
+        folded = _fold(merged)
+        return merged if folded is None else folded
+    if n.op == "add" and cb is not None and cb < 0:
+        return BinOp("sub", a, Const(-cb, n.dtype))
+    return None
+
+
+def simplify(e: Expr) -> Expr:
+    """`e` with integer constants folded (x + 0, (x + 1) - 1, 2 * 3 ...)."""
+    return transform(e, _fold)

@@ -5,11 +5,10 @@ import islpy as isl
 
 from . import algorithm, codegen, legality
 from . import loopir as L
-from .buffer import Buffer
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
-from .expr import Access, lift, walk
-from .layout import assign_storage, inline_reads
+from .expr import Access, walk
+from .layout import assign_storage
 from .statements import build_statements
 
 

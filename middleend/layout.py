@@ -12,7 +12,7 @@ import islpy as isl
 from .affine import affine_text, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
 from .errors import DomainError
-from .expr import Access, Const, Sym, floormod, substitute, transform
+from .expr import Access, Const, Sym, floormod, simplify, substitute, transform
 from .types import int64
 
 
@@ -24,14 +24,28 @@ def write_box(comp, context):
         texts = [affine_text(as_index_expr(a)) for a in u.update_at]
         if any(t is None for t in texts):
             continue  # a data-dependent scatter: sized by the pure definition's domain
-        params = sorted(set(_params(u.domain)) | set(_params(written)))
+        params = sorted(comp.function.param_names)
         m = isl.Map(f"[{', '.join(params)}] -> {{ {u.name}[{', '.join(v.name for v in u.vars)}] -> "
                     f"{comp.name}[{', '.join(texts)}] }}")
         written = written.union(m.intersect_domain(u.domain).range())
     written = written.intersect_params(context).coalesce()
     if written.is_empty():
         raise DomainError(f"computation {comp.name} has an empty domain")
-    return [(written.dim_min(d), written.dim_max(d)) for d in range(len(space_dims))]
+    return written, [(written.dim_min(d), written.dim_max(d)) for d in range(len(space_dims))]
+
+
+def covers_box(written, bounds, context, comp):
+    """Whether the written elements fill their bounding box (else an output starts zeroed)."""
+    texts = []
+    for v, (lo, hi) in zip(comp.vars, bounds):
+        lo_t, hi_t = affine_text(pwaff_to_expr(lo, context)), affine_text(pwaff_to_expr(hi, context))
+        if lo_t is None or hi_t is None:
+            return False
+        texts.append(f"{lo_t} <= {v.name} <= {hi_t}")
+    params = _params(written)
+    box = isl.Set(f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(v.name for v in comp.vars)}] : "
+                  f"{' and '.join(texts)} }}").intersect_params(context)
+    return box.is_subset(written)
 
 
 def _params(s):
@@ -39,26 +53,31 @@ def _params(s):
 
 
 def assign_storage(function, context):
-    """Give every non-inlined storage owner a buffer and a store index (int64 expressions of its variables)."""
+    """Give every storage owner a buffer and a store index (int64 expressions of its variables).
+
+    Inlined and recomputed producers get one too: the dependence analysis of
+    the original program reads and writes it."""
     for comp in function.computations:
-        if comp.updated is not None or comp.inlined:
+        if comp.updated is not None:
             continue
         if comp.user_buffer is not None:
             comp.buffer = comp.user_buffer
             comp.store_index = [as_index_expr(i) for i in comp.user_store_index]
+            comp.unfolded_index = comp.store_index
             continue
-        box = write_box(comp, context)
+        written, box = write_box(comp, context)
+        covered = covers_box(written, box, context, comp)
         shape, index = [], []
         for v, (lo, hi) in zip(comp.vars, box):
-            lo_e, hi_e = pwaff_to_expr(lo, context), pwaff_to_expr(hi, context)
             var = Sym(v.name, int64)
-            starts_at_zero = comp.is_output and lo.is_cst() and _nonneg_constant(lo)
-            if starts_at_zero:
-                shape.append(hi_e + 1)
+            if comp.is_output and lo.is_cst() and _nonneg_constant(lo):
+                covered = covered and _constant(lo) == 0
+                shape.append(simplify(pwaff_to_expr(hi, context) + 1))
                 index.append(var)
             else:
-                shape.append(hi_e - lo_e + 1)
-                index.append(var - lo_e)
+                shape.append(simplify(pwaff_to_expr(hi.sub(lo), context) + 1))
+                index.append(simplify(var - pwaff_to_expr(lo, context)))
+        comp.unfolded_index = list(index)
         for d, v in enumerate(comp.vars):
             if v.name in comp.folds:
                 depth = comp.folds[v.name]
@@ -66,6 +85,7 @@ def assign_storage(function, context):
                 index[d] = floormod(index[d], depth)
         kind = "output" if comp.is_output else "temporary"
         comp.buffer = Buffer(comp.name, shape, comp.dtype, kind)
+        comp.buffer.zero_init = comp.is_output and not covered
         comp.store_index = index
 
 
@@ -74,22 +94,33 @@ def _nonneg_constant(pa):
     return all(aff.get_constant_val().to_python() >= 0 for _, aff in pieces)
 
 
-def write_index(comp):
-    """The buffer and index (int64 expressions of comp's variables) that `comp` writes."""
+def _constant(pa):
+    """The value of a constant PwAff with one piece, else None."""
+    pieces = pa.get_pieces()
+    return pieces[0][1].get_constant_val().to_python() if len(pieces) == 1 else None
+
+
+def write_index(comp, folded=True):
+    """The buffer and index (int64 expressions of comp's variables) that `comp` writes.
+
+    With folded=False, folded dimensions are indexed as if they were not folded
+    (the storage of the program's meaning, used for its dependences)."""
     owner = comp.storage_owner
+    index = owner.store_index if folded else owner.unfolded_index
     if comp.updated is None:
-        return owner.buffer, list(owner.store_index)
+        return owner.buffer, list(index)
     mapping = {v.name: as_index_expr(a) for v, a in zip(owner.vars, comp.update_at)}
-    return owner.buffer, [substitute(i, mapping) for i in owner.store_index]
+    return owner.buffer, [substitute(i, mapping) for i in index]
 
 
-def read_index(target, indices):
+def read_index(target, indices, folded=True):
     """The buffer and index expressions that an access `target[indices]` reads."""
     indices = [as_index_expr(i) for i in indices]
     if not hasattr(target, "store_index"):        # an Input
         return target.buffer, indices
     mapping = {v.name: i for v, i in zip(target.vars, indices)}
-    return target.buffer, [substitute(i, mapping) for i in target.store_index]
+    index = target.store_index if folded else target.unfolded_index
+    return target.buffer, [substitute(i, mapping) for i in index]
 
 
 def inline_reads(expr):

@@ -28,7 +28,7 @@ def execution_times(stmts, function, context):
         for reader in function.computations:
             if reader.inlined or reader not in by_comp:
                 continue
-            r = _reads_through_inlining(reader, comp, context)
+            r = reads_of(reader, comp, context)
             if r is None:
                 continue
             part = r.reverse().apply_range(times[reader.name])
@@ -36,10 +36,6 @@ def execution_times(stmts, function, context):
         if union is not None:
             times[comp.name] = union
     return times
-
-
-def _reads_through_inlining(reader, target, context):
-    return reads_of(reader, target, context)
 
 
 def _exempt(kind, src, snk, function):
@@ -57,11 +53,6 @@ def _maps(umap):
     out = []
     umap.foreach_map(out.append)
     return out
-
-
-def _sample(m):
-    p = m.sample_point()
-    return str(p)
 
 
 def ordering_violations(stmts, deps, function, context):

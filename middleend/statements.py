@@ -15,7 +15,7 @@ from . import ordering
 from .affine import affine_text, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
 from .errors import ScheduleError
-from .expr import Access, walk
+from .expr import Access, simplify, walk
 from .layout import inline_reads
 
 
@@ -45,6 +45,10 @@ class Statement:
     def name(self):
         return self.comp.name
 
+    @property
+    def params(self):
+        return sorted(self.comp.function.param_names)
+
 
 def _identity(comp):
     dims = ", ".join(v.name for v in comp.vars)
@@ -56,7 +60,7 @@ def reads_of(comp, target, context):
     nodes = list(walk(inline_reads(comp.expr)))
     if comp.predicate is not None:
         nodes += list(walk(inline_reads(comp.predicate)))
-    params = _param_names(comp.domain, target.domain)
+    params = sorted(comp.function.param_names)
     rel = None
     for n in nodes:
         if not isinstance(n, Access) or n.target is not target:
@@ -68,13 +72,6 @@ def reads_of(comp, target, context):
         m = isl.Map(text).intersect_domain(comp.domain).intersect_range(target.domain)
         rel = m if rel is None else rel.union(m)
     return rel.intersect_params(context) if rel is not None else None
-
-
-def _param_names(*sets):
-    names = set()
-    for s in sets:
-        names |= {s.get_dim_name(isl.dim_type.param, i) for i in range(s.dim(isl.dim_type.param))}
-    return sorted(names)
 
 
 def build_statements(function, context):
@@ -169,7 +166,7 @@ def _local_buffer(comp, need, prefix, context, time_dim):
         lo, hi = need.dim_min(d), need.dim_max(d)
         extent = hi.sub(lo)
         biggest = isl.Map.from_pw_aff(extent).range().intersect_params(context).dim_max(0)
-        shape.append(pwaff_to_expr(biggest, context) + 1)
+        shape.append(simplify(pwaff_to_expr(biggest, context) + 1))
         lower.append(lo)
     buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
     return LocalBuffer(buf, lower, prefix, time_dim)

