@@ -48,7 +48,7 @@ def resolve(computations, commands, loops_of):
         start = position(comp)
         block = seq[start:_subtree_end(seq, start)]
         if any(e[0] is other for e in block):
-            raise ScheduleError(f"{comp.name}.{how}({other.name}): {other.name} is nested inside {comp.name}'s loops")
+            block = block[:1]  # move comp alone: what was fused into its loops stays where it was
         del seq[start:start + len(block)]
         if start < len(seq) and seq[start][1] > block[0][1]:
             seq[start][1] = block[0][1]  # the entry that followed now follows what preceded
