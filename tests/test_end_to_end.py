@@ -41,7 +41,7 @@ def test_blur_params_inferred_from_shapes():
     np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
 
 
-@pytest.mark.parametrize("schedule", ["none", "tiled", "packed"])
+@pytest.mark.parametrize("schedule", ["none", "tiled", "register-tiled"])
 def test_gemm(schedule):
     f, C, acc = examples.gemm()
     if schedule == "tiled":
@@ -51,8 +51,7 @@ def test_gemm(schedule):
         acc.parallelize(i0)
         acc.vectorize(j1, 8)
         C.parallelize("i")
-    elif schedule == "packed":
-        N, M, K = ms.Param("N"), ms.Param("M"), ms.Param("K")
+    elif schedule == "register-tiled":
         i0, j0, i1, j1 = acc.tile("i", "j", 8, 16)
         acc.reorder(i0, j0, "k", i1, j1)
         acc.unroll(i1, 8)
@@ -62,6 +61,29 @@ def test_gemm(schedule):
     A = rng.random((37, 29), dtype=np.float32)
     B = rng.random((29, 45), dtype=np.float32)
     np.testing.assert_allclose(k(A=A, B=B), A @ B, rtol=1e-5)
+
+
+def test_gemm_with_packed_b():
+    """B copied into 16-column panels (Bp[j / 16, k, j % 16]) so the inner loop reads contiguously."""
+    N, M, K = ms.Param("N"), ms.Param("M"), ms.Param("K")
+    i, j, k = ms.Var("i", 0, N), ms.Var("j", 0, M), ms.Var("k", 0, K)
+    with ms.Function("gemm_packed") as f:
+        A = ms.Input("A", [N, K], ms.float32)
+        B = ms.Input("B", [K, M], ms.float32)
+        Bp = ms.Computation("Bp", [k, j], B[k, j])
+        panels = ms.Buffer("panels", [(M + 15) // 16, K, 16], ms.float32)
+        Bp.store_in(panels, [j // 16, k, j % 16])
+        C = ms.Computation("C", [i, j], ms.f32(0))
+        acc = C.update([i, j, k], C[i, j] + A[i, k] * Bp[k, j])
+    i0, j0, i1, j1 = acc.tile("i", "j", 4, 16)
+    acc.reorder(j0, i0, "k", i1, j1)
+    acc.unroll(i1, 4)
+    acc.vectorize(j1, 16)
+    acc.parallelize(j0)
+    assert "panels[" in str(f.lower())
+    a = rng.random((19, 23), dtype=np.float32)
+    b = rng.random((23, 37), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(A=a, B=b), a @ b, rtol=1e-5)
 
 
 def test_conv2d():
@@ -122,8 +144,7 @@ def test_heat2d_time_loop_skewed():
         f.compile("cpu")
 
 
-def test_wavefront_after_skew():
-    """An in-place 2-D recurrence: no loop is parallel until skewing exposes the anti-diagonals."""
+def seidel():
     N = ms.Param("N")
     i, j = ms.Var("i", 1, N), ms.Var("j", 1, N)
     ia, ja = ms.Var("i", 0, N), ms.Var("j", 0, N)
@@ -131,10 +152,16 @@ def test_wavefront_after_skew():
         A = ms.Input("A", [N, N], ms.float64)
         s = ms.Computation("s", [ia, ja], A[ia, ja])
         upd = s.update([i, j], 0.5 * (s[i - 1, j] + s[i, j - 1]))
+    return f, upd
+
+
+def test_wavefront_after_skew():
+    """An in-place 2-D recurrence: no loop is parallel until skewing exposes the anti-diagonals."""
+    f, upd = seidel()
     upd.parallelize("j")
     with pytest.raises(ms.IllegalScheduleError):
         f.compile("cpu")
-    upd.tags.clear()
+    f, upd = seidel()
     upd.skew("i", "j", 1)
     upd.interchange("i", "j")
     upd.parallelize("i")
@@ -246,7 +273,7 @@ def test_storage_folding_fibonacci():
     with ms.Function("fib") as f:
         fib = ms.Computation("fib", [ms.Var("i", 0, 2)], ms.i64(1))
         fib.update([i2], fib[i2 - 1] + fib[i2 - 2])
-        out = ms.Computation("last", [ms.Var("z", 0, 1)], fib[N - 1])
+        ms.Computation("last", [ms.Var("z", 0, 1)], fib[N - 1])
     fib.storage_fold("i", 3)
     assert "fib[3]" in str(f.lower()).replace(" ", "") or "fib[3" in str(f.lower())
     res = f.compile("cpu")(N=40)
