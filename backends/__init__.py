@@ -1,0 +1,1 @@
+"""Code generators that turn the middle-end's loop IR into runnable code."""

@@ -1,0 +1,102 @@
+"""Affine views of integer index expressions: sums of symbol terms with integer coefficients.
+
+Used to find constant trip counts (`hi - lo`), the stride of an index along a
+vectorized loop variable, and which sizes a shape dimension names. Index
+arithmetic is int64 without overflow (the loop IR's contract), so wrap-around
+is ignored here. A sub-expression that is not affine becomes an opaque atom,
+keyed by its printed form, so equal sub-expressions still cancel.
+"""
+from __future__ import annotations
+
+from middleend.expr import BinOp, Const, Expr, Sym, UnOp, to_c, walk
+
+
+class Affine:
+    """`const + sum(coeff * term)`; a term is ('sym', name) or ('atom', text, expr)."""
+
+    __slots__ = ("terms", "const")
+
+    def __init__(self, terms=None, const=0):
+        self.terms = {k: v for k, v in (terms or {}).items() if v != 0}
+        self.const = const
+
+    def __add__(self, o):
+        t = dict(self.terms)
+        for k, v in o.terms.items():
+            t[k] = t.get(k, 0) + v
+        return Affine(t, self.const + o.const)
+
+    def scale(self, c):
+        return Affine({k: v * c for k, v in self.terms.items()}, self.const * c)
+
+    def __sub__(self, o):
+        return self + o.scale(-1)
+
+    @property
+    def is_const(self):
+        return not self.terms
+
+    def coeff(self, name):
+        """The coefficient of the symbol `name`."""
+        return self.terms.get(("sym", name), 0)
+
+    def atoms(self):
+        """The opaque sub-expressions (non-affine parts)."""
+        return [k[2] for k in self.terms if k[0] == "atom"]
+
+
+def _atom(e: Expr) -> Affine:
+    return Affine({("atom", to_c(e), e): 1})
+
+
+def linearize(e: Expr) -> Affine:
+    """The affine form of an integer expression (non-affine parts become atoms)."""
+    if isinstance(e, Const) and e.dtype.is_int:
+        return Affine({}, e.value)
+    if isinstance(e, Sym) and e.dtype.is_int and e.dtype.bits == 64:
+        return Affine({("sym", e.name): 1})
+    if isinstance(e, BinOp) and e.dtype.is_int and e.dtype.bits == 64:
+        if e.op in ("add", "sub"):
+            a, b = linearize(e.a), linearize(e.b)
+            return a + b if e.op == "add" else a - b
+        if e.op == "mul":
+            a, b = linearize(e.a), linearize(e.b)
+            if a.is_const:
+                return b.scale(a.const)
+            if b.is_const:
+                return a.scale(b.const)
+    if isinstance(e, UnOp) and e.op == "neg" and e.dtype.is_int and e.dtype.bits == 64:
+        return linearize(e.a).scale(-1)
+    return _atom(e)
+
+
+def mentions(e: Expr, name: str) -> bool:
+    """Whether the symbol `name` occurs anywhere in `e`."""
+    return any(isinstance(n, Sym) and n.name == name for n in walk(e))
+
+
+def constant_difference(hi: Expr, lo: Expr):
+    """`hi - lo` as a Python int when it is the same for every value of the symbols, else None."""
+    d = linearize(hi) - linearize(lo)
+    return d.const if d.is_const else None
+
+
+def constant_value(e: Expr):
+    """The value of `e` when it is a compile-time integer constant, else None."""
+    a = linearize(e)
+    return a.const if a.is_const else None
+
+
+def stride_along(e: Expr, name: str):
+    """How `e` changes when the symbol `name` grows by one.
+
+    0 when `e` does not mention `name`; an int when `e` is affine in it; None
+    when `e` depends on it in a non-affine way (through a product of symbols,
+    a division, a load...).
+    """
+    if not mentions(e, name):
+        return 0
+    a = linearize(e)
+    if any(mentions(x, name) for x in a.atoms()):
+        return None
+    return a.coeff(name)

@@ -1,0 +1,163 @@
+"""Binding a kernel call's keyword arguments to buffers and size parameters.
+
+Size parameters may be given as ints or are inferred from the shape of an
+array whose buffer has a dimension `c*p + k` (typically exactly `p` or
+`p +/- k`). Every buffer's shape is then evaluated and each array is checked
+for its exact shape and dtype. Inputs that are not C-contiguous or not
+aligned are copied, as is an input that overlaps an output (the kernel
+assumes its buffers do not alias); outputs not given are allocated (zeroed
+when the buffer's `zero_init` says the kernel may leave elements unwritten,
+else `np.empty`), and given ones must be C-contiguous, aligned and writeable
+because they are filled in place (zeroed first in the `zero_init` case).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from middleend.errors import ArgumentError, NotSupportedError
+
+from .affine import linearize
+from .evaluate import compile_int
+
+
+def _shape_str(shape):
+    return "(" + ", ".join(str(d) for d in shape) + (",)" if len(shape) == 1 else ")")
+
+
+class _Spec:
+    __slots__ = ("name", "ndim", "dtype", "dtype_name", "shape", "output", "zero_init")
+
+    def __init__(self, buf, output):
+        self.name = buf.name
+        self.ndim = buf.ndim
+        self.dtype = buf.dtype.numpy
+        self.dtype_name = str(buf.dtype)
+        self.shape = [compile_int(d) for d in buf.shape]
+        self.output = output
+        self.zero_init = output and getattr(buf, "zero_init", False)
+
+
+class Binder:
+    """Checks and converts the arguments of one kernel."""
+
+    def __init__(self, name, inputs, outputs, params):
+        self.name = name
+        self.params = list(params)
+        self.specs = [_Spec(b, False) for b in inputs] + [_Spec(b, True) for b in outputs]
+        self.n_in = len(inputs)
+        buffers = [s.name for s in self.specs]
+        self.known = frozenset(buffers) | frozenset(self.params)
+        clash = set(buffers) & set(self.params)
+        if clash:
+            raise NotSupportedError(f"kernel {name}: {sorted(clash)} name both a buffer and a parameter")
+        # (param, buffer position, dim, coefficient, offset) for dimensions written c*p + k
+        self.rules = []
+        for pos, b in enumerate(list(inputs) + list(outputs)):
+            for d, ext in enumerate(b.shape):
+                a = linearize(ext)
+                if len(a.terms) == 1:
+                    (kind, *rest), c = next(iter(a.terms.items()))
+                    if kind == "sym" and rest[0] in self.params:
+                        self.rules.append((rest[0], pos, d, c, a.const))
+
+    def bind(self, kwargs):
+        """`(arrays in buffer order, param values in order, outputs)` for a call."""
+        if not self.known.issuperset(kwargs):
+            unknown = [k for k in kwargs if k not in self.known]
+            raise ArgumentError(f"{self.name}() got unexpected argument(s) {', '.join(map(repr, unknown))}; "
+                                f"it takes {', '.join(sorted(self.known))}")
+        given = []
+        for pos, s in enumerate(self.specs):
+            a = kwargs.get(s.name)
+            if a is None:
+                if pos < self.n_in:
+                    raise ArgumentError(f"{self.name}() is missing the input {s.name!r}")
+            elif type(a) is not np.ndarray and not isinstance(a, np.ndarray):
+                raise ArgumentError(f"{s.name}: expected a numpy array, got {type(a).__name__}")
+            elif a.ndim != s.ndim:
+                raise ArgumentError(f"{s.name}: expected {s.ndim} dimension(s) of {s.dtype_name}, "
+                                    f"got an array of shape {_shape_str(a.shape)}")
+            given.append(a)
+        values = self._params(kwargs, given)
+        return self._check(given, values)
+
+    def _params(self, kwargs, given):
+        values, source = {}, {}
+        for p in self.params:
+            if p in kwargs:
+                v = kwargs[p]
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+                    raise ArgumentError(f"parameter {p}: expected an integer, got {v!r}")
+                values[p] = int(v)
+                source[p] = "the argument"
+        for p, pos, d, c, k in self.rules:
+            a = given[pos]
+            if a is None or p in source and source[p] == "the argument":
+                continue
+            actual = a.shape[d]
+            v, r = divmod(actual - k, c)
+            bname = self.specs[pos].name
+            if r:
+                raise ArgumentError(f"{bname}: dimension {d} has size {actual}, which is not "
+                                    f"{c}*{p} + {k} for an integer {p}")
+            old = values.get(p)
+            if old is None:
+                values[p] = v
+                source[p] = f"{bname} (dimension {d}, size {actual})"
+            elif old != v:
+                raise ArgumentError(f"parameter {p}: {source[p]} gives {old} but {bname} "
+                                    f"(dimension {d}, size {actual}) gives {v}")
+        if len(values) != len(self.params):
+            missing = [p for p in self.params if p not in values]
+            raise ArgumentError(f"{self.name}() cannot tell the value of parameter(s) {', '.join(missing)}; "
+                                f"pass them as keyword arguments")
+        return values
+
+    def _check(self, given, values):
+        arrays, outputs, to_zero = [], [], []
+        for pos, s in enumerate(self.specs):
+            shape = tuple(f(values) for f in s.shape)
+            a = given[pos]
+            if a is None:
+                if any(d < 0 for d in shape):
+                    raise ArgumentError(f"{s.name}: the parameters {values} give it a negative shape {shape}")
+                a = (np.zeros if s.zero_init else np.empty)(shape, s.dtype)
+            else:
+                if a.shape != shape or a.dtype != s.dtype:
+                    if any(d < 0 for d in shape):
+                        raise ArgumentError(f"{s.name}: the parameters {values} give it a negative shape {shape}")
+                    where = f" (with {', '.join(f'{p}={v}' for p, v in values.items())})" if values else ""
+                    raise ArgumentError(f"{s.name}: expected shape {_shape_str(shape)} and dtype {s.dtype}, "
+                                        f"got shape {_shape_str(a.shape)} and dtype {a.dtype}{where}")
+                flags = a.flags
+                if s.output:
+                    if not (flags.c_contiguous and flags.aligned and flags.writeable):
+                        raise ArgumentError(f"{s.name}: an output array must be C-contiguous, aligned and "
+                                            f"writeable (it is filled in place)")
+                    if s.zero_init:  # the same result as with an output the wrapper allocates
+                        to_zero.append(a)
+                elif not (flags.c_contiguous and flags.aligned):
+                    a = np.ascontiguousarray(a) if flags.aligned else np.array(a, order="C", copy=True)
+            arrays.append(a)
+            if s.output:
+                outputs.append(a)
+        if any(given[p] is not None for p in range(self.n_in, len(given))):
+            self._separate(arrays)  # before zeroing: an input may be an output's memory
+        for a in to_zero:
+            a.fill(0)
+        return arrays, [values[p] for p in self.params], outputs
+
+    def _separate(self, arrays):
+        """Outputs the caller passed must not overlap; inputs overlapping them are copied."""
+        outs = arrays[self.n_in:]
+        for i, o in enumerate(outs):
+            for j in range(i):
+                if o.size and outs[j].size and np.may_share_memory(o, outs[j]):
+                    raise ArgumentError(f"outputs {self.specs[self.n_in + j].name} and "
+                                        f"{self.specs[self.n_in + i].name} share memory")
+        for i in range(self.n_in):
+            a = arrays[i]
+            if a.size and any(o.size and np.may_share_memory(a, o) for o in outs):
+                arrays[i] = a.copy()

@@ -1,0 +1,107 @@
+"""The LLVM module of a `LoweredFunction` and its calling convention (ABI).
+
+Exported symbols, for a kernel NAME with buffers b0..bn-1 (inputs then
+outputs, in declaration order) and size parameters p0..pm-1:
+
+    int32_t NAME(T0 *b0, ..., Tn-1 *bn-1, int64_t p0, ..., int64_t pm-1);
+        The kernel. Buffers are dense, row-major, element-aligned and do not
+        overlap (`noalias`); bool elements are bytes holding 0 or 1. Returns 0,
+        or 1 when a temporary could not be allocated (outputs are then
+        incomplete).
+    int32_t NAME_argv(void **buffers, const int64_t *params);
+        The same with the arguments packed in two arrays.
+    void NAME_set_num_threads(int32_t n);
+        Threads for parallel loops (0, the initial value, lets OpenMP choose).
+        The value lives in the global `NAME.num_threads`.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from middleend.errors import NotSupportedError
+from middleend.loopir import Allocate, walk_stmts
+
+from .context import FnState, ModuleState, Options, Scope
+from .exprgen import ExprEmitter
+from .llvm_types import I32, I64, PTR, VOID
+from .memory import BufView
+from .parallel import num_threads_global
+from .stmtgen import StmtEmitter, allocate
+
+
+def param_names(lowered):
+    """The size parameters' names in call order."""
+    return [getattr(p, "name", p) for p in lowered.params]
+
+
+def build_module(lowered, options: Options | None = None) -> ir.Module:
+    """The LLVM module (not yet optimized) implementing `lowered` with the ABI above."""
+    options = options or Options()
+    name = lowered.name
+    if not name.isidentifier():
+        raise NotSupportedError(f"kernel name {name!r} is not a C identifier")
+    module = ir.Module(name=name)
+    ms = ModuleState(module, name, options)
+    buffers = list(lowered.arguments)
+    names = [b.name for b in buffers]
+    if len(set(names)) != len(names):
+        raise NotSupportedError(f"kernel {name}: two arguments share a name in {names}")
+    params = param_names(lowered)
+
+    fnty = ir.FunctionType(I32, [PTR] * len(buffers) + [I64] * len(params))
+    fn = ir.Function(module, fnty, name)
+    fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")  # one copy of the code, not another one in NAME_argv
+    for arg, buf in zip(fn.args, buffers):
+        arg.name = buf.name
+        arg.add_attribute("noalias")
+        arg.add_attribute("captures(none)")
+        arg.attributes.align = buf.dtype.bytes
+    for arg, p in zip(fn.args[len(buffers):], params):
+        arg.name = p
+
+    fs = FnState(ms, fn)
+    scope = Scope(vars={p: a for p, a in zip(params, fn.args[len(buffers):])})
+    em = ExprEmitter(fs, scope)
+    for arg, buf in zip(fn.args, buffers):
+        scope = scope.with_buf(BufView(buf.name, buf.dtype, arg, [em.index(d) for d in buf.shape]))
+
+    num_threads_global(ms)
+    se = StmtEmitter()
+    allocated = {s.buffer.name for s in walk_stmts(lowered.body) if isinstance(s, Allocate)}
+    pending = [t for t in lowered.temporaries if t.name not in allocated]
+
+    def body(sc, k=0):
+        if k < len(pending):  # kernel-wide temporaries without their own Allocate
+            allocate(fs, sc, pending[k], lambda inner: body(inner, k + 1))
+        else:
+            se.emit(lowered.body, fs, sc)
+
+    body(scope)
+    fs.builder.ret(fs.builder.load(fs.status, typ=I32))
+    fs.finish()
+
+    _argv_entry(module, fn, len(buffers), len(params))
+    _thread_setter(ms)
+    return module
+
+
+def _argv_entry(module, fn, nbuf, nparam):
+    f = ir.Function(module, ir.FunctionType(I32, [PTR, PTR]), f"{fn.name}_argv")
+    f.attributes.add("nounwind")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    bufs, params = f.args
+    args = [b.load(b.gep(bufs, [ir.Constant(I64, k)], inbounds=True, source_etype=PTR), typ=PTR)
+            for k in range(nbuf)]
+    args += [b.load(b.gep(params, [ir.Constant(I64, k)], inbounds=True, source_etype=I64), typ=I64)
+             for k in range(nparam)]
+    b.ret(b.call(fn, args))
+
+
+def _thread_setter(ms):
+    f = ir.Function(ms.module, ir.FunctionType(VOID, [I32]), f"{ms.name}_set_num_threads")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    n = f.args[0]
+    b.store(b.select(b.icmp_signed("<", n, ir.Constant(I32, 0)), ir.Constant(I32, 0), n),
+            num_threads_global(ms))
+    b.ret_void()

@@ -1,0 +1,122 @@
+"""Buffers in generated code: dense row-major addressing, element loads and stores, temporaries.
+
+A buffer is seen through a `BufView`: its base pointer and the extents of its
+dimensions as i64 values computed once (at function entry for arguments, at
+the `Allocate` for temporaries), so address arithmetic in loops only
+multiplies by loop-invariant values.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from middleend.types import DType
+
+from .llvm_types import I8, I64, PTR, VOID, i64, memory_type
+from .ops import declare
+
+#: Temporaries of a compile-time size up to this many bytes live on the stack...
+STACK_LIMIT = 64 * 1024
+#: ...while one function's stack slots stay under this (worker threads have small stacks).
+STACK_BUDGET = 512 * 1024
+#: Alignment of temporaries, in bytes (a cache line; enough for any vector load).
+ALIGN = 64
+
+
+@dataclass
+class BufView:
+    """A buffer as generated code sees it."""
+
+    name: str
+    dtype: DType
+    ptr: ir.Value
+    extents: list  # one i64 value per dimension
+
+
+def flat_index(B: ir.IRBuilder, view: BufView, indices):
+    """`((i0*e1 + i1)*e2 + i2)...` with `nsw`: index arithmetic never overflows."""
+    if not indices:
+        return i64(0)
+    flat = indices[0]
+    for ext, idx in zip(view.extents[1:], indices[1:]):
+        flat = B.add(B.mul(flat, ext, flags=("nsw",)), idx, flags=("nsw",))
+    return flat
+
+
+def element_ptr(B: ir.IRBuilder, view: BufView, flat, inbounds=True):
+    """The address of element `flat` of the buffer.
+
+    `inbounds=False` for addresses of masked-off vector lanes, which may lie
+    outside the buffer (they are computed, never dereferenced).
+    """
+    return B.gep(view.ptr, [flat], inbounds=inbounds, source_etype=memory_type(view.dtype))
+
+
+def to_register(B, dt: DType, v):
+    """A value loaded from memory as a register value (bool bytes become i1)."""
+    if dt.is_bool:
+        zero = ir.Constant(v.type, None)
+        return B.icmp_unsigned("!=", v, zero)
+    return v
+
+
+def to_memory(B, dt: DType, v):
+    """A register value in its memory form (i1 becomes a 0/1 byte)."""
+    if dt.is_bool:
+        ty = ir.VectorType(I8, v.type.count) if isinstance(v.type, ir.VectorType) else I8
+        return B.zext(v, ty)
+    return v
+
+
+def load(B, view: BufView, ptr, width: int = 1):
+    """Load one element (or `width` consecutive elements as a vector) at `ptr`."""
+    mty = memory_type(view.dtype)
+    ty = mty if width == 1 else ir.VectorType(mty, width)
+    return to_register(B, view.dtype, B.load(ptr, typ=ty, align=view.dtype.bytes))
+
+
+def store(B, view: BufView, ptr, value):
+    """Store a scalar or a vector of consecutive elements at `ptr`."""
+    B.store(to_memory(B, view.dtype, value), ptr, align=view.dtype.bytes)
+
+
+def byte_size(B, dt: DType, extents):
+    """The size in bytes of a dense buffer with these extents (an i64 value)."""
+    size = i64(dt.bytes)
+    for e in extents:
+        size = B.mul(size, e, flags=("nsw",))
+    return size
+
+
+def stack_slot(entry: ir.IRBuilder, ty: ir.Type, name: str = "", align: int | None = None):
+    """An `alloca` of `ty` in the entry block, typed as an opaque `ptr` like every other pointer."""
+    slot = entry.alloca(ty, name=name)
+    slot.type = PTR
+    slot.align = align
+    return slot
+
+
+def alloca_bytes(entry: ir.IRBuilder, nbytes: int, name: str):
+    """A stack block of `nbytes` bytes, `ALIGN`-aligned, in the function's entry block."""
+    return stack_slot(entry, ir.ArrayType(I8, max(nbytes, 1)), name, ALIGN)
+
+
+def heap_alloc(B, nbytes):
+    """`aligned_alloc(ALIGN, round_up(max(nbytes, 1), ALIGN))`; null when out of memory."""
+    fn = declare(B.module, "aligned_alloc", ir.FunctionType(PTR, [I64, I64]))
+    rounded = B.and_(B.add(B.select(B.icmp_signed("<", nbytes, i64(1)), i64(1), nbytes), i64(ALIGN - 1)),
+                     i64(-ALIGN))
+    return B.call(fn, [i64(ALIGN), rounded])
+
+
+def heap_free(B, ptr):
+    """`free(ptr)`."""
+    fn = declare(B.module, "free", ir.FunctionType(VOID, [PTR]))
+    B.call(fn, [ptr])
+
+
+def is_null(B, ptr):
+    """`ptr == NULL` as an i1."""
+    return B.icmp_unsigned("==", ptr, ir.Constant(PTR, None))
+

@@ -1,0 +1,158 @@
+"""Loops tagged 'parallel': the body is outlined and run by the OpenMP runtime (libgomp).
+
+For `for (v = lo; v < hi; v++) body` the generated code is
+
+    closure = {status*, lo, hi, buffer pointers, their extents, captured scalars}
+    if (lo < hi) GOMP_parallel(worker, &closure, num_threads, 0);
+
+    worker(closure): unpack; tid = omp_get_thread_num(); nt = omp_get_num_threads();
+                     chunk = ceil((hi - lo) / nt); run body for [lo + tid*chunk, min(.. + chunk, hi))
+
+The body itself is a separate function whose buffer pointers are `noalias`
+arguments and whose sizes are plain arguments, so LLVM optimizes it as well
+as the serial code (it inlines it into the worker). Parallel loops nested in
+the body run serially. `num_threads` is read from the kernel's global
+`NAME.num_threads` (0 lets libgomp choose).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from middleend.expr import Access, Sym, walk
+from middleend.loopir import Allocate, Block, For, If, Store
+
+from .context import FnState, Scope
+from .llvm_types import I32, I64, PTR, VOID, i64
+from .loops import counted_loop
+from .memory import BufView, stack_slot
+from .ops import declare
+
+
+def _exprs(s):
+    if isinstance(s, Block):
+        for c in s.body:
+            yield from _exprs(c)
+    elif isinstance(s, For):
+        yield s.lo
+        yield s.hi
+        yield from _exprs(s.body)
+    elif isinstance(s, If):
+        yield s.cond
+        yield from _exprs(s.then)
+        if s.else_ is not None:
+            yield from _exprs(s.else_)
+    elif isinstance(s, Store):
+        yield from s.indices
+        yield s.value
+    elif isinstance(s, Allocate):
+        yield from s.buffer.shape
+        yield from _exprs(s.body)
+
+
+def _stores(s):
+    if isinstance(s, Block):
+        for c in s.body:
+            yield from _stores(c)
+    elif isinstance(s, (For, Allocate)):
+        yield from _stores(s.body)
+    elif isinstance(s, If):
+        yield from _stores(s.then)
+        if s.else_ is not None:
+            yield from _stores(s.else_)
+    elif isinstance(s, Store):
+        yield s
+
+
+def uses(s):
+    """The symbol names and buffer names a statement refers to."""
+    syms, bufs = set(), set()
+    for e in _exprs(s):
+        for n in walk(e):
+            if isinstance(n, Sym):
+                syms.add(n.name)
+            elif isinstance(n, Access):
+                bufs.add(n.target.name)
+    bufs.update(st.buffer.name for st in _stores(s))
+    return syms, bufs
+
+
+def num_threads_global(ms):
+    """The kernel's `NAME.num_threads` global (created with the module's entry)."""
+    g = ms.module.globals.get(f"{ms.name}.num_threads")
+    if g is None:
+        g = ir.GlobalVariable(ms.module, I32, f"{ms.name}.num_threads")
+        g.initializer = ir.Constant(I32, 0)
+    return g
+
+
+def emit_parallel_loop(se, s, fs, scope):
+    """Emit the 'parallel' loop `s` through GOMP_parallel."""
+    ms = fs.ms
+    module = ms.module
+    syms, bufs = uses(s.body)
+    cap_vars = sorted(n for n in syms if n in scope.vars and n != s.var)
+    cap_bufs = [scope.bufs[n] for n in sorted(bufs) if n in scope.bufs]
+
+    # closure layout: status*, lo, hi, ptr per buffer, extents per buffer, captured scalars
+    fields = [PTR, I64, I64] + [PTR] * len(cap_bufs)
+    fields += [I64] * sum(len(v.extents) for v in cap_bufs) + [I64] * len(cap_vars)
+    closure_ty = ir.LiteralStructType(fields)
+
+    # the body: noalias buffers, sizes and captured scalars as arguments, then [start, end)
+    body_args = [PTR] * len(cap_bufs) + [I64] * (len(fields) - 3 - len(cap_bufs)) + [I64, I64, PTR]
+    body_fn = ir.Function(module, ir.FunctionType(VOID, body_args), ms.fresh("par.body"))
+    body_fn.linkage = "internal"
+    body_fn.attributes.add("nounwind")
+    for k in range(len(cap_bufs)):
+        body_fn.args[k].add_attribute("noalias")
+        body_fn.args[k].add_attribute("captures(none)")
+    bfs = FnState(ms, body_fn, status=body_fn.args[-1], in_parallel=True)
+    args = iter(body_fn.args)
+    ptrs = [next(args) for _ in cap_bufs]
+    inner = Scope()
+    for view, p in zip(cap_bufs, ptrs):
+        inner = inner.with_buf(BufView(view.name, view.dtype, p, [next(args) for _ in view.extents]))
+    for n in cap_vars:
+        inner = inner.with_var(n, next(args))
+    start, end = next(args), next(args)
+    counted_loop(bfs, start, end, lambda v: se.emit(s.body, bfs, inner.with_var(s.var, v)), name=s.var)
+    bfs.builder.ret_void()
+    bfs.finish()
+
+    # the worker libgomp calls on each thread
+    worker = ir.Function(module, ir.FunctionType(VOID, [PTR]), ms.fresh("par.worker"))
+    worker.linkage = "internal"
+    worker.attributes.add("nounwind")
+    wb = ir.IRBuilder(worker.append_basic_block("entry"))
+    data = worker.args[0]
+    vals = [wb.load(wb.gep(data, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
+                           source_etype=closure_ty), typ=t) for k, t in enumerate(fields)]
+    status, lo, hi = vals[:3]
+    tid = wb.sext(wb.call(declare(module, "omp_get_thread_num", ir.FunctionType(I32, [])), []), I64)
+    nt = wb.sext(wb.call(declare(module, "omp_get_num_threads", ir.FunctionType(I32, [])), []), I64)
+    n = wb.sub(hi, lo, flags=("nsw",))
+    chunk = wb.sdiv(wb.add(n, wb.sub(nt, i64(1), flags=("nsw",)), flags=("nsw",)), nt)
+    first = wb.add(lo, wb.mul(tid, chunk, flags=("nsw",)), flags=("nsw",))
+    last = wb.add(first, chunk, flags=("nsw",))
+    last = wb.select(wb.icmp_signed("<", last, hi), last, hi)
+    wb.call(body_fn, vals[3:] + [first, last, status])
+    wb.ret_void()
+
+    # the call site
+    B = fs.builder
+    em_lo, em_hi = se.bounds(s, fs, scope)
+    slot = stack_slot(fs.entry, closure_ty, f"{s.var}.closure", 8)
+    values = [fs.status, em_lo, em_hi] + [v.ptr for v in cap_bufs]
+    values += [e for v in cap_bufs for e in v.extents] + [scope.vars[n] for n in cap_vars]
+    for k, v in enumerate(values):
+        B.store(v, B.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
+                         source_etype=closure_ty))
+    gomp = declare(module, "GOMP_parallel", ir.FunctionType(VOID, [PTR, PTR, I32, I32]))
+    nthreads = B.load(num_threads_global(ms), typ=I32)
+    run = fs.new_block(f"{s.var}.par")
+    done = fs.new_block(f"{s.var}.par.done")
+    B.cbranch(B.icmp_signed("<", em_lo, em_hi), run, done)
+    B.position_at_end(run)
+    B.call(gomp, [worker, slot, nthreads, ir.Constant(I32, 0)])
+    B.branch(done)
+    B.position_at_end(done)

@@ -1,0 +1,209 @@
+"""Accumulators of a serial loop kept in a small local tile (so that LLVM puts them in registers).
+
+In `for k { for ii (unroll) { for ji (vector) { C[i, j] = C[i, j] + A[i, k] * B[k, j] } } }`
+the elements of C that the body touches do not depend on `k`, but LLVM cannot
+hoist their loads and stores out of the `k` loop: with a run-time row length
+it cannot prove that rows of C do not overlap. The loop IR knows more: two
+in-bounds elements of a dense buffer with different indices are different
+memory. So the loop becomes
+
+    T[tile] (local);  if (lo < hi) { T = C[box]; for k { ...T[ii, ji]... }; C[box] = T }
+
+where the box is exactly the set of elements the body accesses; the copies
+use the same unroll/vector tags as the body. T is a stack slot that only
+constant-offset accesses touch once unrolled and vectorized, so LLVM's SROA
+turns it into registers.
+
+A buffer qualifies when the loop body is only blocks, stores and loops with a
+constant trip count, the buffer is stored in it, every access to it has the
+same indices, none of which depends on the loop variable, and each index is
+`invariant + v` for at most one inner loop variable `v` (each used once), of
+a loop fully unrolled or vectorized in whole chunks.
+"""
+from __future__ import annotations
+
+import itertools
+
+from middleend.buffer import Buffer
+from middleend.expr import Access, BinOp, Const, Sym, substitute, to_c, transform, walk
+from middleend.loopir import Allocate, Block, For, If, Store
+from middleend.types import int64
+
+from .affine import constant_difference, linearize, mentions
+
+#: Largest tile kept, in bytes (beyond it registers would spill anyway).
+TILE_LIMIT = 4096
+_names = itertools.count()
+
+
+def _inner_loops(s, out):
+    """Collect the loops of a body made only of blocks, stores and constant-trip loops; False otherwise."""
+    if isinstance(s, Block):
+        return all(_inner_loops(c, out) for c in s.body)
+    if isinstance(s, Store):
+        return True
+    if isinstance(s, For):
+        if constant_difference(s.hi, s.lo) is None or s.kind == "parallel":
+            return False
+        out.append(s)
+        return _inner_loops(s.body, out)
+    return False
+
+
+def _stores(s):
+    if isinstance(s, Block):
+        for c in s.body:
+            yield from _stores(c)
+    elif isinstance(s, For):
+        yield from _stores(s.body)
+    elif isinstance(s, Store):
+        yield s
+
+
+def _exprs(s):
+    if isinstance(s, Block):
+        for c in s.body:
+            yield from _exprs(c)
+    elif isinstance(s, For):
+        yield s.lo
+        yield s.hi
+        yield from _exprs(s.body)
+    elif isinstance(s, Store):
+        yield from s.indices
+        yield s.value
+
+
+def _plan(loop, buffer, indices, inner):
+    """For one buffer: per dimension `(inner loop or None)`, or None when it does not qualify."""
+    loops = {f.var: f for f in inner}
+    forbidden = [loop.var] + list(loops)
+    for f in inner:  # inner bounds must be fixed while the loop runs
+        if any(mentions(f.lo, v) or mentions(f.hi, v) for v in forbidden):
+            return None
+    dims, used = [], set()
+    for idx in indices:
+        vs = [v for v in loops if mentions(idx, v)]
+        if mentions(idx, loop.var) or len(vs) > 1:
+            return None
+        if not vs:
+            dims.append(None)
+            continue
+        v = vs[0]
+        if v in used:
+            return None
+        used.add(v)
+        a = linearize(idx)
+        if a.coeff(v) != 1 or any(mentions(x, v) for x in a.atoms()):
+            return None
+        if not _expanded(loops[v]):
+            return None
+        dims.append(loops[v])
+    return dims
+
+
+def _expanded(f):
+    """Whether a loop's iterations become constant offsets (fully unrolled or whole vector chunks),
+    which is what lets the tile become registers rather than a stack array copied for nothing."""
+    trip = constant_difference(f.hi, f.lo)
+    if f.kind == "unroll":
+        return trip <= max(f.factor, 1)
+    if f.kind == "vector" and f.factor > 1:
+        return trip % f.factor == 0
+    return False
+
+
+def _tile_index(dims, indices):
+    out = []
+    for f, idx in zip(dims, indices):
+        if f is None:
+            out.append(Const(0, int64))
+        elif isinstance(f.lo, Const) and f.lo.value == 0:
+            out.append(Sym(f.var, int64))
+        else:
+            out.append(BinOp("sub", Sym(f.var, int64), f.lo))
+    return tuple(out)
+
+
+def _rewrite(s, name, tile, dims):
+    def repl(n):
+        if isinstance(n, Access) and n.target.name == name:
+            return Access(tile, _tile_index(dims, n.indices))
+        return None
+
+    if isinstance(s, Block):
+        return Block([_rewrite(c, name, tile, dims) for c in s.body])
+    if isinstance(s, For):
+        return For(s.var, s.lo, s.hi, _rewrite(s.body, name, tile, dims), s.kind, s.factor)
+    if isinstance(s, Store):
+        value = transform(s.value, repl)
+        if s.buffer.name == name:
+            return Store(tile, _tile_index(dims, s.indices), value)
+        return Store(s.buffer, s.indices, value)
+    return s
+
+
+def _copy(buffer, indices, tile, dims, to_tile):
+    """Loops copying the box between the buffer and the tile, tagged like the body's loops."""
+    tvars = {f.var: Sym(f"{f.var}.t{next(_names)}", int64) for f in dims if f is not None}
+    src = []
+    for f, idx in zip(dims, indices):
+        if f is None:
+            src.append(idx)
+        else:
+            src.append(substitute(idx, {f.var: BinOp("add", f.lo, tvars[f.var])}))
+    tidx = tuple(Const(0, int64) if f is None else tvars[f.var] for f in dims)
+    if to_tile:
+        body = Store(tile, tidx, Access(buffer, src))
+    else:
+        body = Store(buffer, tuple(src), Access(tile, tidx))
+    for f in reversed([f for f in dims if f is not None]):
+        trip = constant_difference(f.hi, f.lo)
+        body = For(tvars[f.var].name, Const(0, int64), Const(trip, int64), body, f.kind, f.factor)
+    return body
+
+
+def promote_accumulators(loop: For):
+    """`loop` rewritten to accumulate in local tiles, or None when no buffer qualifies."""
+    inner = []
+    if not _inner_loops(loop.body, inner):
+        return None
+    if len({f.var for f in inner} | {loop.var}) != len(inner) + 1:
+        return None  # a reused loop variable name would make indices ambiguous
+    accesses = {}
+    for e in _exprs(loop.body):
+        for n in walk(e):
+            if isinstance(n, Access):
+                accesses.setdefault(n.target.name, []).append(n.indices)
+    body = loop.body
+    prologue, epilogue, tiles = [], [], []
+    for st in list(_stores(loop.body)):
+        name = st.buffer.name
+        if any(t[0] == name for t in tiles) or getattr(st.buffer, "accumulator_tile", False):
+            continue
+        all_idx = [s.indices for s in _stores(loop.body) if s.buffer.name == name] + accesses.get(name, [])
+        text = {tuple(to_c(i) for i in idx) for idx in all_idx}
+        if len(text) != 1:
+            continue
+        dims = _plan(loop, st.buffer, st.indices, inner)
+        if dims is None:
+            continue
+        shape = [1 if f is None else constant_difference(f.hi, f.lo) for f in dims]
+        size = st.buffer.dtype.bytes
+        for d in shape:
+            size *= d
+        if size > TILE_LIMIT or any(d <= 0 for d in shape):
+            continue
+        tile = Buffer(f"{name}.acc{next(_names)}", shape, st.buffer.dtype, "temporary")
+        tile.accumulator_tile = True
+        tiles.append((name, tile))
+        body = _rewrite(body, name, tile, dims)
+        prologue.append(_copy(st.buffer, st.indices, tile, dims, True))
+        epilogue.append(_copy(st.buffer, st.indices, tile, dims, False))
+    if not tiles:
+        return None
+    new_loop = For(loop.var, loop.lo, loop.hi, body, loop.kind, loop.factor)
+    new_loop.promoted = True
+    stmt = If(BinOp("lt", loop.lo, loop.hi), Block(prologue + [new_loop] + epilogue))
+    for _, tile in reversed(tiles):
+        stmt = Allocate(tile, stmt)
+    return stmt

@@ -1,0 +1,144 @@
+"""Code for the statements of the loop IR: blocks, stores, ifs, allocations and loops of every kind."""
+from __future__ import annotations
+
+from middleend.errors import NotSupportedError
+from middleend.loopir import Allocate, Block, For, If, Store
+
+from . import memory
+from .affine import constant_difference, constant_value
+from .exprgen import ExprEmitter
+from .llvm_types import i64
+from .loops import counted_loop, if_then_else
+from .memory import BufView
+from .promote import promote_accumulators
+
+
+class StmtEmitter:
+    """Emits statements into the function of an `FnState`, dispatching loops on their kind."""
+
+    def emit(self, s, fs, scope):
+        if isinstance(s, Block):
+            for child in s.body:
+                self.emit(child, fs, scope)
+        elif isinstance(s, Store):
+            self.store(s, fs, scope)
+        elif isinstance(s, If):
+            self.if_(s, fs, scope)
+        elif isinstance(s, Allocate):
+            allocate(fs, scope, s.buffer, lambda sc: self.emit(s.body, fs, sc))
+        elif isinstance(s, For):
+            self.for_(s, fs, scope)
+        elif s is None:
+            pass
+        else:
+            raise NotSupportedError(f"the CPU back-end cannot generate {type(s).__name__} statements")
+
+    def store(self, s, fs, scope):
+        em = ExprEmitter(fs, scope)
+        check_store_type(s)
+        value = em.emit(s.value)
+        view, ptr = em.address(s.buffer.name, s.indices)
+        memory.store(fs.builder, view, ptr, value)
+
+    def if_(self, s, fs, scope):
+        cond = ExprEmitter(fs, scope).emit(s.cond)
+        else_ = None if s.else_ is None else (lambda: self.emit(s.else_, fs, scope))
+        if_then_else(fs, cond, lambda: self.emit(s.then, fs, scope), else_)
+
+    # loops ------------------------------------------------------------------------
+    def for_(self, s, fs, scope):
+        kind = s.kind
+        if kind == "unroll" and s.factor > 1:
+            return self.unrolled(s, fs, scope)
+        if kind == "vector" and s.factor > 1:
+            from .vectorize import emit_vector_loop
+            return emit_vector_loop(self, s, fs, scope)
+        if kind == "parallel" and not fs.in_parallel:
+            from .parallel import emit_parallel_loop
+            return emit_parallel_loop(self, s, fs, scope)
+        if not getattr(s, "promoted", False):
+            rewritten = promote_accumulators(s)
+            if rewritten is not None:
+                return self.emit(rewritten, fs, scope)
+        return self.serial(s, fs, scope)
+
+    def bounds(self, s, fs, scope):
+        em = ExprEmitter(fs, scope)
+        return em.index(s.lo), em.index(s.hi)
+
+    def serial(self, s, fs, scope, lo=None, hi=None, metadata=None):
+        """A plain loop (also how GPU/distribution tags run on the CPU)."""
+        if lo is None:
+            lo, hi = self.bounds(s, fs, scope)
+        counted_loop(fs, lo, hi, lambda v: self.emit(s.body, fs, scope.with_var(s.var, v)),
+                     name=s.var, metadata=metadata)
+
+    def copies(self, s, fs, scope, base, count):
+        """`count` copies of the body for `var = base + 0 .. base + count - 1`."""
+        B = fs.builder
+        for k in range(count):
+            v = base if k == 0 else B.add(base, i64(k), flags=("nsw",))
+            self.emit(s.body, fs, scope.with_var(s.var, v))
+
+    def unrolled(self, s, fs, scope):
+        """Full unrolling when the trip count is a constant, else versioned on `hi - lo == factor`."""
+        f = s.factor
+        lo, hi = self.bounds(s, fs, scope)
+        trip = constant_difference(s.hi, s.lo)
+        if trip is not None:
+            if trip <= 0:
+                return
+            if trip <= f:
+                return self.copies(s, fs, scope, lo, trip)
+            # a longer constant loop: `f` copies per step, then the remainder
+            main = trip - trip % f
+            B = fs.builder
+            counted_loop(fs, lo, B.add(lo, i64(main), flags=("nsw",)),
+                         lambda v: self.copies(s, fs, scope, v, f), step=f, name=s.var)
+            if trip % f:
+                self.copies(s, fs, scope, B.add(lo, i64(main), flags=("nsw",)), trip % f)
+            return
+        B = fs.builder
+        exact = B.icmp_signed("==", B.sub(hi, lo, flags=("nsw",)), i64(f))
+        if_then_else(fs, exact, lambda: self.copies(s, fs, scope, lo, f),
+                     lambda: self.serial(s, fs, scope, lo, hi), name=f"{s.var}.unroll")
+
+
+def check_store_type(s):
+    """A store must write a value of the buffer's element type."""
+    if s.value.dtype != s.buffer.dtype:
+        raise NotSupportedError(f"store of a {s.value.dtype} value into {s.buffer.name}, "
+                                f"a buffer of {s.buffer.dtype}; the middle-end must insert a cast")
+
+
+def allocate(fs, scope, buffer, body):
+    """Allocate a temporary for the duration of `body(scope_with_it)`.
+
+    Constant sizes up to `memory.STACK_LIMIT` bytes (within the function's
+    `memory.STACK_BUDGET`) get a stack slot in the function's entry block, so
+    a temporary inside a parallel loop is per thread and one inside a loop is
+    not re-allocated each iteration. Other sizes are 64-byte aligned heap
+    blocks freed after the body; out of memory skips the body and makes the
+    call fail.
+    """
+    em = ExprEmitter(fs, scope)
+    extents = [em.index(d) for d in buffer.shape]
+    sizes = [constant_value(d) for d in buffer.shape]
+    B = fs.builder
+    if all(v is not None for v in sizes):
+        nbytes = buffer.dtype.bytes
+        for v in sizes:
+            nbytes *= max(v, 0)
+        if nbytes <= memory.STACK_LIMIT and fs.stack_bytes + nbytes <= memory.STACK_BUDGET:
+            fs.stack_bytes += nbytes
+            ptr = memory.alloca_bytes(fs.entry, nbytes, buffer.name)
+            body(scope.with_buf(BufView(buffer.name, buffer.dtype, ptr, extents)))
+            return
+    ptr = memory.heap_alloc(B, memory.byte_size(B, buffer.dtype, extents))
+
+    def ok():
+        body(scope.with_buf(BufView(buffer.name, buffer.dtype, ptr, extents)))
+        memory.heap_free(fs.builder, ptr)
+
+    if_then_else(fs, memory.is_null(B, ptr), fs.fail, ok, name=f"{buffer.name}.alloc")
+

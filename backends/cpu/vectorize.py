@@ -1,0 +1,283 @@
+"""Explicit SIMD code for loops tagged 'vector' with `factor` lanes.
+
+The loop runs in chunks of `factor` consecutive iterations; each expression of
+the body is evaluated once per chunk, as a scalar when it does not depend on
+the loop variable (uniform) and as a `<factor x T>` vector otherwise, with the
+same operations lane by lane as the scalar code. Each access is classified by
+how its indices move with the loop variable:
+
+  * no dependence            -> one scalar load (broadcast when combined);
+  * unit stride in the last index only -> one contiguous vector load/store;
+  * other affine strides     -> one scalar load/store per lane at a fixed step;
+  * anything else            -> the index is computed as a vector and each lane
+                                is loaded/stored on its own (gather/scatter).
+
+Inner loops (with bounds independent of the vectorized variable) run once
+per chunk with vector values in their body, as Halide vectorizes an outer
+variable. An `if` on a uniform condition branches; on a varying condition both branches
+run under lane masks (masked vector loads/stores, lane-by-lane conditional
+gathers/scatters), so no lane touches memory its scalar iteration would not.
+Iterations that do not fill a chunk run in a scalar remainder loop. A body
+with allocations, or with inner loops whose bounds vary across lanes, is left
+to LLVM's loop vectorizer with the width as a hint.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from middleend.expr import Sym
+from middleend.loopir import Block, For, If, Store
+from middleend.types import int64
+
+from . import memory
+from .affine import constant_difference, mentions, stride_along
+from .exprgen import ExprEmitter
+from .llvm_types import I1, I32, I64, i64, is_vector, memory_type, type_suffix, value_type
+from .loops import counted_loop, if_then_else, loop_metadata
+from .ops import declare
+from .stmtgen import check_store_type
+
+
+def vectorizable(s, var) -> bool:
+    """Whether explicit SIMD code handles a loop body: stores, ifs, and inner loops whose
+    bounds do not depend on the vectorized variable `var` (they run once per chunk, with
+    vector values inside)."""
+    if s is None or isinstance(s, Store):
+        return True
+    if isinstance(s, Block):
+        return all(vectorizable(c, var) for c in s.body)
+    if isinstance(s, If):
+        return vectorizable(s.then, var) and vectorizable(s.else_, var)
+    if isinstance(s, For):
+        return (s.var != var and not mentions(s.lo, var) and not mentions(s.hi, var)
+                and vectorizable(s.body, var))
+    return False
+
+
+def emit_vector_loop(se, s, fs, scope):
+    """Emit the 'vector' loop `s`: vector chunks, then a scalar remainder."""
+    width = s.factor
+    if not vectorizable(s.body, s.var):
+        return se.serial(s, fs, scope, metadata=loop_metadata(fs.ms.module, vectorize_width=width))
+    lo, hi = se.bounds(s, fs, scope)
+    B = fs.builder
+
+    def chunk(v0):
+        VectorBody(fs, scope.with_var(s.var, v0), s.var, width).emit(s.body, None)
+
+    no_vectorize = loop_metadata(fs.ms.module, vectorize=False, unroll=False)  # fewer than `width` trips
+    trip = constant_difference(s.hi, s.lo)
+    if trip is not None:
+        full = max(trip, 0) // width
+        if full == 1:
+            chunk(lo)
+        elif full > 1:
+            counted_loop(fs, lo, B.add(lo, i64(full * width), flags=("nsw",)), chunk, step=width,
+                         name=f"{s.var}.vec")
+        if trip > full * width:
+            rest = lo if full == 0 else B.add(lo, i64(full * width), flags=("nsw",))
+            se.serial(s, fs, scope, rest, hi, metadata=no_vectorize)
+        return
+    n = B.sub(hi, lo, flags=("nsw",))
+    n = B.select(B.icmp_signed("<", n, i64(0)), i64(0), n)
+    main_end = B.add(lo, B.mul(B.udiv(n, i64(width)), i64(width), flags=("nsw",)), flags=("nsw",))
+    counted_loop(fs, lo, main_end, chunk, step=width, name=f"{s.var}.vec")
+    se.serial(s, fs, scope, main_end, hi, metadata=no_vectorize)
+
+
+def _contiguous(strides):
+    return strides[-1] == 1 and all(st == 0 for st in strides[:-1])
+
+
+class VectorEmitter(ExprEmitter):
+    """Evaluates expressions for `width` consecutive values of `var`, starting at its scope value."""
+
+    def __init__(self, fs, scope, var, width, mask):
+        super().__init__(fs, scope)
+        self.var, self.width, self.mask = var, width, mask
+        self.lane0 = ExprEmitter(fs, scope)
+
+    def sym(self, e: Sym):
+        if e.name != self.var:
+            return super().sym(e)
+        iota = ir.Constant(ir.VectorType(I64, self.width), list(range(self.width)))
+        v = self.B.add(self.ops.broadcast(self.scope.var(e.name), self.width), iota, flags=("nsw",))
+        return v if e.dtype == int64 else self.ops.cast(int64, e.dtype, v)
+
+    # addressing ---------------------------------------------------------------------
+    def lane_pointers(self, view, indices):
+        """Per-access addressing: ('uniform', ptr) / ('contiguous', ptr) / ('lanes', [ptr...])."""
+        B = self.B
+        inb = self.mask is None  # masked-off lanes may point outside the buffer
+        strides = [stride_along(i, self.var) for i in indices]
+        if all(st == 0 for st in strides):
+            flat = memory.flat_index(B, view, [self.index(i) for i in indices])
+            return "uniform", memory.element_ptr(B, view, flat)
+        if None not in strides:
+            flat0 = memory.flat_index(B, view, [self.lane0.index(i) for i in indices])
+            ptr0 = memory.element_ptr(B, view, flat0, inb)
+            if _contiguous(strides):
+                return "contiguous", ptr0
+            step = i64(0)
+            for d, st in enumerate(strides):
+                if st:
+                    term = i64(st)
+                    for ext in view.extents[d + 1:]:
+                        term = B.mul(term, ext, flags=("nsw",))
+                    step = B.add(step, term, flags=("nsw",))
+            mty = memory_type(view.dtype)
+            ptrs = [ptr0] + [B.gep(ptr0, [B.mul(step, i64(k), flags=("nsw",))], inbounds=inb, source_etype=mty)
+                             for k in range(1, self.width)]
+            return "lanes", ptrs
+        idx = [self.index(i) for i in indices]
+        flat = idx[0] if idx else i64(0)
+        for ext, ix in zip(view.extents[1:], idx[1:]):
+            flat = self.ops.binary("add", int64, self.ops.binary("mul", int64, flat, ext, index=True), ix,
+                                   index=True)
+        flat = self.ops.broadcast(flat, self.width)
+        return "lanes", [memory.element_ptr(B, view, B.extract_element(flat, ir.Constant(I32, k)), inb)
+                         for k in range(self.width)]
+
+    def lane_bit(self, k):
+        return self.B.extract_element(self.mask, ir.Constant(I32, k))
+
+    # loads --------------------------------------------------------------------------
+    def access(self, e):
+        view = self.scope.buf(e.target.name)
+        how, ptr = self.lane_pointers(view, e.indices)
+        B = self.B
+        if how == "uniform":
+            if self.mask is None:
+                return memory.load(B, view, ptr)
+            return self._guarded_load(view, ptr, self._any(self.mask))
+        if how == "contiguous":
+            if self.mask is None:
+                return memory.load(B, view, ptr, self.width)
+            return self._masked_load(view, ptr)
+        vt = ir.VectorType(value_type(view.dtype), self.width)
+        out = ir.Constant(vt, ir.Undefined)
+        for k, p in enumerate(ptr):
+            lane = (memory.load(B, view, p) if self.mask is None
+                    else self._guarded_load(view, p, self.lane_bit(k)))
+            out = B.insert_element(out, lane, ir.Constant(I32, k))
+        return out
+
+    def _any(self, mask):
+        fn = declare(self.B.module, f"llvm.vector.reduce.or.v{self.width}i1",
+                     ir.FunctionType(I1, [mask.type]))
+        return self.B.call(fn, [mask])
+
+    def _guarded_load(self, view, ptr, cond):
+        """A scalar load done only when `cond` holds (else a zero value)."""
+        result = []
+        B = self.B
+        pre_block = B.block
+
+        def then():
+            result.append((memory.load(B, view, ptr), B.block))
+
+        if_then_else(self.fs, cond, then, name="lane")
+        value, block = result[0]
+        phi = B.phi(value.type)
+        phi.add_incoming(value, block)
+        phi.add_incoming(ir.Constant(value.type, None), pre_block)
+        return phi
+
+    def _masked_load(self, view, ptr):
+        mty = ir.VectorType(memory_type(view.dtype), self.width)
+        fn = declare(self.B.module, f"llvm.masked.load.{type_suffix(mty)}.p0",
+                     ir.FunctionType(mty, [ptr.type, I32, self.mask.type, mty]))
+        v = self.B.call(fn, [ptr, ir.Constant(I32, view.dtype.bytes), self.mask, ir.Constant(mty, None)])
+        return memory.to_register(self.B, view.dtype, v)
+
+
+class VectorBody:
+    """Emits one chunk of a vector loop's body: statements under an optional lane mask."""
+
+    def __init__(self, fs, scope, var, width):
+        self.fs, self.scope, self.var, self.width = fs, scope, var, width
+
+    def emitter(self, mask):
+        return VectorEmitter(self.fs, self.scope, self.var, self.width, mask)
+
+    def emit(self, s, mask):
+        if s is None:
+            return
+        if isinstance(s, Block):
+            for c in s.body:
+                self.emit(c, mask)
+        elif isinstance(s, Store):
+            self.store(s, mask)
+        elif isinstance(s, If):
+            self.if_(s, mask)
+        elif isinstance(s, For):
+            self.for_(s, mask)
+        else:  # vectorizable() admitted only these
+            raise AssertionError(type(s).__name__)
+
+    def for_(self, s, mask):
+        """An inner loop: its iterator is the same in every lane, its body is vectorized."""
+        em = self.emitter(mask)
+        lo, hi = em.index(s.lo), em.index(s.hi)
+        fs = self.fs
+
+        def body(v):
+            VectorBody(fs, self.scope.with_var(s.var, v), self.var, self.width).emit(s.body, mask)
+
+        trip = constant_difference(s.hi, s.lo)
+        if s.kind == "unroll" and trip is not None and 0 <= trip <= max(s.factor, 1):
+            for k in range(trip):
+                body(lo if k == 0 else fs.builder.add(lo, i64(k), flags=("nsw",)))
+            return
+        counted_loop(fs, lo, hi, body, name=s.var)
+
+    def if_(self, s, mask):
+        cond = self.emitter(mask).emit(s.cond)
+        if not is_vector(cond):
+            else_ = None if s.else_ is None else (lambda: self.emit(s.else_, mask))
+            if_then_else(self.fs, cond, lambda: self.emit(s.then, mask), else_)
+            return
+        ops = self.fs.ops
+        self.emit(s.then, cond if mask is None else ops.logic("and", mask, cond))
+        if s.else_ is not None:
+            inv = ops.not_(cond)
+            self.emit(s.else_, inv if mask is None else ops.logic("and", mask, inv))
+
+    def store(self, s, mask):
+        check_store_type(s)
+        em = self.emitter(mask)
+        value = em.emit(s.value)
+        view = self.scope.buf(s.buffer.name)
+        if len(s.indices) != len(view.extents):
+            raise ValueError(f"store to {view.name} with {len(s.indices)} indices")
+        how, ptr = em.lane_pointers(view, s.indices)
+        B = self.fs.builder
+        ops = self.fs.ops
+        if how == "contiguous":
+            value = ops.broadcast(value, self.width)
+            if mask is None:
+                memory.store(B, view, ptr, value)
+            else:
+                self._masked_store(view, ptr, value, mask)
+            return
+        if how == "uniform":
+            if mask is None:
+                if is_vector(value):  # every lane writes here; the last one is what remains
+                    value = B.extract_element(value, ir.Constant(I32, self.width - 1))
+                memory.store(B, view, ptr, value)
+                return
+            ptr = [ptr] * self.width
+        for k, p in enumerate(ptr):
+            lane = B.extract_element(value, ir.Constant(I32, k)) if is_vector(value) else value
+            if mask is None:
+                memory.store(B, view, p, lane)
+            else:
+                if_then_else(self.fs, B.extract_element(mask, ir.Constant(I32, k)),
+                             lambda p=p, lane=lane: memory.store(B, view, p, lane), name="lane")
+
+    def _masked_store(self, view, ptr, value, mask):
+        B = self.fs.builder
+        value = memory.to_memory(B, view.dtype, value)
+        fn = declare(B.module, f"llvm.masked.store.{type_suffix(value.type)}.p0",
+                     ir.FunctionType(ir.VoidType(), [value.type, ptr.type, I32, mask.type]))
+        B.call(fn, [value, ptr, ir.Constant(I32, view.dtype.bytes), mask])

@@ -1,0 +1,643 @@
+"""The CPU back-end on hand-built loop IR, checked against numpy and Python references."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from backends.cpu import compile_cpu, emit_object, get_num_threads, set_num_threads
+from backends.cpu.evaluate import euclid_div, euclid_mod, trunc_div, trunc_mod, wrap
+from middleend.buffer import Buffer
+from middleend.errors import ArgumentError
+from middleend.expr import Const, Sym, call, cast, floordiv, floormod, max_, min_, select
+from middleend.loopir import Allocate, Block, For, If, LoweredFunction, Store
+from middleend.types import (bool_, float32, float64, int8, int16, int32, int64, uint8,
+                             uint16, uint32, uint64)
+
+N, M = Sym("N"), Sym("M")
+i, j, k = Sym("i"), Sym("j"), Sym("k")
+
+
+def c64(v):
+    return Const(v, int64)
+
+
+def loop(var, lo, hi, body, kind="serial", factor=1):
+    lo = lo if not isinstance(lo, int) else c64(lo)
+    hi = hi if not isinstance(hi, int) else c64(hi)
+    return For(var, lo, hi, body, kind, factor)
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+# --- loop kinds -------------------------------------------------------------------------------
+
+def axpy_kernel(outer, inner, fo=1, fi=1, name="axpy"):
+    a = Buffer("a", [N, M], float32, "input")
+    b = Buffer("b", [M], float32, "input")
+    out = Buffer("out", [N, M], float32, "output")
+    body = Store(out, (i, j), a[i, j] * 2.0 + b[j])
+    nest = loop("i", 0, N, loop("j", 0, M, body, inner, fi), outer, fo)
+    return compile_cpu(LoweredFunction(name, ["N", "M"], [a, b], [out], nest))
+
+
+@pytest.mark.parametrize("outer,inner,fo,fi", [
+    ("serial", "serial", 1, 1),
+    ("parallel", "vector", 1, 8),
+    ("parallel", "serial", 1, 1),
+    ("serial", "vector", 1, 16),
+    ("serial", "unroll", 1, 4),
+    ("unroll", "vector", 3, 8),
+    ("gpu_block", "gpu_thread", 1, 1),
+    ("distribute", "pipeline", 1, 1),
+    ("parallel", "parallel", 1, 1),
+])
+def test_loop_kinds(outer, inner, fo, fi):
+    kern = axpy_kernel(outer, inner, fo, fi)
+    r = rng()
+    for n, m in [(37, 29), (3, 4), (1, 8), (0, 5), (5, 0), (17, 64)]:
+        a = r.standard_normal((n, m), dtype=np.float32)
+        b = r.standard_normal(m, dtype=np.float32)
+        np.testing.assert_array_equal(kern(a=a, b=b), a * np.float32(2) + b)
+
+
+def test_unroll_constant_and_versioned():
+    a = Buffer("a", [N], int32, "input")
+    out = Buffer("out", [N], int32, "output")
+    # constant trip 4 == factor: full unroll; the inner loop starts at a symbolic base
+    io, ii = Sym("io"), Sym("ii")
+    body = Store(out, (io * 4 + ii,), a[io * 4 + ii] + Const(1, int32))
+    nest = loop("io", 0, N.__floordiv__(4), loop("ii", 0, 4, body, "unroll", 4))
+    kern = compile_cpu(LoweredFunction("unr", ["N"], [a], [out], nest))
+    x = np.arange(12, dtype=np.int32)
+    np.testing.assert_array_equal(kern(a=x), x + 1)
+    # a symbolic trip count: unrolled when it equals the factor, a plain loop otherwise
+    body2 = Store(out, (i,), a[i] * Const(3, int32))
+    kern2 = compile_cpu(LoweredFunction("unr2", ["N"], [a], [out], loop("i", 0, N, body2, "unroll", 4)))
+    for n in (0, 3, 4, 5, 11):
+        x = np.arange(n, dtype=np.int32)
+        np.testing.assert_array_equal(kern2(a=x), x * 3)
+    # a constant trip longer than the factor: steps of the factor, then the rest
+    body3 = Store(out, (i,), a[i] - Const(2, int32))
+    kern3 = compile_cpu(LoweredFunction("unr3", ["N"], [a], [out], loop("i", 0, 10, body3, "unroll", 4)))
+    x = np.arange(10, dtype=np.int32)
+    np.testing.assert_array_equal(kern3(a=x), x - 2)
+
+
+@pytest.mark.parametrize("lo,width", [(0, 8), (3, 8), (1, 4), (0, 5)])
+def test_vector_bounds(lo, width):
+    a = Buffer("a", [N], float64, "input")
+    out = Buffer("out", [N], float64, "output")
+    body = Store(out, (i,), a[i] * a[i] - cast(float64, i))
+    nest = Block([Store(out, (c64(n),), Const(0.0, float64)) for n in range(lo)]
+                 + [loop("i", lo, N, body, "vector", width)])
+    kern = compile_cpu(LoweredFunction("vb", ["N"], [a], [out], nest), fp_contract=False)
+    for n in (lo, lo + 1, lo + width, lo + 2 * width + 3, 100):
+        x = rng(n).standard_normal(n)
+        ref = x * x - np.arange(n)
+        ref[:lo] = 0
+        np.testing.assert_array_equal(kern(a=x), ref)
+
+
+def test_vector_constant_trip_with_remainder():
+    a = Buffer("a", [c64(21)], int16, "input")
+    out = Buffer("out", [c64(21)], int16, "output")
+    kern = compile_cpu(LoweredFunction("vc", [], [a], [out],
+                                       loop("i", 0, 21, Store(out, (i,), a[i] * Const(300, int16)), "vector", 8)))
+    x = np.arange(-10, 11, dtype=np.int16)
+    np.testing.assert_array_equal(kern(a=x), x * np.int16(300))
+
+
+def test_vector_access_patterns():
+    """Broadcast, contiguous, strided (transposed, step 2) and gathered loads; scattered stores."""
+    a = Buffer("a", [N, N], float32, "input")
+    v = Buffer("v", [N * 2], float32, "input")
+    idx = Buffer("idx", [N], int32, "input")
+    s = Buffer("s", [], float32, "input")
+    out = Buffer("out", [N, N], float32, "output")
+    perm = Buffer("perm", [N], float32, "output")
+    val = a[j, i] + a[i, j] * s[()] + v[j * 2 + 1] + v[cast(int64, idx[j])]
+    body = Block([
+        loop("i", 0, N, loop("j", 0, N, Store(out, (i, j), val), "vector", 8)),
+        loop("j", 0, N, Store(perm, (cast(int64, idx[j]),), v[j]), "vector", 8),
+    ])
+    kern = compile_cpu(LoweredFunction("pat", ["N"], [a, v, idx, s], [out, perm], body))
+    r = rng(1)
+    for n in (5, 8, 19):
+        A = r.standard_normal((n, n), dtype=np.float32)
+        V = r.standard_normal(2 * n, dtype=np.float32)
+        ix = r.permutation(n).astype(np.int32)
+        S = np.array(1.5, dtype=np.float32)
+        o, p = kern(a=A, v=V, idx=ix, s=S)
+        ref = A.T + A * S + V[1::2][None, :] + V[ix][None, :]
+        np.testing.assert_allclose(o, ref, rtol=1e-5, atol=1e-6)
+        ref_p = np.empty(n, np.float32)
+        ref_p[ix] = V[:n]
+        np.testing.assert_array_equal(p, ref_p)
+
+
+def test_vector_uniform_store_keeps_last_lane():
+    a = Buffer("a", [N], int64, "input")
+    out = Buffer("out", [c64(1)], int64, "output")
+    kern = compile_cpu(LoweredFunction("last", ["N"], [a], [out],
+                                       loop("i", 0, N, Store(out, (c64(0),), a[i]), "vector", 8)))
+    x = np.arange(100, 119, dtype=np.int64)
+    assert kern(a=x)[0] == 118
+
+
+def test_vector_masked_if():
+    """A varying condition guards loads that would be out of bounds for the inactive lanes."""
+    a = Buffer("a", [N], float32, "input")
+    g = Buffer("g", [N], int32, "input")
+    out = Buffer("out", [N + 5], float32, "output")
+    cnt = Buffer("cnt", [N + 5], int32, "output")
+    shifted = Buffer("shifted", [N + 5], float32, "output")
+    body = Block([
+        If((i >= 3) & (i < N + 3), Store(shifted, (i,), a[i - 3]), Store(shifted, (i,), Const(0.0, float32))),
+        If(i < N, Store(out, (i,), a[i] * 2.0), Store(out, (i,), Const(-1.0, float32))),
+        If(i < N,
+           If(a[i] > 0.0, Store(cnt, (i,), g[cast(int64, g[i])]), Store(cnt, (i,), g[c64(0)])),
+           Store(cnt, (i,), Const(7, int32))),
+    ])
+    kern = compile_cpu(LoweredFunction("msk", ["N"], [a, g], [out, cnt, shifted],
+                                       loop("i", 0, N + 5, body, "vector", 8)))
+    r = rng(2)
+    for n in (1, 3, 11, 16):
+        x = r.standard_normal(n, dtype=np.float32)
+        gi = r.integers(0, n, n).astype(np.int32)
+        o, cn, sh = kern(a=x, g=gi)
+        np.testing.assert_array_equal(sh, np.concatenate([np.zeros(3, np.float32), x, np.zeros(2, np.float32)]))
+        np.testing.assert_array_equal(o, np.concatenate([x * 2, -np.ones(5, np.float32)]))
+        ref = np.where(x > 0, gi[gi], gi[0])
+        np.testing.assert_array_equal(cn, np.concatenate([ref, np.full(5, 7, np.int32)]))
+
+
+def test_vector_with_inner_loop():
+    """The inner loop runs once per chunk with vector values (lanes along the outer variable)."""
+    a = Buffer("a", [N, M], float32, "input")
+    out = Buffer("out", [N], float32, "output")
+    body = Block([Store(out, (i,), Const(0.0, float32)),
+                  loop("j", 0, M, Store(out, (i,), out[i] + a[i, j]), "unroll", 2)])
+    kern = compile_cpu(LoweredFunction("inner", ["N", "M"], [a], [out], loop("i", 0, N, body, "vector", 8)))
+    x = rng(3).standard_normal((13, 7), dtype=np.float32)
+    np.testing.assert_allclose(kern(a=x), x.sum(axis=1), rtol=1e-5)
+    assert "<8 x float>" in kern.source("llvm-unoptimized")
+
+
+def test_vector_falls_back_with_allocation():
+    a = Buffer("a", [N], float32, "input")
+    out = Buffer("out", [N], float32, "output")
+    t = Buffer("t", [c64(2)], float32, "temporary")
+    body = Allocate(t, Block([Store(t, (c64(0),), a[i] + 1.0), Store(t, (c64(1),), t[c64(0)] * 2.0),
+                              Store(out, (i,), t[c64(1)])]))
+    kern = compile_cpu(LoweredFunction("fb", ["N"], [a], [out], loop("i", 0, N, body, "vector", 8)),
+                       fp_contract=False)
+    x = rng(3).standard_normal(21, dtype=np.float32)
+    np.testing.assert_array_equal(kern(a=x), (x + 1) * 2)
+    assert "llvm.loop.vectorize.width\", i32 8" in kern.source("llvm-unoptimized")
+
+
+# --- integer semantics -------------------------------------------------------------------------
+
+INT_TYPES = [int8, int16, int32, int64, uint8, uint16, uint32, uint64]
+OPS = ["add", "sub", "mul", "div", "mod", "ediv", "emod", "min", "max"]
+_BUILD = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
+          "div": lambda x, y: x / y, "mod": lambda x, y: x % y,
+          "ediv": floordiv, "emod": floormod, "min": min_, "max": max_}
+_PY = {"add": lambda p, q: p + q, "sub": lambda p, q: p - q, "mul": lambda p, q: p * q,
+       "div": trunc_div, "mod": trunc_mod, "ediv": euclid_div, "emod": euclid_mod, "min": min, "max": max}
+
+
+def reference(op, dt, xs, ys):
+    return np.array([wrap(_PY[op](wrap(int(p), dt), wrap(int(q), dt)), dt) for p, q in zip(xs, ys)],
+                    dtype=dt.numpy)
+
+
+def int_operands(dt, n=64, seed=0):
+    """Edge values (0, +-1, the extremes...) then random ones, as Python ints in the type's range."""
+    import random
+    lo, hi = dt.min_value(), dt.max_value()
+    specials = [wrap(v, dt) for v in [0, 1, -1, 2, -2, 3, -3, 7, -7, lo, hi, lo + 1, hi - 1]]
+    r = random.Random(seed)
+    return specials + [r.randint(lo, hi) for _ in range(n - len(specials))]
+
+
+@pytest.mark.parametrize("dt", INT_TYPES, ids=str)
+def test_integer_ops(dt):
+    """Every arithmetic op, wrap-around, C and Euclidean division (by zero gives 0), min/max."""
+    x = int_operands(dt, seed=1)
+    y = int_operands(dt, seed=2)
+    y = y[:13] + x[:13] + y[26:]  # zero, -1, INT_MIN ... against each other
+    xs, ys = x + x[::-1], y + y[5:] + y[:5]
+    a = Buffer("a", [N], dt, "input")
+    b = Buffer("b", [N], dt, "input")
+    out = Buffer("out", [c64(len(OPS)), N], dt, "output")
+    body = Block([Store(out, (c64(t), i), _BUILD[op](a[i], b[i])) for t, op in enumerate(OPS)])
+    xa, ya = np.array(xs, dtype=dt.numpy), np.array(ys, dtype=dt.numpy)
+    for kind in ("serial", "vector"):
+        kern = compile_cpu(LoweredFunction(f"iops_{dt}_{kind}", ["N"], [a, b], [out], loop("i", 0, N, body, kind, 8)))
+        got = kern(a=xa, b=ya)
+        for t, op in enumerate(OPS):
+            np.testing.assert_array_equal(got[t], reference(op, dt, xs, ys), err_msg=f"{op} {dt} {kind}")
+
+
+DIVISORS = [0, 1, -1, 2, -2, 3, -3, 8, -8, 7, 100]
+
+
+@pytest.mark.parametrize("dt", [int8, int32, int64, uint8, uint32], ids=str)
+def test_division_by_constants(dt):
+    divs = [wrap(d, dt) for d in DIVISORS]
+    x = int_operands(dt, seed=3)
+    a = Buffer("a", [N], dt, "input")
+    ops = ["div", "mod", "ediv", "emod"]
+    out = Buffer("out", [c64(len(ops) * len(divs)), N], dt, "output")
+    body = Block([Store(out, (c64(t * len(divs) + u), i), _BUILD[op](a[i], Const(d, dt)))
+                  for t, op in enumerate(ops) for u, d in enumerate(divs)])
+    xa = np.array(x, dtype=dt.numpy)
+    for kind in ("serial", "vector"):
+        kern = compile_cpu(LoweredFunction(f"cdiv_{dt}_{kind}", ["N"], [a], [out], loop("i", 0, N, body, kind, 8)))
+        got = kern(a=xa)
+        for t, op in enumerate(ops):
+            for u, d in enumerate(divs):
+                np.testing.assert_array_equal(got[t * len(divs) + u], reference(op, dt, x, [d] * len(x)),
+                                              err_msg=f"{op} {dt} by {d} ({kind})")
+
+
+def test_uint8_add_wraps():
+    a = Buffer("a", [N], uint8, "input")
+    out = Buffer("out", [N], uint8, "output")
+    kern = compile_cpu(LoweredFunction("u8", ["N"], [a], [out],
+                                       loop("i", 0, N, Store(out, (i,), a[i] + Const(200, uint8)), "vector", 16)))
+    x = np.arange(256, dtype=np.uint8)
+    np.testing.assert_array_equal(kern(a=x), (x.astype(np.int64) + 200) % 256)
+
+
+# --- casts, selects, comparisons, bools ---------------------------------------------------------
+
+CAST_TYPES = [int8, int32, int64, uint8, uint16, uint32, uint64, float32, float64, bool_]
+
+
+def cast_inputs(src):
+    if src.is_bool:
+        return np.array([True, False, True, True, False, False, True, False, True], dtype=np.bool_)
+    if src.is_float:
+        return np.array([0.0, -0.0, 0.5, -0.5, 1.7, -1.7, 2.5, -2.5, 100.9, -100.9, 127.0, 200.0, 3e4, 1e-3],
+                        dtype=src.numpy)
+    return np.array(int_operands(src, 40, seed=4), dtype=src.numpy)
+
+
+def cast_reference(x, src, dst):
+    """The expected values and which of them are defined (floats out of the target's range are not)."""
+    if dst.is_bool:
+        return x != 0, None
+    if src.is_float and dst.is_int:
+        t = np.trunc(x.astype(np.float64))
+        if dst.bits < 32 or dst == uint32:  # through a wider int, wrapping
+            return np.array([wrap(int(v), dst) for v in t], dtype=dst.numpy), None
+        ok = (t >= dst.min_value()) & (t <= dst.max_value())
+        return np.where(ok, t, 0).astype(dst.numpy), ok
+    return x.astype(dst.numpy), None
+
+
+@pytest.mark.parametrize("src", CAST_TYPES, ids=str)
+def test_casts(src):
+    x = cast_inputs(src)
+    a = Buffer("a", [N], src, "input")
+    outs = [Buffer(f"o_{dst}", [N], dst, "output") for dst in CAST_TYPES]
+    body = Block([Store(o, (i,), cast(o.dtype, a[i])) for o in outs])
+    for kind in ("serial", "vector"):
+        kern = compile_cpu(LoweredFunction(f"cast_{src}_{kind}", ["N"], [a], outs, loop("i", 0, N, body, kind, 8)))
+        for dst, got in zip(CAST_TYPES, kern(a=x)):
+            ref, ok = cast_reference(x, src, dst)
+            if ok is not None:  # out of range of the target: any fixed value is allowed
+                got, ref = got[ok], ref[ok]
+            assert got.dtype == dst.numpy
+            np.testing.assert_array_equal(got, ref, err_msg=f"{src}->{dst} ({kind})")
+
+
+def test_select_compare_logic_and_bools():
+    a = Buffer("a", [N], float32, "input")
+    b = Buffer("b", [N], float32, "input")
+    u = Buffer("u", [N], uint32, "input")
+    flags = Buffer("flags", [N], bool_, "input")
+    out = Buffer("out", [N], float32, "output")
+    cmp = Buffer("cmp", [N, c64(8)], bool_, "output")
+    x, y, ui, fl = a[i], b[i], u[i], flags[i]
+    tests = [x < y, x <= y, x > y, x >= y, x == y, x != y,
+             (ui > Const(2**31, uint32)) & ~fl, (ui < Const(5, uint32)) | fl]
+    body = Block([Store(out, (i,), select(fl & (x > y), x - y, select(x != x, Const(9.0, float32),
+                                                                      min_(x, y) + max_(x, y))))]
+                 + [Store(cmp, (i, c64(t)), e) for t, e in enumerate(tests)])
+    for kind in ("serial", "vector"):
+        kern = compile_cpu(LoweredFunction(f"sel_{kind}", ["N"], [a, b, u, flags], [out, cmp],
+                                           loop("i", 0, N, body, kind, 8)))
+        r = rng(5)
+        n = 23
+        X = r.integers(-3, 3, n).astype(np.float32)
+        Y = r.integers(-3, 3, n).astype(np.float32)
+        X[[0, 5]] = np.nan
+        Y[[1, 5]] = np.nan
+        U = r.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+        U[:3] = [0, 4, 2**31 + 1]
+        F = r.integers(0, 2, n).astype(np.bool_)
+        o, cm = kern(a=X, b=Y, u=U, flags=F)
+        with np.errstate(invalid="ignore"):
+            fmin = np.where(X < Y, X, Y)
+            fmax = np.where(X > Y, X, Y)
+            ref = np.where(F & (X > Y), X - Y, np.where(X != X, np.float32(9), fmin + fmax))
+            refc = np.stack([X < Y, X <= Y, X > Y, X >= Y, X == Y, X != Y,
+                             (U > 2**31) & ~F, (U < 5) | F], axis=1)
+        np.testing.assert_array_equal(o, ref)
+        np.testing.assert_array_equal(cm, refc)
+        assert cm.dtype == np.bool_
+
+
+def test_narrow_symbols_and_negation():
+    out = Buffer("out", [N], int8, "output")
+    body = Store(out, (i,), -Sym("i", int8))
+    for kind in ("serial", "vector"):
+        kern = compile_cpu(LoweredFunction(f"sym8_{kind}", ["N"], [], [out], loop("i", 0, N, body, kind, 16)))
+        np.testing.assert_array_equal(kern(N=300), (-np.arange(300)).astype(np.int8))
+
+
+# --- math ----------------------------------------------------------------------------------------
+
+UNARY = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+         "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil, "round": np.round, "trunc": np.trunc,
+         "fabs": np.abs}
+
+
+@pytest.mark.parametrize("dt", [float32, float64], ids=str)
+def test_math_calls(dt):
+    a = Buffer("a", [N], dt, "input")
+    b = Buffer("b", [N], dt, "input")
+    names = list(UNARY) + ["pow", "atan2"]
+    out = Buffer("out", [c64(len(names)), N], dt, "output")
+    stores = [Store(out, (c64(t), i), call(fn, a[i]) if fn in UNARY else call(fn, a[i], b[i]))
+              for t, fn in enumerate(names)]
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 0.25, 3.7, -2.2, 10.0, 1e-3, 0.0, 7.5, -7.5], dtype=dt.numpy)
+    y = np.linspace(-2, 2, len(x)).astype(dt.numpy)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        refs = [UNARY[fn](x) for fn in UNARY] + [np.power(np.abs(x), y), np.arctan2(x, y)]
+    xs = {"pow": np.abs(x)}
+    for kind in ("serial", "vector"):
+        kern = compile_cpu(LoweredFunction(f"math_{dt}_{kind}", ["N"], [a, b], [out],
+                                           loop("i", 0, N, Block(stores), kind, 4)))
+        got = kern(a=x, b=y)
+        got_pow = kern(a=xs["pow"], b=y)[names.index("pow")]
+        rtol = 2e-6 if dt == float32 else 1e-14
+        for t, fn in enumerate(names):
+            g = got_pow if fn == "pow" else got[t]
+            np.testing.assert_allclose(g, refs[t], rtol=rtol, atol=1e-30, equal_nan=True, err_msg=f"{fn} {kind}")
+        np.testing.assert_array_equal(got[names.index("round")], np.round(x))  # half to even
+
+
+def test_float_ops_ieee_without_contraction():
+    a = Buffer("a", [N], float32, "input")
+    b = Buffer("b", [N], float32, "input")
+    out = Buffer("out", [N], float32, "output")
+    body = Store(out, (i,), a[i] * b[i] + a[i] / b[i] - a[i] % b[i])
+    x = rng(6).standard_normal(50).astype(np.float32)
+    y = rng(7).standard_normal(50).astype(np.float32)
+    ref = x * y + x / y - np.fmod(x, y)
+    for kind in ("serial", "vector"):
+        kern = compile_cpu(LoweredFunction(f"ieee_{kind}", ["N"], [a, b], [out], loop("i", 0, N, body, kind, 8)),
+                           fp_contract=False)
+        np.testing.assert_array_equal(kern(a=x, b=y), ref)
+    fast = compile_cpu(LoweredFunction("fastm", ["N"], [a, b], [out], loop("i", 0, N, body, "vector", 8)),
+                       fast_math=True)
+    assert " fast " in fast.source("llvm-unoptimized")
+    np.testing.assert_allclose(fast(a=x, b=y), ref, rtol=1e-4, atol=1e-5)
+
+
+# --- temporaries, parallelism, reductions ----------------------------------------------------------
+
+@pytest.mark.parametrize("size", [16, 20000])  # a stack slot, then a heap block
+def test_allocate_inside_parallel_loop(size):
+    a = Buffer("a", [N, c64(size)], float32, "input")
+    out = Buffer("out", [N, c64(size)], float32, "output")
+    tmp = Buffer("tmp", [c64(size)], float32, "temporary")
+    body = Allocate(tmp, Block([
+        loop("j", 0, size, Store(tmp, (j,), a[i, j] * 3.0), "vector", 8),
+        loop("j", 0, size, Store(out, (i, j), tmp[c64(size - 1) - j] + cast(float32, i))),
+    ]))
+    kern = compile_cpu(LoweredFunction(f"tmp{size}", ["N"], [a], [out], loop("i", 0, N, body, "parallel")),
+                       num_threads=2, fp_contract=False)
+    x = rng(8).standard_normal((9, size), dtype=np.float32)
+    np.testing.assert_array_equal(kern(a=x), x[:, ::-1] * np.float32(3) + np.arange(9, dtype=np.float32)[:, None])
+
+
+def test_symbolic_temporary_and_kernel_wide_temporaries():
+    a = Buffer("a", [N], int64, "input")
+    out = Buffer("out", [N], int64, "output")
+    tmp = Buffer("t", [N + 1], int64, "temporary")
+    body = Block([loop("i", 0, N, Store(tmp, (i + 1,), a[i] * a[i])),
+                  Store(tmp, (c64(0),), c64(5)),
+                  loop("i", 0, N, Store(out, (i,), tmp[i] + tmp[i + 1]), "parallel")])
+    kern = compile_cpu(LoweredFunction("kt", ["N"], [a], [out], body, temporaries=[tmp]))
+    x = np.arange(10, dtype=np.int64)
+    sq = x * x
+    np.testing.assert_array_equal(kern(a=x), np.concatenate([[5], sq[:-1]]) + sq)
+
+
+def test_num_threads_settings():
+    kern = axpy_kernel("parallel", "vector", fi=8, name="thr")
+    a = rng(9).standard_normal((64, 24), dtype=np.float32)
+    b = rng(10).standard_normal(24, dtype=np.float32)
+    ref = a * np.float32(2) + b
+    for n in (1, 2, 5):
+        kern.num_threads = n
+        np.testing.assert_array_equal(kern(a=a, b=b), ref)
+    kern.num_threads = None
+    try:
+        set_num_threads(3)
+        assert get_num_threads() == 3
+        np.testing.assert_array_equal(kern(a=a, b=b), ref)
+    finally:
+        set_num_threads(None)
+    with pytest.raises(ValueError):
+        set_num_threads(0)
+
+
+def gemm_kernel(mr=4, nr=16, width=8, packed_c=False):
+    """A register-blocked sgemm: k { ii (unroll) { ji (vector) } } inside io/jo tile loops."""
+    A = Buffer("A", [M, Sym("K")], float32, "input")
+    B = Buffer("B", [Sym("K"), N], float32, "input")
+    C = Buffer("C", [M, N], float32, "output")
+    io, ii, jo, ji = Sym("io"), Sym("ii"), Sym("jo"), Sym("ji")
+    row, col = io * mr + ii, jo * nr + ji
+    upd = Store(C, (row, col), C[row, col] + A[row, k] * B[k, col])
+    micro = loop("k", 0, Sym("K"), loop("ii", 0, mr, loop("ji", 0, nr, upd, "vector", width), "unroll", mr))
+    zero = loop("ii", 0, mr, loop("ji", 0, nr, Store(C, (row, col), Const(0.0, float32)), "vector", width),
+                "unroll", mr)
+    nest = loop("jo", 0, N.__floordiv__(nr), loop("io", 0, M.__floordiv__(mr), Block([zero, micro])), "parallel")
+    return compile_cpu(LoweredFunction("gemm", ["M", "N", "K"], [A, B], [C], nest))
+
+
+def test_gemm_accumulators_in_registers():
+    kern = gemm_kernel()
+    r = rng(11)
+    for m, n, kk in [(8, 32, 5), (12, 16, 33), (4, 48, 1), (4, 16, 0)]:
+        a = r.standard_normal((m, kk), dtype=np.float32)
+        b = r.standard_normal((kk, n), dtype=np.float32)
+        np.testing.assert_allclose(kern(A=a, B=b), a @ b, rtol=1e-5, atol=1e-5)
+    ir_text = kern.source("llvm")
+    # the accumulators live in vector phis of the k loop, not in memory
+    assert "phi <8 x float>" in ir_text or "phi fast <8 x float>" in ir_text
+    asm = kern.source("asm")
+    assert "vfmadd" in asm or "fma" in asm or "mulps" in asm
+
+
+def test_promotion_skips_aliasing_accesses():
+    """out[i] is read at i-1 inside the loop over k: no tile, plain code, same results."""
+    a = Buffer("a", [N], float32, "input")
+    out = Buffer("out", [N], float32, "output")
+    body = Block([Store(out, (c64(0),), Const(1.0, float32)),
+                  loop("k", 0, 3, loop("i", 1, N, Store(out, (i,), out[i - 1] + a[i]), "serial"))])
+    kern = compile_cpu(LoweredFunction("alias", ["N"], [a], [out], body))
+    x = np.arange(6, dtype=np.float32)
+    ref = np.ones(6, np.float32)
+    for _ in range(3):
+        for t in range(1, 6):
+            ref[t] = ref[t - 1] + x[t]
+    np.testing.assert_array_equal(kern(a=x), ref)
+
+
+# --- calling ----------------------------------------------------------------------------------------
+
+def blur_kernel():
+    inp = Buffer("inp", [N + 2, M + 2], float32, "input")
+    out = Buffer("out", [N, M], float32, "output")
+    s = None
+    for dy in range(3):
+        for dx in range(3):
+            t = inp[i + dy, j + dx]
+            s = t if s is None else s + t
+    body = Store(out, (i, j), s * Const(1 / 9, float32))
+    return compile_cpu(LoweredFunction("blur", ["N", "M"], [inp], [out],
+                                       loop("i", 0, N, loop("j", 0, M, body, "vector", 8), "parallel")))
+
+
+def blur_ref(x):
+    s = sum(x[dy:dy + x.shape[0] - 2, dx:dx + x.shape[1] - 2] for dy in range(3) for dx in range(3))
+    return s * np.float32(1 / 9)
+
+
+def test_params_inferred_from_shapes_and_noncontiguous_inputs():
+    kern = blur_kernel()
+    x = rng(12).standard_normal((20, 40), dtype=np.float32)
+    np.testing.assert_allclose(kern(inp=x), blur_ref(x), rtol=1e-6)
+    np.testing.assert_allclose(kern(inp=x, N=18, M=38), blur_ref(x), rtol=1e-6)
+    view = x[::2, ::3]  # not contiguous: copied before the call
+    np.testing.assert_allclose(kern(inp=view), blur_ref(np.ascontiguousarray(view)), rtol=1e-6)
+    out = np.zeros((18, 38), np.float32)
+    res = kern(inp=x, out=out)
+    assert res is out
+    np.testing.assert_allclose(out, blur_ref(x), rtol=1e-6)
+
+
+def test_argument_errors():
+    kern = blur_kernel()
+    x = np.zeros((10, 12), np.float32)
+    with pytest.raises(ArgumentError, match="missing the input 'inp'"):
+        kern()
+    with pytest.raises(ArgumentError, match="unexpected argument"):
+        kern(inp=x, bogus=1)
+    with pytest.raises(ArgumentError, match="inp: expected 2 dimension"):
+        kern(inp=np.zeros(5, np.float32))
+    with pytest.raises(ArgumentError, match=r"inp: expected shape \(10, 12\) and dtype float32, got shape "
+                                            r"\(10, 12\) and dtype float64"):
+        kern(inp=x.astype(np.float64))
+    with pytest.raises(ArgumentError, match=r"inp: expected shape \(7, 12\).*\(with N=5, M=10\)"):
+        kern(inp=x, N=5)  # explicit N disagrees with the shape
+    with pytest.raises(ArgumentError, match=r"parameter M: inp \(dimension 1, size 12\) gives 10 but out "
+                                            r"\(dimension 1, size 11\) gives 11"):
+        kern(inp=x, out=np.zeros((8, 11), np.float32))
+    with pytest.raises(ArgumentError, match=r"out: expected shape \(8, 10\) and dtype float32, got shape "
+                                            r"\(8, 10\) and dtype int32"):
+        kern(inp=x, out=np.zeros((8, 10), np.int32))
+    with pytest.raises(ArgumentError, match="C-contiguous"):
+        kern(inp=x, out=np.zeros((10, 8), np.float32).T)
+    with pytest.raises(ArgumentError, match="numpy array"):
+        kern(inp=[[1.0]])
+    with pytest.raises(ArgumentError, match="integer"):
+        kern(inp=x, N=2.5)
+    with pytest.raises(ArgumentError, match="negative shape"):
+        kern(inp=np.zeros((1, 1), np.float32))
+    # a parameter no shape determines
+    a = Buffer("a", [N], float32, "input")
+    out = Buffer("out", [N], float32, "output")
+    k2 = compile_cpu(LoweredFunction("p2", ["N", "K"], [a], [out],
+                                     loop("i", 0, N, Store(out, (i,), a[i] * cast(float32, Sym("K"))))))
+    with pytest.raises(ArgumentError, match="cannot tell the value of parameter"):
+        k2(a=np.ones(3, np.float32))
+    np.testing.assert_array_equal(k2(a=np.ones(3, np.float32), K=4), np.full(3, 4, np.float32))
+
+
+def test_overlapping_input_and_output_is_safe():
+    a = Buffer("a", [N], float32, "input")
+    out = Buffer("out", [N], float32, "output")
+    body = Store(out, (i,), a[N - 1 - i] + 1.0)
+    kern = compile_cpu(LoweredFunction("ovl", ["N"], [a], [out], loop("i", 0, N, body, "vector", 4)))
+    x = np.arange(10, dtype=np.float32)
+    ref = x[::-1] + 1
+    res = kern(a=x, out=x)  # the input is copied first
+    np.testing.assert_array_equal(res, ref)
+
+
+def test_source_kinds():
+    kern = axpy_kernel("serial", "vector", fi=8, name="src")
+    assert "define" in kern.source("llvm") and "<8 x float>" in kern.source("llvm-unoptimized")
+    assert "ret" in kern.source("asm")
+    with pytest.raises(ValueError):
+        kern.source("ptx")
+
+
+# --- object files ------------------------------------------------------------------------------------
+
+DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "axpy_obj.h"
+int main(void) {
+    const int64_t n = 5, m = 11;
+    float a[5 * 11], b[11], out[5 * 11];
+    for (int t = 0; t < n * m; t++) a[t] = (float)t * 0.5f;
+    for (int t = 0; t < m; t++) b[t] = (float)(t - 3);
+    axpy_obj_set_num_threads(2);
+    if (axpy_obj(a, b, out, n, m) != 0) return 2;
+    for (int t = 0; t < n * m; t++) {
+        float want = a[t] * 2.0f + b[t % m];
+        if (out[t] != want) { printf("bad %d %f %f\n", t, out[t], want); return 1; }
+    }
+    void *bufs[3] = {a, b, out};
+    int64_t params[2] = {n, m};
+    for (int t = 0; t < n * m; t++) out[t] = 0;
+    if (axpy_obj_argv(bufs, params) != 0 || out[n * m - 1] != a[n * m - 1] * 2.0f + b[m - 1]) return 3;
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_emit_object_links_with_c(tmp_path):
+    a = Buffer("a", [N, M], float32, "input")
+    b = Buffer("b", [M], float32, "input")
+    out = Buffer("out", [N, M], float32, "output")
+    body = Store(out, (i, j), a[i, j] * 2.0 + b[j])
+    nest = loop("i", 0, N, loop("j", 0, M, body, "vector", 8), "parallel")
+    header = emit_object(LoweredFunction("axpy_obj", ["N", "M"], [a, b], [out], nest), tmp_path / "axpy_obj.o")
+    assert header == str(tmp_path / "axpy_obj.h")
+    text = open(header).read()
+    assert "int32_t axpy_obj(const float *a, const float *b, float *out, int64_t N, int64_t M);" in text
+    (tmp_path / "main.c").write_text(DRIVER)
+    exe = tmp_path / "main"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(tmp_path / "main.c"), str(tmp_path / "axpy_obj.o"),
+                    "-I", str(tmp_path), "-lgomp", "-lm"], check=True, capture_output=True)
+    res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout + res.stderr
