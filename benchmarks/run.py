@@ -32,23 +32,20 @@ def median_time(fn, repeat):
     return float(np.median(samples))
 
 
-def schedule_sgemm(C, acc):
-    """Cache blocks of 256 (k) x 96 (i) x 2048 (j), a 6x16 register tile, rows in parallel."""
-    i0, j0, i1, j1 = acc.tile("i", "j", 6, 16)
-    k0, k1 = acc.split("k", 256)
-    acc.reorder(k0, i0, j0, k1, i1, j1)
-    acc.unroll(i1, 6)
-    acc.vectorize(j1, 16)
-    acc.parallelize(i0)
-    C.parallelize("i")
-    C.vectorize("j", 16)
+SGEMM_BLOCKS = dict(mc=128, kc=256, nc=2048, mr=4, nr=16)
+
+
+def sgemm_function():
+    """BLIS-style packed gemm (examples.gemm_packed) with a 4x16 register tile."""
+    f, Ap, Bp, C, acc = examples.gemm_packed(mr=SGEMM_BLOCKS["mr"], nr=SGEMM_BLOCKS["nr"])
+    examples.schedule_gemm_packed(Ap, Bp, C, acc, **SGEMM_BLOCKS)
+    return f
 
 
 def bench_sgemm(n, repeat):
-    f, C, acc = examples.gemm()
-    schedule_sgemm(C, acc)
+    f = sgemm_function()
     start = time.perf_counter()
-    kernel = f.compile("cpu")
+    kernel = f.compile("cpu", fixed=dict(N=n, M=n, K=n))
     compile_s = time.perf_counter() - start
     rng = np.random.default_rng(0)
     A, B = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
@@ -107,12 +104,15 @@ def bench_blur(n, repeat):
 
 def compile_times(repeat):
     rows = []
-    for name, build, schedule, bar in (("blur", examples.blur, lambda f, a, b: schedule_blur(a, b), 0.5),
-                                       ("two-level tiled gemm", examples.gemm, lambda f, a, b: schedule_sgemm(a, b), 1.0)):
+    def blur():
+        f, bx, by = examples.blur()
+        schedule_blur(bx, by)
+        return f
+
+    for name, build, bar in (("blur", blur, 0.5), ("packed two-level tiled gemm", sgemm_function, 1.0)):
         samples = []
         for _ in range(repeat):
-            f, a, b = build()
-            schedule(f, a, b)
+            f = build()
             start = time.perf_counter()
             f.compile("cpu")
             samples.append(time.perf_counter() - start)

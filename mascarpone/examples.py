@@ -25,3 +25,41 @@ def gemm(dtype=ms.float32):
         C = ms.Computation("C", [i, j], ms.cast(dtype, 0))
         acc = C.update([i, j, k], C[i, j] + A[i, k] * B[k, j])
     return f, C, acc
+
+
+def gemm_packed(dtype=ms.float32, mr=6, nr=16):
+    """C = A @ B reading A and B through packed copies: Ap[i / mr, k, i % mr] and Bp[j / nr, k, j % nr].
+
+    Scheduled with compute_at, the copies become the cache blocks of a BLIS-style gemm
+    whose inner loops stream contiguous memory.
+    """
+    N, M, K = ms.Param("N"), ms.Param("M"), ms.Param("K")
+    i, j, k = ms.Var("i", 0, N), ms.Var("j", 0, M), ms.Var("k", 0, K)
+    ib, ii = ms.Var("ib", 0, (N + mr - 1) // mr), ms.Var("ii", 0, mr)
+    jb, jj = ms.Var("jb", 0, (M + nr - 1) // nr), ms.Var("jj", 0, nr)
+    with ms.Function("gemm") as f:
+        A = ms.Input("A", [N, K], dtype)
+        B = ms.Input("B", [K, M], dtype)
+        Ap = ms.Computation("Ap", [ib, k, ii], A[ib * mr + ii, k], where=(ib * mr + ii < N))
+        Bp = ms.Computation("Bp", [jb, k, jj], B[k, jb * nr + jj], where=(jb * nr + jj < M))
+        C = ms.Computation("C", [i, j], ms.cast(dtype, 0))
+        acc = C.update([i, j, k], C[i, j] + Ap[i // mr, k, ms.floormod(i, mr)] * Bp[j // nr, k, ms.floormod(j, nr)])
+    return f, Ap, Bp, C, acc
+
+
+def schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=2048, mr=6, nr=16):
+    """BLIS's loop nest: nc-wide panels of B packed per kc slice, mc x kc blocks of A packed per thread,
+    an mr x nr register tile updated over kc."""
+    j0, j1 = acc.split("j", nc)
+    k0, k1 = acc.split("k", kc)
+    i0, i1 = acc.split("i", mc)
+    j10, j11 = acc.split(j1, nr)
+    i10, i11 = acc.split(i1, mr)
+    acc.reorder(j0, k0, i0, j10, i10, k1, i11, j11)
+    acc.unroll(i11, mr)
+    acc.vectorize(j11, nr)
+    acc.parallelize(i0)
+    Bp.compute_at(acc, k0)
+    Ap.compute_at(acc, i0)
+    C.parallelize("i")
+    C.vectorize("j", 16)

@@ -109,12 +109,16 @@ class _Leaves:
         args = [from_ast_expr(call.get_op_arg(i + 1)) for i in range(call.get_op_n_arg() - 1)]
         dims = [stmt.domain.get_dim_name(isl.dim_type.set, i) for i in range(len(args))]
         coords = dict(zip(dims, args))
-        iterators = isl.PwMultiAff.from_map(isl.Map.from_union_map(build.get_schedule()).reverse())
+        schedule = isl.Map.from_union_map(build.get_schedule())
+        iterators = isl.PwMultiAff.from_map(schedule.reverse())
+        # the leaf's iterator ranges let isl drop divisions it can decide (e.g. (6*a + b) mod 6 = b)
+        leaf_range = schedule.range()
 
         def concretize(e):
             def repl(n):
                 if isinstance(n, IslAff):
-                    return from_ast_expr(build.expr_from_pw_aff(n.pwaff.pullback_pw_multi_aff(iterators)))
+                    pa = n.pwaff.pullback_pw_multi_aff(iterators).gist(leaf_range)
+                    return from_ast_expr(build.expr_from_pw_aff(pa))
                 if isinstance(n, Var) and n.name in coords:
                     return Cast(n.dtype, coords[n.name])
                 if type(n) is Sym and n.dtype == int64 and n.name in coords:
@@ -137,11 +141,26 @@ def build_ast(stmts, bodies, context):
         schedule = schedule.union(isl.UnionMap.from_map(s.time.intersect_domain(s.domain)))
     leaves = _Leaves(stmts, bodies)
     build = isl.AstBuild.from_context(context)
+    build = build.set_options(_separate_full_tiles(schedule))
     build, _ = build.set_at_each_domain(leaves)
     ast = build.node_from_schedule_map(schedule.intersect_params(context))
     if leaves.error is not None:
         raise leaves.error
     return ast, leaves
+
+
+def _separate_full_tiles(schedule):
+    """isl's `separate` option on every time dimension: full tiles get loops of constant trip count
+    (no min/max bounds), so inner vector and unrolled loops need no guards."""
+    n = max(s.dim(isl.dim_type.out) for s in _maps(schedule))
+    dims = ", ".join(f"t{i}" for i in range(n))
+    return isl.UnionMap(f"{{ [{dims}] -> separate[x] : 0 <= x < {n} }}")
+
+
+def _maps(umap):
+    out = []
+    umap.foreach_map(out.append)
+    return out
 
 
 class _Converter:

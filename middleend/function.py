@@ -102,9 +102,10 @@ class Function:
 
     # analysis --------------------------------------------------------------------
     def context(self):
-        """Constraints on the parameters: every size is at least 1."""
+        """Constraints on the parameters: every size is at least 1, and fixed ones have their value."""
         params = sorted(self.param_names)
-        cons = " and ".join(f"{p} >= 1" for p in params) or "true"
+        fixed = getattr(self, "_fixed", {})
+        cons = " and ".join(f"{p} = {fixed[p]}" if p in fixed else f"{p} >= 1" for p in params) or "true"
         return isl.Set(f"[{', '.join(params)}] -> {{ : {cons} }}")
 
     def outputs(self):
@@ -140,8 +141,20 @@ class Function:
         return compute_dependences(self.computations, context)
 
     # lowering ------------------------------------------------------------------------
-    def lower(self, check=True) -> L.LoweredFunction:
-        """The loop IR of the scheduled function, after checking the schedule against the dependences."""
+    def lower(self, check=True, fixed=None) -> L.LoweredFunction:
+        """The loop IR of the scheduled function, after checking the schedule against the dependences.
+
+        `fixed` ({param: value}) specializes the code for those sizes: loop bounds become
+        constants, full tiles need no guards; the kernel then accepts only those sizes.
+        """
+        fixed = dict(fixed or {})
+        unknown = sorted(set(fixed) - self.param_names)
+        if unknown:
+            raise DomainError(f"function {self.name} has no parameter(s) {unknown}; it has {sorted(self.param_names)}")
+        for p, v in fixed.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise DomainError(f"fixed parameter {p} must be a positive integer, got {v!r}")
+        self._fixed = fixed
         context = self._prepare()
         stmts = build_statements(self, context)
         if check:
@@ -161,11 +174,15 @@ class Function:
                 (outputs if b.kind == "output" else temps).append(b)
         for b in reversed(temps):
             body = L.Allocate(b, body)
-        return L.LoweredFunction(self.name, params, [i.buffer for i in self.inputs], outputs, body, temps)
+        return L.LoweredFunction(self.name, params, [i.buffer for i in self.inputs], outputs, body, temps,
+                                 fixed)
 
-    def compile(self, target="cpu", check=True, **options):
-        """Lower, check and compile for `target` ('cpu'); returns a callable kernel."""
-        lowered = self.lower(check=check)
+    def compile(self, target="cpu", check=True, fixed=None, **options):
+        """Lower, check and compile for `target` ('cpu'); returns a callable kernel.
+
+        `fixed` specializes for given sizes (see `lower`); other options go to the back-end
+        (`num_threads`, `fast_math`, `fp_contract`)."""
+        lowered = self.lower(check=check, fixed=fixed)
         if target == "cpu":
             from backends.cpu import compile_cpu
             return compile_cpu(lowered, **options)

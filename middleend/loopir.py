@@ -75,6 +75,8 @@ class LoweredFunction:
     outputs: list         # Buffers written for the caller
     body: Stmt
     temporaries: list = field(default_factory=list)
+    #: parameters whose values the code was specialized for; a call must pass exactly these
+    fixed_params: dict = field(default_factory=dict)
 
     @property
     def arguments(self):

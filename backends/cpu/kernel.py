@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import ctypes
 
+from middleend.errors import ArgumentError
+
 from .arguments import Binder
 from .codegen import param_names
 from .runtime import get_num_threads
@@ -36,9 +38,18 @@ class CpuKernel:
         self._fn = proto(jit.function_address(self.name))
         self._threads = ctypes.c_int32.from_address(jit.global_address(f"{self.name}.num_threads"))
         self._single = len(lowered.outputs) == 1
+        self._fixed = [(params.index(p), p, v) for p, v in lowered.fixed_params.items()]
+
+    def _check_fixed(self, values):
+        for pos, name, expected in self._fixed:
+            if values[pos] != expected:
+                raise ArgumentError(f"{self.name} was compiled for {name} = {expected} (fixed=...), "
+                                    f"called with {name} = {values[pos]}")
 
     def __call__(self, **kwargs):
         arrays, params, outputs = self._binder.bind(kwargs)
+        if self._fixed:
+            self._check_fixed(params)
         self._threads.value = self.num_threads or get_num_threads()
         status = self._fn(*[a.ctypes.data for a in arrays], *params)
         if status:
