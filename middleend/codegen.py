@@ -141,26 +141,11 @@ def build_ast(stmts, bodies, context):
         schedule = schedule.union(isl.UnionMap.from_map(s.time.intersect_domain(s.domain)))
     leaves = _Leaves(stmts, bodies)
     build = isl.AstBuild.from_context(context)
-    build = build.set_options(_separate_full_tiles(schedule))
     build, _ = build.set_at_each_domain(leaves)
     ast = build.node_from_schedule_map(schedule.intersect_params(context))
     if leaves.error is not None:
         raise leaves.error
     return ast, leaves
-
-
-def _separate_full_tiles(schedule):
-    """isl's `separate` option on every time dimension: full tiles get loops of constant trip count
-    (no min/max bounds), so inner vector and unrolled loops need no guards."""
-    n = max(s.dim(isl.dim_type.out) for s in _maps(schedule))
-    dims = ", ".join(f"t{i}" for i in range(n))
-    return isl.UnionMap(f"{{ [{dims}] -> separate[x] : 0 <= x < {n} }}")
-
-
-def _maps(umap):
-    out = []
-    umap.foreach_map(out.append)
-    return out
 
 
 class _Converter:
