@@ -45,17 +45,15 @@ def blur_demo(size=2048):
 
 
 def gemm_demo(n=1024):
-    f, C, acc = examples.gemm()
-    i0, j0, i1, j1 = acc.tile("i", "j", 6, 64)
-    acc.reorder(i0, j0, "k", i1, j1)
-    acc.unroll(i1, 6)
-    acc.vectorize(j1, 16)
-    acc.parallelize(i0)
-    C.parallelize("i")
-    print("== gemm: tile(i, j, 6, 64); reorder(i0, j0, k, i1, j1); unroll(i1, 6); vectorize(j1, 16); parallelize(i0)")
-    print(f.lower())
+    f, Ap, Bp, C, acc = examples.gemm_packed(mr=4, nr=16)
+    examples.schedule_gemm_packed(Ap, Bp, C, acc, mc=128, kc=256, nc=2048, mr=4, nr=16)
+    print("== gemm, BLIS-style: A and B packed per cache block (compute_at), a 4x16 register tile, "
+          f"sizes fixed to {n}")
+    print("\n".join(f.history()))
+    fixed = dict(N=n, M=n, K=n)
+    print(f.lower(fixed=fixed))
     start = time.perf_counter()
-    kernel = f.compile("cpu")
+    kernel = f.compile("cpu", fixed=fixed)
     compile_s = time.perf_counter() - start
     rng = np.random.default_rng(1)
     A, B = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
