@@ -17,19 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from mascarpone import examples
+from mascarpone.demo import median_time
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
-
-
-def median_time(fn, repeat):
-    """Median of `repeat` timed runs after one warm-up."""
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return float(np.median(samples))
 
 
 SGEMM_BLOCKS = dict(mc=128, kc=256, nc=2048, mr=4, nr=16)

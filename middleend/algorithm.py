@@ -134,8 +134,7 @@ class Computation(Schedulable):
     # Layer I ------------------------------------------------------------------
     @property
     def ndim(self):
-        root = self.updated or self
-        return len(root.vars) if root.update_at is None else len(root.update_at)
+        return len(self.storage_owner.vars)
 
     @property
     def storage_owner(self):

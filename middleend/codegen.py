@@ -16,9 +16,9 @@ from .buffer import as_index_expr
 from .errors import ScheduleError
 from .expr import Access, Cast, Sym, binop, simplify, transform
 from .layout import inline_reads, read_index, write_index
+from .schedule import fresh_name
 from .types import int64
 
-PARALLEL_LIKE = ("parallel",)
 
 
 # statement bodies -------------------------------------------------------------
@@ -212,11 +212,7 @@ class _Converter:
         raise TypeError(f"unexpected loop condition {cond.to_C_str()}")
 
     def _name(self, base, scope):
-        taken = set(scope.values()) | self.params
-        name, k = base, 1
-        while name in taken:
-            name, k = f"{base}_{k}", k + 1
-        return name
+        return fresh_name(base, set(scope.values()) | self.params)
 
     def _kind(self, stmts, dim):
         k = (dim - 1) // 2

@@ -130,3 +130,27 @@ def walk_stmts(s: Stmt):
         yield from walk_stmts(s.then)
         if s.else_ is not None:
             yield from walk_stmts(s.else_)
+
+
+def own_exprs(s: Stmt):
+    """The expressions a statement holds itself (not those of nested statements)."""
+    if isinstance(s, For):
+        return (s.lo, s.hi)
+    if isinstance(s, If):
+        return (s.cond,)
+    if isinstance(s, Store):
+        return (*s.indices, s.value)
+    if isinstance(s, Allocate):
+        return tuple(s.buffer.shape)
+    return ()
+
+
+def walk_exprs(s: Stmt):
+    """Every expression under `s` (bounds, conditions, indices, values, shapes)."""
+    for st in walk_stmts(s):
+        yield from own_exprs(st)
+
+
+def stores(s: Stmt):
+    """Every Store under `s`."""
+    return (st for st in walk_stmts(s) if isinstance(st, Store))

@@ -49,6 +49,14 @@ def loop_name(level) -> str:
     return name
 
 
+def fresh_name(base, taken):
+    """`base`, or `base_1`, `base_2`... : the first not in `taken`."""
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    return name
+
+
 def _positive_int(value, what, command):
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ScheduleError(f"{command}: {what} must be a positive integer, got {value!r}")
@@ -80,10 +88,7 @@ class Schedulable:
         return self.loops.index(name)
 
     def _fresh(self, base):
-        name, k = base, 1
-        while name in self.loops:
-            name, k = f"{base}_{k}", k + 1
-        return name
+        return fresh_name(base, self.loops)
 
     def _rewrite(self, new_loops, exprs, constraints=""):
         """Compose the loop map with `{ [loops] -> [exprs] : constraints }`."""

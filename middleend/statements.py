@@ -15,6 +15,7 @@ from . import ordering
 from .affine import affine_text, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
 from .errors import ScheduleError
+from .schedule import fresh_name
 from .expr import Access, simplify, walk
 from .layout import inline_reads
 
@@ -136,7 +137,7 @@ def _expand(comp, consumer_stmt, level, function, context):
     if reads is None:
         raise ScheduleError(f"{cmd}: {consumer_stmt.name} does not read {comp.name}")
     need = consumer_stmt.to_original.apply_range(reads).apply_domain(prefix).coalesce()
-    prefix_names = [_fresh(f"{level_name}", {v.name for v in comp.vars})
+    prefix_names = [fresh_name(level_name, {v.name for v in comp.vars})
                     for level_name in consumer_stmt.loops[:lvl + 1]]
     own = [v.name for v in comp.vars]
     domain = need.wrap().flatten().set_tuple_name(comp.name)
@@ -151,13 +152,6 @@ def _expand(comp, consumer_stmt, level, function, context):
     local = _local_buffer(comp, need, prefix, context, time_dim=2 * lvl + 1)
     return Statement(comp, domain, consumer_stmt.loops[:lvl + 1] + list(comp.loops), loop_map, to_original,
                      tags, local)
-
-
-def _fresh(name, taken):
-    out, k = name, 1
-    while out in taken:
-        out, k = f"{name}_{k}", k + 1
-    return out
 
 
 def _local_buffer(comp, need, prefix, context, time_dim):

@@ -267,13 +267,19 @@ def test_fusion_that_breaks_a_dependence_raises():
     np.testing.assert_allclose(f.compile("cpu")(a=x), x[1:] * 2 + 1, rtol=1e-6)
 
 
-def test_storage_folding_fibonacci():
+def fibonacci():
+    """fib[i] = fib[i - 1] + fib[i - 2] from fib[0] = fib[1] = 1; `last` reads fib[N - 1]."""
     N = ms.Param("N")
     i2 = ms.Var("i", 2, N)
     with ms.Function("fib") as f:
         fib = ms.Computation("fib", [ms.Var("i", 0, 2)], ms.i64(1))
         fib.update([i2], fib[i2 - 1] + fib[i2 - 2])
         ms.Computation("last", [ms.Var("z", 0, 1)], fib[N - 1])
+    return f, fib
+
+
+def test_storage_folding_fibonacci():
+    f, fib = fibonacci()
     fib.storage_fold("i", 3)
     assert "fib[3]" in str(f.lower()).replace(" ", "") or "fib[3" in str(f.lower())
     res = f.compile("cpu")(N=40)
@@ -281,12 +287,7 @@ def test_storage_folding_fibonacci():
 
 
 def test_storage_folding_too_small_raises():
-    N = ms.Param("N")
-    i2 = ms.Var("i", 2, N)
-    with ms.Function("fib") as f:
-        fib = ms.Computation("fib", [ms.Var("i", 0, 2)], ms.i64(1))
-        fib.update([i2], fib[i2 - 1] + fib[i2 - 2])
-        ms.Computation("last", [ms.Var("z", 0, 1)], fib[N - 1])
+    f, fib = fibonacci()
     fib.storage_fold("i", 1)
     with pytest.raises(ms.IllegalScheduleError):
         f.compile("cpu")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from middleend.expr import Access, Sym, walk
-from middleend.loopir import Allocate, Block, For, If, Store
+from middleend.loopir import stores, walk_exprs
 
 from .context import FnState, Scope
 from .llvm_types import I32, I64, PTR, VOID, i64
@@ -28,51 +28,16 @@ from .memory import BufView, stack_slot
 from .ops import declare
 
 
-def _exprs(s):
-    if isinstance(s, Block):
-        for c in s.body:
-            yield from _exprs(c)
-    elif isinstance(s, For):
-        yield s.lo
-        yield s.hi
-        yield from _exprs(s.body)
-    elif isinstance(s, If):
-        yield s.cond
-        yield from _exprs(s.then)
-        if s.else_ is not None:
-            yield from _exprs(s.else_)
-    elif isinstance(s, Store):
-        yield from s.indices
-        yield s.value
-    elif isinstance(s, Allocate):
-        yield from s.buffer.shape
-        yield from _exprs(s.body)
-
-
-def _stores(s):
-    if isinstance(s, Block):
-        for c in s.body:
-            yield from _stores(c)
-    elif isinstance(s, (For, Allocate)):
-        yield from _stores(s.body)
-    elif isinstance(s, If):
-        yield from _stores(s.then)
-        if s.else_ is not None:
-            yield from _stores(s.else_)
-    elif isinstance(s, Store):
-        yield s
-
-
 def uses(s):
     """The symbol names and buffer names a statement refers to."""
     syms, bufs = set(), set()
-    for e in _exprs(s):
+    for e in walk_exprs(s):
         for n in walk(e):
             if isinstance(n, Sym):
                 syms.add(n.name)
             elif isinstance(n, Access):
                 bufs.add(n.target.name)
-    bufs.update(st.buffer.name for st in _stores(s))
+    bufs.update(st.buffer.name for st in stores(s))
     return syms, bufs
 
 

@@ -26,7 +26,7 @@ import itertools
 
 from middleend.buffer import Buffer
 from middleend.expr import Access, BinOp, Const, Sym, substitute, to_c, transform, walk
-from middleend.loopir import Allocate, Block, For, If, Store
+from middleend.loopir import Allocate, Block, For, If, Store, stores, walk_exprs
 from middleend.types import int64
 
 from .affine import constant_difference, linearize, mentions
@@ -48,29 +48,6 @@ def _inner_loops(s, out):
         out.append(s)
         return _inner_loops(s.body, out)
     return False
-
-
-def _stores(s):
-    if isinstance(s, Block):
-        for c in s.body:
-            yield from _stores(c)
-    elif isinstance(s, For):
-        yield from _stores(s.body)
-    elif isinstance(s, Store):
-        yield s
-
-
-def _exprs(s):
-    if isinstance(s, Block):
-        for c in s.body:
-            yield from _exprs(c)
-    elif isinstance(s, For):
-        yield s.lo
-        yield s.hi
-        yield from _exprs(s.body)
-    elif isinstance(s, Store):
-        yield from s.indices
-        yield s.value
 
 
 def _plan(loop, buffer, indices, inner):
@@ -170,17 +147,17 @@ def promote_accumulators(loop: For):
     if len({f.var for f in inner} | {loop.var}) != len(inner) + 1:
         return None  # a reused loop variable name would make indices ambiguous
     accesses = {}
-    for e in _exprs(loop.body):
+    for e in walk_exprs(loop.body):
         for n in walk(e):
             if isinstance(n, Access):
                 accesses.setdefault(n.target.name, []).append(n.indices)
     body = loop.body
     prologue, epilogue, tiles = [], [], []
-    for st in list(_stores(loop.body)):
+    for st in list(stores(loop.body)):
         name = st.buffer.name
         if any(t[0] == name for t in tiles) or getattr(st.buffer, "accumulator_tile", False):
             continue
-        all_idx = [s.indices for s in _stores(loop.body) if s.buffer.name == name] + accesses.get(name, [])
+        all_idx = [s.indices for s in stores(loop.body) if s.buffer.name == name] + accesses.get(name, [])
         text = {tuple(to_c(i) for i in idx) for idx in all_idx}
         if len(text) != 1:
             continue
