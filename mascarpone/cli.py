@@ -25,6 +25,10 @@ def load_function(path, name=None) -> Function:
         namespace = runpy.run_path(path, run_name="__mascarpone__")
     except FileNotFoundError:
         raise MascarponeError(f"no such file: {path}") from None
+    except MascarponeError:
+        raise
+    except Exception as err:  # the user's program failed before giving us a Function
+        raise MascarponeError(f"running {path} failed: {type(err).__name__}: {err}") from err
     functions = {v.name: v for v in namespace.values() if isinstance(v, Function)}
     if not functions:
         raise MascarponeError(f"{path} defines no ms.Function at module level")
