@@ -17,6 +17,7 @@ from .errors import ScheduleError
 from .expr import Access, Cast, Sym, binop, simplify, transform
 from .layout import inline_reads, read_index, write_index
 from .schedule import fresh_name
+from .separation import full_piece
 from .types import int64
 
 
@@ -89,8 +90,9 @@ def statement_body(stmt, locals_by_comp):
 class _Leaves:
     """Loop IR statements built at each AST leaf, found again by the leaf's annotation."""
 
-    def __init__(self, stmts, bodies):
+    def __init__(self, stmts, bodies, pieces):
         self.by_name = {s.name: s for s in stmts}
+        self.by_name.update({piece: self.by_name[name] for piece, name in pieces.items()})
         self.bodies = bodies
         self.made = []
         self.error = None
@@ -109,7 +111,7 @@ class _Leaves:
         args = [from_ast_expr(call.get_op_arg(i + 1)) for i in range(call.get_op_n_arg() - 1)]
         dims = [stmt.domain.get_dim_name(isl.dim_type.set, i) for i in range(len(args))]
         coords = dict(zip(dims, args))
-        schedule = isl.Map.from_union_map(build.get_schedule())
+        schedule = isl.Map.from_union_map(build.get_schedule()).set_tuple_name(isl.dim_type.in_, stmt.name)
         iterators = isl.PwMultiAff.from_map(schedule.reverse())
         # the leaf's iterator ranges let isl drop divisions it can decide (e.g. (6*a + b) mod 6 = b)
         leaf_range = schedule.range()
@@ -126,7 +128,7 @@ class _Leaves:
                 return None
             return transform(e, repl)
 
-        buf, index, value, predicate = self.bodies[name]
+        buf, index, value, predicate = self.bodies[stmt.name]
         out = L.Store(buf, tuple(concretize(i) for i in index), concretize(value))
         if predicate is not None:
             out = L.If(concretize(predicate), out)
@@ -134,12 +136,32 @@ class _Leaves:
         return len(self.made) - 1
 
 
-def build_ast(stmts, bodies, context):
-    """The isl AST of the union of the statements' time maps, with leaves already lowered."""
+def _separated_dims(stmt):
+    """Time dims of the statement's vector and unroll loops: those pay for partial trip counts."""
+    return [2 * k + 1 for k, loop in enumerate(stmt.loops)
+            if stmt.tags.get(loop, ("serial",))[0] in ("vector",)]
+
+
+def build_ast(stmts, bodies, context, separate=True):
+    """The isl AST of the union of the statements' time maps, with leaves already lowered.
+
+    With `separate`, full tiles are generated apart from partial ones (see separation.py)."""
     schedule = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+    taken = {s.name for s in stmts}
+    pieces = {}
     for s in stmts:
-        schedule = schedule.union(isl.UnionMap.from_map(s.time.intersect_domain(s.domain)))
-    leaves = _Leaves(stmts, bodies)
+        time = s.time.intersect_domain(s.domain).intersect_params(context)
+        full = full_piece(time.range(), _separated_dims(s)) if separate else None
+        if full is not None:
+            # the full tiles become a statement of their own, so isl generates them with constant bounds
+            pieces[fresh_name(s.name + "_full", taken)] = s.name
+            taken |= set(pieces)
+            full_name = next(reversed(pieces))
+            schedule = schedule.union(isl.UnionMap.from_map(
+                time.intersect_range(full).set_tuple_name(isl.dim_type.in_, full_name)))
+            time = time.subtract_range(full)
+        schedule = schedule.union(isl.UnionMap.from_map(time))
+    leaves = _Leaves(stmts, bodies, pieces)
     build = isl.AstBuild.from_context(context)
     build, _ = build.set_at_each_domain(leaves)
     ast = build.node_from_schedule_map(schedule.intersect_params(context))
