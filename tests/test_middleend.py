@@ -4,6 +4,7 @@ import pytest
 
 import mascarpone as ms
 from mascarpone import examples
+from middleend.expr import binop, simplify
 
 
 def test_domain_is_an_isl_set_with_where_constraints():
@@ -162,3 +163,28 @@ def test_gpu_distribute_and_pipeline_tags_are_kept():
     bx.distribute("y")
     bx.pipeline("x", 2)
     assert bx.tags["x"] == ("pipeline", 2)
+
+
+def test_full_piece_of_a_tiled_loop_nest():
+    from middleend.separation import full_piece
+    # [beta, x0, beta, x1, beta]: x split by 8, x < W
+    tiled = isl.Set("[W] -> { [0, x0, 0, x1, 0] : x0 >= 0 and 0 <= x1 < 8 and 8x0 + x1 < W }")
+    full = full_piece(tiled, [3])
+    assert full.is_equal(isl.Set("[W] -> { [0, x0, 0, x1, 0] : x0 >= 0 and 0 <= x1 < 8 and 8x0 + 8 <= W }"))
+    # nothing to separate when the size is known to be a multiple of the tile
+    assert full_piece(tiled.intersect_params(isl.Set("[W] -> { : W = 64 }")), [3]) is None
+    # nor for a loop whose extent is not a constant (a triangle)
+    triangle = isl.Set("[N] -> { [0, i, 0, j, 0] : 0 <= j <= i < N }")
+    assert full_piece(triangle, [3]) is None
+
+
+def test_vector_loops_of_full_tiles_have_constant_trip_counts():
+    from middleend import loopir as L
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.tile("y", "x", 32, 256)
+    by.vectorize(x1, 8)
+    bx.compute_at(by, x0)
+    vector_loops = [s for s in L.walk_stmts(f.lower().body) if isinstance(s, L.For) and s.kind == "vector"]
+    trips = {str(simplify(binop("sub", s.hi, s.lo))) for s in vector_loops}
+    assert "8" in trips                      # the full tiles
+    assert any(not t.isdigit() for t in trips)   # and a guarded partial tile
