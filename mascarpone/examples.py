@@ -63,3 +63,17 @@ def schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=2048, mr=6, nr=16):
     Ap.compute_at(acc, i0)
     C.parallelize("i")
     C.vectorize("j", 16)
+
+
+def schedule_gemm_two_level(C, acc, tile_i=64, tile_j=256, mr=4, nr=16):
+    """Two levels of tiling: tile_i x tile_j cache tiles, each swept by mr x nr register tiles
+    (rows unrolled, columns vectorized) over the whole k loop; cache tiles run in parallel."""
+    i0, j0, i1, j1 = acc.tile("i", "j", tile_i, tile_j)
+    i10, i11 = acc.split(i1, mr)
+    j10, j11 = acc.split(j1, nr)
+    acc.reorder(i0, j0, i10, j10, "k", i11, j11)
+    acc.unroll(i11, mr)
+    acc.vectorize(j11, nr)
+    acc.parallelize(i0)
+    C.parallelize("i")
+    C.vectorize("j", nr)

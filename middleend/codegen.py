@@ -139,7 +139,13 @@ class _Leaves:
 def _separated_dims(stmt):
     """Time dims of the statement's vector and unroll loops: those pay for partial trip counts."""
     return [2 * k + 1 for k, loop in enumerate(stmt.loops)
-            if stmt.tags.get(loop, ("serial",))[0] in ("vector",)]
+            if stmt.tags.get(loop, ("serial",))[0] in ("vector", "unroll")]
+
+
+def _atomic_options(stmts):
+    n = max(s.time.dim(isl.dim_type.out) for s in stmts)
+    dims = ", ".join(f"c{i}" for i in range(n))
+    return isl.UnionMap(f"{{ [{dims}] -> atomic[x] : 0 <= x < {n} }}")
 
 
 def build_ast(stmts, bodies, context, separate=True):
@@ -162,7 +168,9 @@ def build_ast(stmts, bodies, context, separate=True):
             time = time.subtract_range(full)
         schedule = schedule.union(isl.UnionMap.from_map(time))
     leaves = _Leaves(stmts, bodies, pieces)
-    build = isl.AstBuild.from_context(context)
+    # atomic: each statement (piece) gets one loop per dimension, rather than isl splitting its domain
+    # into a copy per case of the sizes; the full/partial pieces already give the useful split
+    build = isl.AstBuild.from_context(context).set_options(_atomic_options(stmts))
     build, _ = build.set_at_each_domain(leaves)
     ast = build.node_from_schedule_map(schedule.intersect_params(context))
     if leaves.error is not None:
