@@ -12,7 +12,7 @@ import islpy as isl
 
 from .affine import ISL_KEYWORDS, affine_text, constraint_text
 from .buffer import Buffer
-from .errors import DomainError, ExprTypeError
+from .errors import DomainError, ExprTypeError, ScheduleError
 from .expr import Access, Expr, Sym, lift, to_c, walk
 from .schedule import Schedulable
 from .types import as_dtype, index_type
@@ -181,6 +181,9 @@ class Computation(Schedulable):
         """
         if self.updated is not None:
             return self.updated.update(vars, expr, at, where=where, name=name)
+        if self.compute_at_target is not None:
+            raise ScheduleError(f"update of {self.name}: {self.name} is already computed at "
+                                f"{self.compute_at_target[0].name}; define updates before scheduling")
         vars = list(vars)
         if at is None:
             by_name = {v.name: v for v in vars}

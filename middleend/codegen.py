@@ -54,10 +54,23 @@ class _BufferAccess(Access):
         return _BufferAccess(self.target, children)
 
 
+def _tile_corner(stmt, local, d):
+    """The lower corner of a tile buffer along dim d, as a function of `stmt`'s instances: through the
+    consumer's prefix map for a consumer, or the instance's own prefix dims for the producer and its
+    updates."""
+    if stmt.local is local:
+        n = stmt.domain.dim(isl.dim_type.set)
+        n_prefix = len(stmt.loops) - len(stmt.comp.loops)
+        to_prefix = (isl.Map.identity(stmt.domain.get_space().map_from_set())
+                     .project_out(isl.dim_type.out, n_prefix, n - n_prefix).reset_tuple_id(isl.dim_type.out))
+    else:
+        to_prefix = local.prefix
+    return local.lower[d].pullback_pw_multi_aff(isl.PwMultiAff.from_map(to_prefix)).intersect_domain(stmt.domain)
+
+
 def _local_index(stmt, local, d, index):
-    """Index of a consumer's read in a producer's tile: the global index minus the tile's corner."""
-    corner = local.lower[d].pullback_pw_multi_aff(isl.PwMultiAff.from_map(local.prefix))
-    corner = corner.intersect_domain(stmt.domain)
+    """Index of an access to a producer's tile: the global index minus the tile's corner."""
+    corner = _tile_corner(stmt, local, d)
     index = as_index_expr(index)
     text = affine_text(index)
     if text is not None:
@@ -71,15 +84,8 @@ def statement_body(stmt, locals_by_comp):
     value = _lower_reads(stmt, comp.expr, locals_by_comp)
     predicate = _lower_reads(stmt, comp.predicate, locals_by_comp) if comp.predicate is not None else None
     if stmt.local is not None:
-        own = [v.name for v in comp.vars]
-        ndims = len(own) + len(stmt.loops) - len(comp.loops)
-        proj = isl.PwMultiAff.from_map(isl.Map(
-            f"{{ {comp.name}[{', '.join(f'p{i}' for i in range(ndims - len(own)))}, {', '.join(own)}] -> "
-            f"[{', '.join(f'p{i}' for i in range(ndims - len(own)))}] }}"))
-        index = []
-        for d, v in enumerate(own):
-            corner = stmt.local.lower[d].pullback_pw_multi_aff(proj).intersect_domain(stmt.domain)
-            index.append(IslAff(pwaff_on(stmt.domain, v, stmt.params).sub(corner)))
+        written = comp.update_at if comp.updated is not None else comp.vars
+        index = [_local_index(stmt, stmt.local, d, w) for d, w in enumerate(written)]
         return stmt.local.buffer, index, value, predicate
     buf, idx = write_index(comp)
     return buf, [_index(stmt, i) for i in idx], value, predicate

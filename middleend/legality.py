@@ -55,43 +55,63 @@ def _maps(umap):
     return out
 
 
-def ordering_violations(stmts, deps, function, context):
-    """(kind, dependence map, witness) for every dependence the schedule runs backwards."""
+def _checked_pairs(stmts, deps, function, context):
+    """(kind, dependence, source times, sink times, instance pairs to check) per dependence.
+
+    Between a recomputed producer and its own updates, a dependence holds within each recomputation:
+    it is checked on their statement instances with the same consumer loop values (the prefix),
+    not across recomputations, which write separate tiles."""
     times = execution_times(stmts, function, context)
+    by_name = {s.name: s for s in stmts}
     out = []
     for kind, umap in deps.items():
         for m in _maps(umap):
             src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
             if src not in times or snk not in times or _exempt(kind, src, snk, function):
                 continue
-            ts, tk = times[src], times[snk]
-            lex_ge = isl.Map.lex_ge(ts.get_space().range())
-            backwards = ts.apply_range(lex_ge).apply_range(tk.reverse())
-            bad = m.intersect(backwards.intersect_params(context))
-            if not bad.is_empty():
-                out.append((kind, m, bad))
+            a, b = by_name.get(src), by_name.get(snk)
+            if a is not None and b is not None and a.local is not None and a.local is b.local:
+                pairs = a.to_original.apply_range(m).apply_range(b.to_original.reverse())
+                n_prefix = len(a.loops) - len(a.comp.loops)
+                pairs = pairs.intersect(_same_prefix(pairs.get_space(), n_prefix))
+                out.append((kind, m, a.time, b.time, pairs))
+            else:
+                out.append((kind, m, times[src], times[snk], m))
+    return out
+
+
+def _same_prefix(space, n):
+    m = isl.Map.universe(space)
+    for i in range(n):
+        m = m.equate(isl.dim_type.in_, i, isl.dim_type.out, i)
+    return m
+
+
+def ordering_violations(stmts, deps, function, context):
+    """(kind, dependence map, witness) for every dependence the schedule runs backwards."""
+    out = []
+    for kind, m, ts, tk, pairs in _checked_pairs(stmts, deps, function, context):
+        lex_ge = isl.Map.lex_ge(ts.get_space().range())
+        backwards = ts.apply_range(lex_ge).apply_range(tk.reverse())
+        bad = pairs.intersect(backwards.intersect_params(context))
+        if not bad.is_empty():
+            out.append((kind, m, bad))
     return out
 
 
 def tag_violations(stmts, deps, function, context):
     """(statement, loop, kind, dependence map, witness) for tagged loops that carry a dependence."""
-    times = execution_times(stmts, function, context)
+    checked = _checked_pairs(stmts, deps, function, context)
     out = []
-    pairs = []
-    for kind, umap in deps.items():
-        for m in _maps(umap):
-            src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
-            if src in times and snk in times and not _exempt(kind, src, snk, function):
-                pairs.append((kind, m, times[src], times[snk]))
     for s in stmts:
         for k, loop in enumerate(s.loops):
             tag = s.tags.get(loop)
             if not tag or tag[0] not in PARALLEL_KINDS:
                 continue
             p = 2 * k + 1
-            for kind, m, ts, tk in pairs:
+            for kind, m, ts, tk, pairs in checked:
                 carried = _carried_at(ts.get_space().range(), p, s.betas[:k + 1])
-                bad = m.intersect(ts.apply_range(carried).apply_range(tk.reverse()).intersect_params(context))
+                bad = pairs.intersect(ts.apply_range(carried).apply_range(tk.reverse()).intersect_params(context))
                 if not bad.is_empty():
                     out.append((s, loop, tag[0], kind, m, bad))
                     break

@@ -334,20 +334,25 @@ class Schedulable:
     def compute_at(self, consumer, level):
         """Compute the instances `consumer` needs inside its loop `level`, into a tile-sized buffer.
 
-        Work is recomputed across consumer iterations where footprints overlap.
+        Work is recomputed across consumer iterations where footprints overlap. A computation's
+        updates come along: each runs, in order, over the part of the tile it writes.
         """
         cmd = f"compute_at({getattr(consumer, 'name', consumer)}, {loop_name(level)})"
         if not isinstance(consumer, Schedulable) or consumer.function is not self.function:
             raise ScheduleError(f"{self.name}.{cmd}: the consumer must be a computation of the same function")
-        if consumer is self:
-            raise ScheduleError(f"{self.name}.{cmd}: a computation cannot be computed at itself")
-        if self.updated is not None or self.updates:
-            from .errors import NotSupportedError
-            raise NotSupportedError(f"{self.name}.{cmd}: compute_at of a computation with updates")
+        if consumer is self or consumer in self.updates:
+            raise ScheduleError(f"{self.name}.{cmd}: a computation cannot be computed at itself or its updates")
+        if self.updated is not None:
+            raise ScheduleError(f"{self.name}.{cmd}: {self.name} updates {self.updated.name}; "
+                                f"call {self.updated.name}.compute_at(...) and its updates follow")
         consumer._loop_index(level, f"{self.name}.{cmd}")
         self.compute_at_target = (consumer, loop_name(level))
         self._place("before", consumer, level)
         self.function._history.pop()
+        for u in self.updates:     # each placed just before the consumer: base, updates in order, consumer
+            u.compute_at_target = self.compute_at_target
+            u._place("before", consumer, level)
+            self.function._history.pop()
         self._record(cmd)
 
     def inline(self):

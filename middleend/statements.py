@@ -92,7 +92,10 @@ def build_statements(function, context):
             consumer, level = comp.compute_at_target
             if consumer.inlined:
                 raise ScheduleError(f"{comp.name}.compute_at({consumer.name}, {level}): {consumer.name} is inlined")
-            s = _expand(comp, build(consumer, visiting + (comp,)), level, function, context)
+            if comp.updated is not None:
+                s = _expand_update(comp, build(comp.updated, visiting + (comp,)), context)
+            else:
+                s = _expand(comp, build(consumer, visiting + (comp,)), level, function, context)
         stmts[comp] = s
         return s
 
@@ -127,7 +130,8 @@ def _expand(comp, consumer_stmt, level, function, context):
     if comp.is_output:
         raise ScheduleError(f"{cmd}: {comp.name} is an output; outputs are computed at the root")
     others = [c.name for c in function.computations
-              if c is not consumer_stmt.comp and not c.inlined and c is not comp and reads_of(c, comp, context)]
+              if c is not consumer_stmt.comp and not c.inlined and c is not comp and c not in comp.updates
+              and reads_of(c, comp, context)]
     if others:
         raise ScheduleError(f"{cmd}: {comp.name} is also read by {others}; compute it at root or inline it")
     lvl = consumer_stmt.loops.index(level)
@@ -152,6 +156,34 @@ def _expand(comp, consumer_stmt, level, function, context):
     local = _local_buffer(comp, need, prefix, context, time_dim=2 * lvl + 1)
     return Statement(comp, domain, consumer_stmt.loops[:lvl + 1] + list(comp.loops), loop_map, to_original,
                      tags, local)
+
+
+def _expand_update(update, base, context):
+    """The statement of an update of `base`'s computation, computed with it: for each consumer prefix,
+    the update instances that write a point of the base's tile."""
+    comp = base.comp
+    cmd = f"{comp.name}.compute_at(...)"
+    at = [affine_text(as_index_expr(a)) for a in update.update_at]
+    if None in at:
+        raise ScheduleError(f"{cmd}: its update {update.name} writes at a non-affine index, "
+                            f"which could fall outside the tile; compute {comp.name} at the root")
+    n_prefix = len(base.loops) - len(comp.loops)
+    own = [v.name for v in update.vars]
+    prefix = [fresh_name(f"{name}_", set(own)) for name in base.loops[:n_prefix]]
+    dims = ", ".join(prefix + own)
+    params = ", ".join(base.params)
+    to_original = isl.Map(f"[{params}] -> {{ {update.name}[{dims}] -> {update.name}[{', '.join(own)}] }}")
+    to_original = to_original.intersect_range(update.domain)
+    writes = isl.Map(f"[{params}] -> {{ {update.name}[{dims}] -> {comp.name}[{', '.join(prefix + at)}] }}")
+    domain = writes.intersect_domain(to_original.domain()).intersect_range(base.domain).domain()
+    domain = domain.intersect_params(context).coalesce()
+    to_original = to_original.intersect_domain(domain)
+    pref = isl.Map(f"{{ {update.name}[{dims}] -> [{', '.join(prefix)}] }}").intersect_domain(domain)
+    loop_map = pref.flat_range_product(to_original.apply_range(update.loop_map))
+    tags = {nm: base.tags[nm] for nm in base.loops[:n_prefix] if nm in base.tags}
+    tags.update(update.tags)
+    return Statement(update, domain, base.loops[:n_prefix] + list(update.loops), loop_map, to_original,
+                     tags, base.local)
 
 
 def _local_buffer(comp, need, prefix, context, time_dim):

@@ -293,3 +293,55 @@ def test_storage_folding_too_small_raises():
     fib.storage_fold("i", 1)
     with pytest.raises(ms.IllegalScheduleError):
         f.compile("cpu")
+
+
+def _box_sum_then_average():
+    """P[y, x] = sum of img[y, x..x+2] as an initialisation and a reduction update; out averages rows of P."""
+    H, W = ms.Param("H"), ms.Param("W")
+    y, x, r = ms.Var("y", 0, H), ms.Var("x", 0, W), ms.Var("r", 0, 3)
+    yp = ms.Var("y", 0, H + 1)
+    with ms.Function("boxsum") as f:
+        img = ms.Input("img", [H + 1, W + 2], ms.float32)
+        P = ms.Computation("P", [yp, x], ms.f32(0))
+        acc = P.update([yp, x, r], P[yp, x] + img[yp, x + r])
+        out = ms.Computation("out", [y, x], (P[y, x] + P[y + 1, x]) * ms.f32(0.5))
+    return f, P, acc, out
+
+
+def _box_sum_reference(img):
+    P = img[:, :-2] + img[:, 1:-1] + img[:, 2:]
+    return (P[:-1] + P[1:]) * np.float32(0.5)
+
+
+def test_compute_at_of_a_computation_with_updates():
+    f, P, acc, out = _box_sum_then_average()
+    y0, x0, y1, x1 = out.tile("y", "x", 8, 16)
+    out.parallelize(y0)
+    out.vectorize(x1, 8)
+    P.compute_at(out, x0)           # P's update comes along, into the same 9x16 tile
+    acc.vectorize("x", 8)
+    text = str(f.lower())
+    assert "P_tile" in text and "img[" not in text.split("P_tile")[0]
+    k = f.compile("cpu")
+    for H, W in ((20, 37), (8, 16), (3, 5)):
+        img = rng.random((H + 1, W + 2), dtype=np.float32)
+        np.testing.assert_allclose(k(img=img, H=H, W=W), _box_sum_reference(img), rtol=1e-6)
+
+
+def test_compute_at_with_updates_checks_the_reduction_inside_the_tile():
+    f, P, acc, out = _box_sum_then_average()
+    y0, x0, y1, x1 = out.tile("y", "x", 8, 16)
+    P.compute_at(out, x0)
+    acc.interchange("x", "r")
+    acc.parallelize("r")            # the reduction over r carries a dependence in every tile
+    with pytest.raises(ms.IllegalScheduleError, match="P_update0"):
+        f.lower()
+
+
+def test_compute_at_of_an_update_or_before_updates_is_refused():
+    f, P, acc, out = _box_sum_then_average()
+    with pytest.raises(ms.ScheduleError, match="call P.compute_at"):
+        acc.compute_at(out, "y")
+    P.compute_at(out, "y")
+    with pytest.raises(ms.ScheduleError, match="define updates before scheduling"):
+        P.update([ms.Var("y", 0, 4), ms.Var("x", 0, 4)], ms.f32(1))
