@@ -19,14 +19,14 @@ run under lane masks (masked vector loads/stores, lane-by-lane conditional
 gathers/scatters), so no lane touches memory its scalar iteration would not.
 Iterations that do not fill a chunk run in a scalar remainder loop. A body
 with allocations, or with inner loops whose bounds vary across lanes, is left
-to LLVM's loop vectorizer with the width as a hint.
+to LLVM's loop vectorizer (with the width as a hint when the loop is innermost).
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
 from middleend.expr import Sym
-from middleend.loopir import Block, For, If, Store
+from middleend.loopir import Block, For, If, Store, walk_stmts
 from middleend.types import int64
 
 from . import memory
@@ -58,7 +58,11 @@ def emit_vector_loop(se, s, fs, scope):
     """Emit the 'vector' loop `s`: vector chunks, then a scalar remainder."""
     width = s.factor
     if not vectorizable(s.body, s.var):
-        return se.serial(s, fs, scope, metadata=loop_metadata(fs.ms.module, vectorize_width=width))
+        # LLVM's loop vectorizer handles innermost loops only: an outer loop gets no forcing hint,
+        # which it could not honour (it would only print a warning)
+        innermost = not any(isinstance(n, For) for n in walk_stmts(s.body))
+        hint = loop_metadata(fs.ms.module, vectorize_width=width) if innermost else None
+        return se.serial(s, fs, scope, metadata=hint)
     lo, hi = se.bounds(s, fs, scope)
     B = fs.builder
 
