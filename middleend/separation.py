@@ -42,4 +42,6 @@ def full_piece(time_set, dims):
     full = full.coalesce()
     if full.is_empty() or full.is_equal(time_set):
         return None
-    return full
+    # a convex piece keeps the generated bounds tight (isl gives a disjunction one loop over its hull)
+    hull = isl.Set.from_basic_set(full.convex_hull())
+    return hull if hull.is_equal(full) else full
