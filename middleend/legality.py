@@ -130,8 +130,45 @@ def _carried_at(time_space, p, betas):
     return isl.Map(f"{{ [{', '.join(a)}] -> [{', '.join(b)}] : {' and '.join(cons)} }}")
 
 
+def recompute_violations(stmts, deps):
+    """(source statement, sink statement, dependence, witness) where a recomputed producer's update
+    reads a value of the producer that its recomputation does not produce (e.g. a scan reaching
+    across the tile edge): those reads would see another tile's data, or none."""
+    out = []
+    by_name = {s.name: s for s in stmts}
+    for m in _maps(deps.raw):
+        a = by_name.get(m.get_tuple_name(isl.dim_type.in_))
+        b = by_name.get(m.get_tuple_name(isl.dim_type.out))
+        if a is None or b is None or a.local is None or a.local is not b.local:
+            continue
+        n_prefix = len(a.loops) - len(a.comp.loops)
+        # each sink instance (prefix, y) -> the source instances (prefix, x) it reads from
+        lift = a.to_original.get_space().reverse()
+        lifted = isl.Map.universe(lift)
+        n_own = lift.dim(isl.dim_type.in_)
+        for i in range(n_own):
+            lifted = lifted.equate(isl.dim_type.in_, i, isl.dim_type.out, n_prefix + i)
+        sources = b.to_original.apply_range(m.reverse()).apply_range(lifted)
+        sources = sources.intersect(_same_prefix(sources.get_space(), n_prefix))
+        missing = sources.subtract_range(a.domain)
+        if not missing.is_empty():
+            out.append((a, b, m, missing))
+    return out
+
+
 def check(stmts, deps, function, context):
     """Raise IllegalScheduleError for the first dependence the schedule breaks, naming the command."""
+    outside = recompute_violations(stmts, deps)
+    if outside:
+        a, b, m, missing = outside[0]
+        producer = a.comp.storage_owner
+        consumer, level = producer.compute_at_target
+        raise IllegalScheduleError(
+            f"{b.name} reads values of {producer.name} that {producer.name}.compute_at({consumer.name}, {level}) "
+            f"does not compute within one iteration of {level} (an instance of {b.name} -> the instance of "
+            f"{a.name} it reads: {_witness(missing)}); compute {producer.name} "
+            f"at an outer loop or at the root. Dependence: {_short(m)}",
+            source=a.name, sink=b.name, dependence=m, command=f"{producer.name}.compute_at({consumer.name}, {level})")
     violations = ordering_violations(stmts, deps, function, context)
     if violations:
         kind, m, bad = violations[0]

@@ -345,3 +345,18 @@ def test_compute_at_of_an_update_or_before_updates_is_refused():
     P.compute_at(out, "y")
     with pytest.raises(ms.ScheduleError, match="define updates before scheduling"):
         P.update([ms.Var("y", 0, 4), ms.Var("x", 0, 4)], ms.f32(1))
+
+
+def test_compute_at_with_a_scan_across_the_tile_raises():
+    """An update that reads its left neighbour would read outside a recomputed tile."""
+    W = ms.Param("W")
+    x, x1 = ms.Var("x", 0, W), ms.Var("x", 1, W)
+    with ms.Function("scan") as f:
+        a = ms.Input("a", [W], ms.float32)
+        s = ms.Computation("s", [x], a[x])
+        s.update([x1], s[x1 - 1] + s[x1])
+        out = ms.Computation("out", [x], s[x] * 2)
+    x0, xi = out.split("x", 8)
+    s.compute_at(out, x0)
+    with pytest.raises(ms.IllegalScheduleError, match=r"s\.compute_at\(out, x0\)"):
+        f.lower()
