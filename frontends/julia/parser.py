@@ -111,7 +111,7 @@ def parse(text: str) -> CodeIR:
             raise JuliaParseError(f"expected a statement with a block gutter (`1 ─`, `│`, `└──`), found `{raw.strip()}`",
                                   no)
         rest = (m.group("rest") or "").strip()
-        if m.group("bb") is None and (not rest or rest[0] in "@┌└│╷╻┃"):
+        if m.group("bb") is None and (not rest or rest.startswith("@ ") or rest[0] in "┌└│╷╻┃"):
             continue   # a source-location line (debuginfo=:source), not a statement
         if m.group("bb") is not None:
             bb = int(m.group("bb"))
