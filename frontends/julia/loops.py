@@ -55,8 +55,9 @@ def _is_call(e, name, nargs=None):
 def recover_loops(code: CodeIR, cf: ControlFlow) -> dict:
     """header block -> LoopShape for every natural loop; unsupported loop shapes raise."""
     shapes = {}
-    for lp in cf.loops:
+    for lp in sorted(cf.loops, key=lambda lp: -lp.depth):
         shape = _for_shape(code, cf, lp) or _while_shape(code, cf, lp)
+        _absorb_breaks(code, cf, lp, shape.exit)
         exits = lp.exits(cf.graph)
         if exits != [shape.exit]:
             first = code.stmt(code.blocks[lp.header][0])
@@ -70,6 +71,24 @@ def recover_loops(code: CodeIR, cf: ControlFlow) -> dict:
                     shape.breaks.append(b)
         shapes[lp.header] = shape
     return shapes
+
+
+def _absorb_breaks(code, cf, lp, exit_block):
+    """Blocks entered only from the loop that go only to its exit (`if c; ...; break; end`) belong to it.
+
+    A natural loop leaves them out because they do not lead back to the header."""
+    g = cf.graph
+    changed = True
+    while changed:
+        changed = False
+        for b in list(g.nodes):
+            if b in lp.blocks or b == exit_block:
+                continue
+            preds, succs = set(g.predecessors(b)), set(g.successors(b))
+            if preds and preds <= lp.blocks and succs == {exit_block}:
+                lp.blocks.add(b)
+                cf.loop_of[b] = lp
+                changed = True
 
 
 def _for_shape(code, cf, lp):

@@ -125,6 +125,7 @@ class Translator:
         self.iter_slots = {s.iter_slot for s in self.shapes.values() if s.iter_slot}
         self.argtypes = {name: parse_type(t) for name, t in argtypes.items()}
         self._scan()
+        self.counters = self._find_counters()
         self.names = set()
         self.ssa = {}
         self.ssa_reads = {}
@@ -167,6 +168,19 @@ class Translator:
             if name not in self.argtypes:
                 raise JuliaNotSupportedError(f"setindex! on {name}, which is not an array argument "
                                              f"(arguments: {list(self.argtypes)})")
+
+    def _find_counters(self):
+        """Slots incremented by a constant in a `while` loop: their start value stays an expression."""
+        out = {}
+        for shape in self.shapes.values():
+            if shape.kind != "while":
+                continue
+            for b in shape.loop.blocks:
+                for n in self.code.blocks[b]:
+                    s = self.code.stmt(n)
+                    if s.kind == "assign" and self._increment(s) is not None:
+                        out[s.target.name] = shape
+        return out
 
     def _callee(self, fn):
         if isinstance(fn, Global):
@@ -374,21 +388,24 @@ class Translator:
                                              f"loop variables ({bound})", self.stmt)
         return Var(name, lo, hi)
 
+    def _counted_var(self, jname, lo, step, hi):
+        """The loop variable of `lo:step:hi`: itself for step 1, else an iteration counter from 0
+        (isl's code generator wants unit strides) with the Julia value lo + step * counter."""
+        if step == 1:
+            var = self._new_var(jname, lo, hi + 1)
+            return var, cast(T.int64, var)
+        count = floordiv(hi - lo, step) + 1 if step > 0 else floordiv(lo - hi, -step) + 1
+        var = self._new_var(jname, Const(0, T.int64), count)
+        return var, lo + cast(T.int64, var) * step
+
     def _for_ctx(self, shape, entry_guard, brk):
         rng = self._value(shape.range_expr)
         if not isinstance(rng, RangeValue):
             raise JuliaNotSupportedError(f"`for {shape.var_slot} in ...` over {rng!r}; supported: a:b, a:s:b, "
                                          "eachindex, axes(A, d), 1:size(A, d), 1:length(A)", self.stmt)
         jname = shape.var_slot
-        if rng.step > 0:
-            var = self._new_var(jname, rng.lo, rng.hi + 1)
-            value = cast(T.int64, var)
-            constraint = None if rng.step == 1 else floormod(value - rng.lo, rng.step) == 0
-        else:
-            count = floordiv(rng.lo - rng.hi, -rng.step) + 1
-            var = self._new_var(jname, Const(0, T.int64), count)
-            value = rng.lo + cast(T.int64, var) * rng.step
-            constraint = None
+        var, value = self._counted_var(jname, rng.lo, rng.step, rng.hi)
+        constraint = None
         self.bindings[jname] = value
         return LoopCtx(var, jname, value, constraint, entry_guard, brk, shape)
 
@@ -424,14 +441,8 @@ class Translator:
             raise JuliaNotSupportedError(f"the test of a `while` loop must be `{counter} <= e` or `{counter} < e` "
                                          "with e not depending on the counter", test)
         jname = counter
-        if step == 1:
-            var = self._new_var(jname, init, hi)
-            value = cast(T.int64, var)
-            constraint = None
-        else:
-            var = self._new_var(jname, init, hi)
-            value = cast(T.int64, var)
-            constraint = floormod(value - init, step) == 0
+        var, value = self._counted_var(jname, init, step, hi - 1)
+        constraint = None
         self.bindings[counter] = value
         shape.var_slot = counter
         ctx = LoopCtx(var, jname, value, constraint, entry_guard, brk, shape)
@@ -513,6 +524,9 @@ class Translator:
         if not isinstance(value, Expr):
             raise JuliaNotSupportedError(f"assignment of {value!r} to {name}", s)
         counted = self.assign_count.get(name, 0)
+        if name in self.counters and value.dtype.is_int and not self._reads_storage(value) and g == G.TRUE:
+            self.bindings[name] = value      # the start value of a while loop's counter
+            return
         if counted == 1 and value.dtype.is_int and not self._reads_storage(value) and g == G.TRUE:
             self.bindings[name] = value      # an index temporary: keep it affine
             return
