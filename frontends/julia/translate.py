@@ -490,8 +490,8 @@ class Translator:
                 self._setindex(s, val, g)
                 self.ssa[s.number] = NOTHING_VALUE
                 return
-            if s.number not in self.uses:
-                return      # a value nobody uses (the read of `val` closing @inbounds, a protocol test)
+            if s.number not in self.uses and not isinstance(val, Call):
+                return      # a read nobody uses (the `val` closing @inbounds)
             self._current_reads = set()
             self.ssa[s.number] = self._value(val)
             self.ssa_reads[s.number] = self._current_reads
