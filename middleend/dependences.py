@@ -85,12 +85,40 @@ def _accesses(expr, comp):
 
 
 def original_schedule(computations, context):
-    """Declaration order, then each domain in lexicographic order, padded to one dimensionality."""
+    """Declaration order, then each domain in lexicographic order, padded to one dimensionality.
+
+    A front-end whose source language interleaves statements inside shared loops (Julia) sets
+    `function.original_ordering` (placement entries, see `ordering.resolve`); the original
+    program then runs in that nesting instead of one computation after the other.
+    """
+    function = computations[0].function if computations else None
+    entries = getattr(function, "original_ordering", None)
+    if entries:
+        return _nested_schedule(computations, entries)
     depth = max(len(c.vars) for c in computations)
     sched = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
     for k, comp in enumerate(computations):
         dims = [v.name for v in comp.vars]
         out = [str(k)] + dims + ["0"] * (depth - len(dims))
+        m = isl.Map(f"{{ {comp.name}[{', '.join(dims)}] -> [{', '.join(out)}] }}").intersect_domain(comp.domain)
+        sched = sched.union(isl.UnionMap.from_map(m))
+    return sched
+
+
+def _nested_schedule(computations, entries):
+    """The 2d+1 time-space of the computations placed by `entries` over their own variables."""
+    from .ordering import resolve
+    betas = resolve(computations, entries, lambda c: [v.name for v in c.vars])
+    depth = max(len(c.vars) for c in computations)
+    sched = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+    for comp in computations:
+        dims = [v.name for v in comp.vars]
+        out = []
+        for i, b in enumerate(betas[comp]):
+            out.append(str(b))
+            if i < len(dims):
+                out.append(dims[i])
+        out += ["0"] * (2 * depth + 1 - len(out))
         m = isl.Map(f"{{ {comp.name}[{', '.join(dims)}] -> [{', '.join(out)}] }}").intersect_domain(comp.domain)
         sched = sched.union(isl.UnionMap.from_map(m))
     return sched

@@ -22,6 +22,8 @@ def _subtree_end(seq, start):
 def _level_depth(other, level, loops_of, how, comp):
     if level is None:
         return 0
+    if isinstance(level, int):  # a front-end's original nesting: share that many loops, whatever their names
+        return min(level, len(loops_of(other)), len(loops_of(comp)))
     loops = loops_of(other)
     if level not in loops:
         raise ScheduleError(f"{comp.name}.{how}({other.name}, {level}): {other.name} has no loop {level!r}; "

@@ -1,0 +1,351 @@
+"""Julia kernels through mascarpone against the same loops compiled by numba (the stand-in for Julia's own
+LLVM code, which cannot run here).
+
+    python benchmarks/julia/run.py [--quick] [--no-append] [--only gemm,bicg]
+
+For each kernel: the printed lowered IR (tests/julia_fixtures, 1.6 style) goes through
+`from_julia`, gets a schedule (fission/fusion with `after`, interchange, tiling,
+vectorization, parallel loops on 2 threads), and is timed against numba's @njit of the
+kernel's naive loop order on the same Fortran-ordered arrays, in the same process.
+Both results are checked against each other before timing. Medians of several runs.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+import mascarpone as ms  # noqa: E402
+from julia_fixtures import fixture  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+THREADS = int(os.environ.get("JULIA_BENCH_THREADS", "2"))
+
+
+# numba versions of the kernels: the Julia loops as written, 0-based ------------------------------
+
+@njit(cache=False)
+def nb_gemm(C, A, B, alpha, beta):
+    ni, nj, nk = C.shape[0], C.shape[1], A.shape[1]
+    for i in range(ni):
+        for j in range(nj):
+            C[i, j] = C[i, j] * beta
+        for k in range(nk):
+            for j in range(nj):
+                C[i, j] = C[i, j] + alpha * A[i, k] * B[k, j]
+
+
+@njit(cache=False)
+def nb_bicg(A, s, q, p, r):
+    n, m = A.shape
+    for j in range(m):
+        s[j] = 0.0
+    for i in range(n):
+        q[i] = 0.0
+        for j in range(m):
+            s[j] = s[j] + r[i] * A[i, j]
+            q[i] = q[i] + A[i, j] * p[j]
+
+
+@njit(cache=False)
+def nb_gesummv(alpha, beta, A, B, x, y):
+    n = A.shape[0]
+    for i in range(n):
+        t = 0.0
+        u = 0.0
+        for j in range(n):
+            t = t + A[i, j] * x[j]
+            u = u + B[i, j] * x[j]
+        y[i] = alpha * t + beta * u
+
+
+@njit(cache=False)
+def nb_2mm(tmp, A, B, C, D, alpha, beta):
+    ni, nk = A.shape
+    nj, nl = B.shape[1], C.shape[1]
+    for i in range(ni):
+        for j in range(nj):
+            tmp[i, j] = 0.0
+            for k in range(nk):
+                tmp[i, j] = tmp[i, j] + alpha * A[i, k] * B[k, j]
+    for i in range(ni):
+        for j in range(nl):
+            D[i, j] = D[i, j] * beta
+            for k in range(nj):
+                D[i, j] = D[i, j] + tmp[i, k] * C[k, j]
+
+
+@njit(cache=False)
+def nb_covariance(data, cov, mean):
+    n, m = data.shape
+    float_n = float(n)
+    for j in range(m):
+        mean[j] = 0.0
+        for i in range(n):
+            mean[j] = mean[j] + data[i, j]
+        mean[j] = mean[j] / float_n
+    for i in range(n):
+        for j in range(m):
+            data[i, j] = data[i, j] - mean[j]
+    for i in range(m):
+        for j in range(i, m):
+            cov[i, j] = 0.0
+            for k in range(n):
+                cov[i, j] = cov[i, j] + data[k, i] * data[k, j]
+            cov[i, j] = cov[i, j] / (float_n - 1.0)
+            cov[j, i] = cov[i, j]
+
+
+@njit(cache=False)
+def nb_doitgen(A, C4, acc):
+    nr, nq, np_ = A.shape
+    for r in range(nr):
+        for q in range(nq):
+            for p in range(np_):
+                acc[p] = 0.0
+                for s in range(np_):
+                    acc[p] = acc[p] + A[r, q, s] * C4[s, p]
+            for p in range(np_):
+                A[r, q, p] = acc[p]
+
+
+@njit(cache=False)
+def nb_mttkrp(A, B, C, D):
+    ni, nk, nl = B.shape
+    nj = C.shape[1]
+    for i in range(ni):
+        for j in range(nj):
+            A[i, j] = 0.0
+            for k in range(nk):
+                for l in range(nl):
+                    A[i, j] = A[i, j] + B[i, k, l] * C[k, j] * D[l, j]
+
+
+@njit(cache=False)
+def nb_jacobi1d(tsteps, A, B):
+    n = A.shape[0]
+    for t in range(tsteps):
+        for i in range(1, n - 1):
+            B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1])
+        for i in range(1, n - 1):
+            A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1])
+
+
+@njit(cache=False)
+def nb_jacobi2d(tsteps, A, B):
+    n = A.shape[0]
+    for t in range(tsteps):
+        for j in range(1, n - 1):
+            for i in range(1, n - 1):
+                B[i, j] = 0.2 * (A[i, j] + A[i, j - 1] + A[i, j + 1] + A[i + 1, j] + A[i - 1, j])
+        for j in range(1, n - 1):
+            for i in range(1, n - 1):
+                A[i, j] = 0.2 * (B[i, j] + B[i, j - 1] + B[i, j + 1] + B[i + 1, j] + B[i - 1, j])
+
+
+@njit(cache=False)
+def nb_seidel2d(tsteps, A):
+    n = A.shape[0]
+    for t in range(tsteps):
+        for i in range(1, n - 1):
+            for j in range(1, n - 1):
+                A[i, j] = (A[i - 1, j - 1] + A[i - 1, j] + A[i - 1, j + 1] + A[i, j - 1] + A[i, j]
+                           + A[i, j + 1] + A[i + 1, j - 1] + A[i + 1, j] + A[i + 1, j + 1]) / 9.0
+
+
+# schedules (computation names are the statement numbers of the 1.6-style fixtures) ---------------
+
+def s_gemm(f):
+    init, acc = f["s22"], f["s49"]
+    acc.after(init, ms.root)
+    acc.reorder("j", "k", "i")                       # i innermost: contiguous in Julia's column-major C and A
+    j0, k0, j1, k1 = acc.tile("j", "k", 16, 128)
+    acc.vectorize("i", 8)
+    acc.parallelize(j0)
+    init.interchange("i", "j")
+    init.parallelize("j")
+    init.vectorize("i", 8)
+
+
+def s_2mm(f):
+    for init, acc in (("s21", "s35"), ("s69", "s83")):
+        init, acc = f[init], f[acc]
+        acc.after(init, ms.root)
+        acc.reorder("j", "k", "i")
+        j0, k0, j1, k1 = acc.tile("j", "k", 16, 128)
+        acc.vectorize("i", 8)
+        acc.parallelize(j0)
+        init.interchange("i", "j")
+        init.parallelize("j")
+        init.vectorize("i", 8)
+    f["s69"].after(f["s35"], ms.root)
+    f["s83"].after(f["s69"], ms.root)
+
+
+def s_bicg(f):
+    f["s45"].after(f["s39"], ms.root)                # two nests: s[j] over i, then q[i] over j
+    f["s39"].interchange("i", "j")
+    f["s39"].parallelize("j")
+    f["s45"].interchange("i", "j")
+    f["s45"].vectorize("i", 8)
+
+
+def s_gesummv(f):
+    for name in ("s10", "s11", "s36"):
+        f[name].vectorize("i", 8)
+    for name in ("s23", "s27"):
+        f[name].after(f["s11"], ms.root)
+    f["s27"].after(f["s23"], "j")
+    f["s23"].interchange("i", "j")
+    f["s23"].vectorize("i", 8)
+    f["s36"].after(f["s27"], ms.root)
+
+
+def s_mttkrp(f):
+    init, acc = f["s21"], f["s44"]
+    acc.after(init, ms.root)
+    acc.reorder("j", "k", "l", "i")
+    acc.parallelize("j")
+    acc.vectorize("i", 8)
+    init.interchange("i", "j")
+    init.parallelize("j")
+
+
+def s_doitgen(f):
+    pass     # acc is shared by all (r, q) and C4[s, p] is strided along p: no profitable legal change found
+
+
+def s_covariance(f):
+    f["s57"].interchange("i", "j")
+    f["s57"].parallelize("j")
+    f["s57"].vectorize("i", 8)
+    f["s98"].parallelize("i")
+
+
+def s_jacobi1d(f):
+    f["s26"].vectorize("i", 8)
+    f["s48"].vectorize("i", 8)
+
+
+def s_jacobi2d(f):
+    for name in ("s39", "s79"):
+        f[name].parallelize("j")
+        f[name].vectorize("i", 8)
+
+
+def s_seidel2d(f):
+    pass
+
+
+def arrays(spec, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for item in spec:
+        if isinstance(item, tuple):
+            out.append(np.asfortranarray(rng.random(item)))
+        else:
+            out.append(item)
+    return out
+
+
+KERNELS = {
+    # name: (fixture, numba, schedule, args (tuples: Julia-shaped arrays), quick args)
+    "gemm": ("gemm", nb_gemm, s_gemm, [(1000, 1100), (1000, 1200), (1200, 1100), 1.5, 1.2],
+             [(200, 220), (200, 240), (240, 220), 1.5, 1.2]),
+    "2mm": ("mm2", nb_2mm, s_2mm, [(800, 900), (800, 1100), (1100, 900), (900, 1200), (800, 1200), 1.5, 1.2],
+            [(160, 180), (160, 220), (220, 180), (180, 240), (160, 240), 1.5, 1.2]),
+    "bicg": ("bicg", nb_bicg, s_bicg, [(2100, 1900), (1900,), (2100,), (1900,), (2100,)],
+             [(420, 380), (380,), (420,), (380,), (420,)]),
+    "gesummv": ("gesummv", nb_gesummv, s_gesummv, [1.5, 1.2, (1300, 1300), (1300, 1300), (1300,), (1300,)],
+                [1.5, 1.2, (260, 260), (260, 260), (260,), (260,)]),
+    "mttkrp": ("mttkrp", nb_mttkrp, s_mttkrp, [(400, 300), (400, 150, 160), (150, 300), (160, 300)],
+               [(80, 60), (80, 30, 32), (30, 60), (32, 60)]),
+    "doitgen": ("doitgen", nb_doitgen, s_doitgen, [(150, 140, 160), (160, 160), (160,)],
+                [(30, 28, 32), (32, 32), (32,)]),
+    "covariance": ("covariance", nb_covariance, s_covariance, [(1400, 1200), (1200, 1200), (1200,)],
+                   [(280, 240), (240, 240), (240,)]),
+    "jacobi-1d": ("jacobi1d", nb_jacobi1d, s_jacobi1d, [500, (2000,), (2000,)], [50, (400,), (400,)]),
+    "jacobi-2d": ("jacobi2d", nb_jacobi2d, s_jacobi2d, [100, (1300, 1300), (1300, 1300)],
+                  [10, (260, 260), (260, 260)]),
+    "seidel-2d": ("seidel2d", nb_seidel2d, s_seidel2d, [20, (1000, 1000)], [4, (200, 200)]),
+}
+
+
+def median_time(fn, repeat):
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return float(np.median(samples))
+
+
+def bench(name, quick, repeat):
+    fx, nb, schedule, spec, quick_spec = KERNELS[name]
+    text, argtypes = fixture(fx)
+    f = ms.from_julia(text, argtypes)
+    schedule(f)
+    start = time.perf_counter()
+    kernel = f.compile("cpu", num_threads=THREADS)
+    compile_s = time.perf_counter() - start
+    base = arrays(quick_spec if quick else spec)
+    ours_args, theirs_args = copy.deepcopy(base), copy.deepcopy(base)
+    kernel(*ours_args)
+    nb(*theirs_args)
+    for a, b in zip(ours_args, theirs_args):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    work_ours, work_theirs = copy.deepcopy(base), copy.deepcopy(base)
+    ours = median_time(lambda: kernel(*work_ours), repeat)
+    theirs = median_time(lambda: nb(*work_theirs), repeat)
+    sizes = "x".join(str(d) for d in next(s for s in (quick_spec if quick else spec) if isinstance(s, tuple)))
+    return {"kernel": name, "ours": ours, "theirs": theirs, "note": f"{sizes}; compile {compile_s:.2f} s"}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--no-append", action="store_true")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--repeat", type=int, default=0)
+    args = parser.parse_args()
+    repeat = args.repeat or (3 if args.quick else 5)
+    names = [n for n in KERNELS if not args.only or n in args.only.split(",")]
+    rows = []
+    for name in names:
+        row = bench(name, args.quick, repeat)
+        rows.append(row)
+        print(f"{name}: ours {row['ours'] * 1e3:.2f} ms, numba {row['theirs'] * 1e3:.2f} ms, "
+              f"speedup {row['theirs'] / row['ours']:.2f}", flush=True)
+    geo = math.exp(sum(math.log(r["theirs"] / r["ours"]) for r in rows) / len(rows))
+    header = ("| kernel | ours (ms) | numba @njit (ms) | speedup | note |\n|---|---|---|---|---|")
+    lines = [f"| {r['kernel']} | {r['ours'] * 1e3:.2f} | {r['theirs'] * 1e3:.2f} | {r['theirs'] / r['ours']:.2f} | "
+             f"{r['note']} |" for r in rows]
+    lines.append(f"| **geometric mean** | | | **{geo:.2f}** | |")
+    table = "\n".join([header] + lines)
+    print(table)
+    if not args.no_append:
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+        with RESULTS.open("a") as out:
+            out.write(f"\n## {stamp} — Julia kernels vs numba, {platform.machine()}, {os.cpu_count()} cores, "
+                      f"{THREADS} threads{' (quick)' if args.quick else ''}\n\n"
+                      "Printed lowered IR through `ms.from_julia` with a schedule, against numba @njit of the "
+                      "same loops in their naive order on the same Fortran-ordered arrays (medians).\n\n"
+                      f"{table}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""`from_julia`: printed lowered IR to an ms.Function, and the kernel that takes Julia's arrays."""
+from __future__ import annotations
+
+import re
+
+import islpy as isl
+import numpy as np
+
+from middleend.affine import affine_text
+from middleend.buffer import as_index_expr
+from middleend.errors import ArgumentError
+from middleend.expr import Access, walk
+from middleend.function import Function
+
+from .parser import parse
+from .translate import translate
+from .types import check_array
+
+
+class JuliaFunction(Function):
+    """An ms.Function built from a Julia function: schedule its computations, then `compile()`.
+
+    `statements` maps each computation name to the Julia statement it comes from;
+    `compile` returns a JuliaKernel, called with Julia's arguments.
+    """
+
+    def compile(self, target="cpu", check=True, fixed=None, **options):
+        """Compile like ms.Function.compile; the kernel takes the Julia function's arguments.
+
+        Floating-point contraction (FMA) is off unless `fp_contract=True` is passed, so results
+        are those of Julia's own code."""
+        options.setdefault("fp_contract", False)
+        kernel = super().compile(target, check=check, fixed=fixed, **options)
+        return JuliaKernel(self, kernel)
+
+    def describe(self):
+        """One line per computation: its name, loops and the Julia statement it comes from."""
+        return "\n".join(f"{c.name}[{', '.join(c.loops)}]: {self.statements.get(c.name, '')}"
+                         for c in self.computations)
+
+
+def from_julia(text, argtypes, name=None) -> JuliaFunction:
+    """An ms.Function for the Julia function whose lowered IR `text` prints.
+
+    `argtypes` maps each argument name, in order, to its Julia type (`"Matrix{Float64}"`,
+    `"Int64"`, ...). Computations are named `s<n>` after the statement number n
+    they come from; loops keep Julia's variable names.
+    """
+    code = parse(text)
+    argtypes = dict(argtypes)
+    if code.arguments and list(argtypes) != code.arguments:
+        missing = [a for a in code.arguments if a not in argtypes]
+        if missing or set(argtypes) - set(code.arguments):
+            raise ArgumentError(f"the IR's header lists arguments {code.arguments}; argtypes gives {list(argtypes)}")
+        argtypes = {a: argtypes[a] for a in code.arguments}
+    fname = name or _function_name(text) or "julia_kernel"
+    with JuliaFunction(fname) as f:
+        tr = translate(code, argtypes, f)
+    f.julia_code = code
+    f.julia_argtypes = tr.argtypes
+    f.statements = tr.statements
+    f.julia_arrays = tr.arrays
+    f.julia_array_inputs = tr.array_inputs
+    f.julia_params = tr.params
+    f.julia_scalar_inputs = tr.scalar_inputs
+    f.julia_return = next((c for c in f.computations if c.name.startswith("ret") and c.is_output and not c.vars),
+                          None) if tr.returned is not None and not _is_array(tr.returned) else None
+    f.julia_returns_array = tr.returned.name if _is_array(tr.returned) else None
+    f.bounds_violations = _bounds_violations(f)
+    return f
+
+
+def _is_array(v):
+    from .translate import ArrayRef
+    return isinstance(v, ArrayRef)
+
+
+def _function_name(text):
+    m = re.search(r"MethodInstance for (?:[\w.]*\.)?([^\s(]+)\(", text)
+    if not m:
+        return None
+    raw = m.group(1).replace("!", "_bang")
+    raw = re.sub(r"\W", "_", raw)
+    return raw if raw.isidentifier() else None
+
+
+def _bounds_violations(f):
+    """isl sets of parameter values for which some access falls outside its array (Julia's BoundsError)."""
+    params = sorted(f.param_names)
+    bad = []
+    for comp in f.computations:
+        accesses = []
+        if comp.updated is not None:
+            accesses.append((comp.updated, comp.update_at))
+        exprs = [comp.expr] + ([comp.predicate] if comp.predicate is not None else [])
+        for e in exprs:
+            for n in walk(e):
+                if isinstance(n, Access):
+                    accesses.append((n.target, n.indices))
+        for target, idx in accesses:
+            shape = _julia_shape(f, target)
+            if shape is None:
+                continue
+            texts = [affine_text(as_index_expr(i)) for i in idx]
+            if any(t is None for t in texts):
+                continue
+            dims = [v.name for v in comp.vars]
+            conds = " or ".join(f"({t}) < 0 or ({t}) >= ({affine_text(as_index_expr(d))})"
+                                for t, d in zip(texts, shape))
+            if not conds:
+                continue
+            s = isl.Set(f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(dims)}] : {conds} }}")
+            s = s.intersect(comp.domain).params()
+            if not s.is_empty():
+                bad.append((comp.name, target.name, s))
+    return bad
+
+
+def _julia_shape(f, target):
+    for name, comp in f.julia_arrays.items():
+        if comp is target or f.julia_array_inputs.get(name) is target:
+            inp = f.julia_array_inputs[name]
+            return inp.shape
+    return None
+
+
+class JuliaKernel:
+    """A compiled Julia function: call it with the Julia function's arguments (positionally or by name).
+
+    Arrays are numpy arrays with Julia's shape (`A[i-1, j-1]` is Julia's `A[i, j]`); Fortran-ordered
+    arrays are used without copies. Arrays the function writes are updated in place, as in Julia,
+    and the function's return value is returned.
+    """
+
+    def __init__(self, function: JuliaFunction, kernel):
+        self.function = function
+        self.kernel = kernel
+        self.argnames = list(function.julia_argtypes)
+        self._checked = {}
+
+    def __call__(self, *args, **kwargs):
+        f = self.function
+        if len(args) > len(self.argnames):
+            raise ArgumentError(f"{f.name} takes {len(self.argnames)} arguments, got {len(args)}")
+        values = dict(zip(self.argnames, args))
+        for k, v in kwargs.items():
+            if k not in self.argnames:
+                raise ArgumentError(f"{f.name} has no argument {k!r}; its arguments are {self.argnames}")
+            if k in values:
+                raise ArgumentError(f"argument {k} given twice")
+            values[k] = v
+        missing = [a for a in self.argnames if a not in values]
+        if missing:
+            raise ArgumentError(f"{f.name} is missing argument(s) {missing}")
+        call, params, copy_back = {}, {}, []
+        for name, jt in f.julia_argtypes.items():
+            v = values[name]
+            if jt.is_array:
+                a = check_array(name, v, jt)
+                for d in range(1, jt.ndim + 1):
+                    params[f.julia_params[(name, d)].name] = a.shape[d - 1]
+                view = a.T
+                call[f.julia_array_inputs[name].name] = view
+                if name in f.julia_arrays and f.julia_arrays[name] is not f.julia_array_inputs[name]:
+                    out_name = f.julia_arrays[name].name
+                    fl = view.flags
+                    if fl.c_contiguous and fl.aligned and fl.writeable:
+                        call[out_name] = view
+                    else:
+                        out = np.empty(view.shape, view.dtype)
+                        call[out_name] = out
+                        copy_back.append((a, out))
+            elif jt.dtype.is_int:
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                    raise ArgumentError(f"argument {name}::Int64 must be an integer, got {v!r}")
+                p = f.julia_params[name]
+                params[p.name] = int(v)
+                if p.name in f.param_names:
+                    call[p.name] = int(v)
+            else:
+                if isinstance(v, np.ndarray) or not isinstance(v, (int, float, np.number)):
+                    raise ArgumentError(f"argument {name}::{jt} must be a number, got {v!r}")
+                call[f.julia_scalar_inputs[name].name] = np.array(v, dtype=jt.dtype.numpy)
+        self._check_bounds(params)
+        ret = None
+        if f.julia_return is not None:
+            ret = np.empty((), f.julia_return.dtype.numpy)
+            call[f.julia_return.name] = ret
+        self.kernel(**call)
+        for a, out in copy_back:
+            a[...] = out.T
+        if ret is not None:
+            return ret[()]
+        if f.julia_returns_array is not None:
+            return values[f.julia_returns_array]
+        return None
+
+    def _check_bounds(self, params):
+        key = tuple(sorted(params.items()))
+        if key in self._checked:
+            if self._checked[key]:
+                raise ArgumentError(self._checked[key])
+            return
+        message = None
+        for comp, array, bad in self.function.bounds_violations:
+            names = [bad.get_dim_name(isl.dim_type.param, i) for i in range(bad.dim(isl.dim_type.param))]
+            if any(n not in params for n in names):
+                continue
+            point = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(f'{n} = {params[n]}' for n in names) or 'true'} }}")
+            if not bad.intersect_params(point).is_empty():
+                message = (f"BoundsError: with {', '.join(f'{k} = {v}' for k, v in sorted(params.items()))}, "
+                           f"{comp} accesses {array} outside its bounds")
+                break
+        self._checked[key] = message
+        if message:
+            raise ArgumentError(message)
+
+    def __repr__(self):
+        return f"<JuliaKernel {self.function.name}({', '.join(self.argnames)})>"

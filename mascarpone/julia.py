@@ -1,0 +1,14 @@
+"""Julia functions through mascarpone: `ms.julia.compile(f, argtypes)` (needs Julia and juliacall),
+`ms.from_julia(text, argtypes)` for printed lowered IR, `ms.julia.interpret` the reference interpreter."""
+
+
+def compile(jl_function, argtypes, schedule=None, name=None, **options):
+    """Compile a live Julia function (via juliacall): `schedule(f)` may schedule its computations first."""
+    from frontends.julia.bridge import compile as _compile
+    return _compile(jl_function, argtypes, schedule=schedule, name=name, **options)
+
+
+def interpret(text, argtypes, *args, **kwargs):
+    """Run printed lowered IR on numpy arrays with Julia's semantics (the tests' reference)."""
+    from frontends.julia import interpret as _interpret
+    return _interpret(text, argtypes, *args, **kwargs)

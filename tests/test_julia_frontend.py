@@ -1,0 +1,311 @@
+"""The Julia front-end: printed lowered IR of 15 kernels in four printing styles, compiled and compared
+with the reference interpreter; schedules keep the results, illegal ones are refused."""
+import copy
+import shutil
+
+import numpy as np
+import pytest
+
+import mascarpone as ms
+from frontends.julia import JuliaNotSupportedError, JuliaParseError, from_julia, interpret, parse
+from julia_fixtures import KERNELS, STYLES, fixture, random_args
+
+
+def run_both(text, argtypes, function=None, seed=0, n=9, **compile_options):
+    """Arguments after the interpreter ran and after the compiled kernel ran, and both return values."""
+    f = function or from_julia(text, argtypes)
+    kernel = f.compile(**compile_options)
+    ref_args = random_args(argtypes, seed, n)
+    our_args = copy.deepcopy(ref_args)
+    for a in our_args:
+        if isinstance(a, np.ndarray):
+            assert a.flags.f_contiguous
+    ref = interpret(text, argtypes, *ref_args)
+    ours = kernel(*our_args)
+    return ref_args, our_args, ref, ours
+
+
+def assert_same(ref_args, our_args, ref, ours):
+    for r, o in zip(ref_args, our_args):
+        if isinstance(r, np.ndarray):
+            np.testing.assert_allclose(o, r, rtol=1e-12, atol=1e-14)
+    assert (ref is None and ours is None) or ref == ours
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_compiled_equals_interpreter(kernel, style):
+    text, argtypes = fixture(kernel, style)
+    assert_same(*run_both(text, argtypes))
+
+
+def test_styles_parse_to_the_same_statements():
+    """1.11+ outlines reads into statements of their own; the kernels' computations are the same."""
+    for kernel in KERNELS:
+        loops = []
+        for style in STYLES:
+            text, argtypes = fixture(kernel, style)
+            f = from_julia(text, argtypes)
+            loops.append([c.loops for c in f.computations])
+        assert all(l == loops[0] for l in loops), kernel
+
+
+def test_loops_keep_julia_names_and_computations_name_statements():
+    text, argtypes = fixture("gemm")
+    f = from_julia(text, argtypes)
+    assert f["s49"].loops == ["i", "k", "j"]
+    assert "C[...]" in f.statements["s49"]
+    assert f.name == "julia_kernel"
+    text, argtypes = fixture("gemm", "v1_10.warntype")
+    assert from_julia(text, argtypes).name == "kernel_gemm"
+
+
+# schedules ------------------------------------------------------------------------------------
+
+def sched_gemm(f):
+    f["s49"].after(f["s22"], ms.root)      # scale all of C first, so s49's loops are its own
+    f["s49"].interchange("k", "j")
+    i0, j0, i1, j1 = f["s49"].tile("i", "j", 4, 4)
+    f["s49"].parallelize(i0)
+
+
+def sched_bicg(f):
+    f["s45"].after(f["s39"], "i")          # fission of the j loop into two
+    f["s39"].interchange("i", "j")         # then s[j] accumulates with i innermost
+
+
+def sched_mm2(f):
+    f["s69"].after(f["s35"], "i")          # fuse the two nests: row i of D right after row i of tmp
+    f["s21"].parallelize("i")
+
+
+def sched_gesummv(f):
+    for name in ("s10", "s11", "s23", "s27", "s36"):
+        f[name].parallelize("i")
+
+
+def sched_jacobi1d(f):
+    f["s26"].parallelize("i")
+    f["s48"].parallelize("i")
+
+
+def sched_jacobi2d(f):
+    f["s39"].interchange("j", "i")
+    f["s79"].interchange("j", "i")
+    f["s39"].parallelize("i")
+    f["s79"].parallelize("i")
+
+
+def sched_seidel(f):
+    f["s51"].skew("i", "j", 1)
+    f["s51"].skew("t", "i", 2)
+
+
+def sched_mttkrp(f):
+    f["s44"].after(f["s21"], "i")
+    f["s44"].reorder("i", "k", "l", "j")
+    f["s44"].parallelize("i")
+    f["s21"].parallelize("i")
+
+
+def sched_covariance(f):
+    f["s57"].interchange("i", "j")
+    f["s98"].parallelize("i")
+
+
+def sched_doitgen(f):
+    f["s42"].after(f["s28"], "q")          # zero acc, then accumulate with p innermost
+    f["s62"].after(f["s42"], "q")
+    f["s42"].interchange("p", "s")
+
+
+def sched_trmv(f):
+    f["s24"].parallelize("i")
+    f["s10"].parallelize("i")
+
+
+def sched_atax(f):
+    f["s12"].parallelize("j")
+    f["s60"].parallelize("j")      # y[j] += A[i, j] * t: the j are independent, i carries y
+
+
+SCHEDULES = {"gemm": sched_gemm, "bicg": sched_bicg, "mm2": sched_mm2, "gesummv": sched_gesummv,
+             "jacobi1d": sched_jacobi1d, "jacobi2d": sched_jacobi2d, "seidel2d": sched_seidel,
+             "mttkrp": sched_mttkrp, "covariance": sched_covariance, "doitgen": sched_doitgen,
+             "trmv": sched_trmv, "atax_inbounds": sched_atax}
+
+
+@pytest.mark.parametrize("kernel", sorted(SCHEDULES))
+def test_schedules_keep_results(kernel):
+    text, argtypes = fixture(kernel)
+    f = from_julia(text, argtypes)
+    SCHEDULES[kernel](f)
+    assert_same(*run_both(text, argtypes, function=f, num_threads=2))
+
+
+@pytest.mark.parametrize("kernel, schedule, match", [
+    ("seidel2d", lambda f: f["s51"].parallelize("j"), "parallel"),
+    ("jacobi1d", lambda f: f["s26"].interchange("t", "i"), "backwards"),
+    ("gemm", lambda f: f["s49"].parallelize("k"), "parallel"),
+    ("gesummv", lambda f: f["s23"].after(f["s36"], "i"), "backwards"),
+    ("breakloop", lambda f: f["s21"].parallelize("i"), "parallel"),
+    ("mm2", lambda f: f["s35"].after(f["s69"], "i"), "backwards"),
+])
+def test_illegal_schedules_are_refused(kernel, schedule, match):
+    text, argtypes = fixture(kernel)
+    f = from_julia(text, argtypes)
+    schedule(f)
+    with pytest.raises(ms.IllegalScheduleError, match=match):
+        f.compile()
+
+
+def test_privatized_scalar_lets_loops_run_in_parallel():
+    """gesummv's `t` and `u` are expanded over i, so i is parallel; the j loops are reductions."""
+    text, argtypes = fixture("gesummv")
+    f = from_julia(text, argtypes)
+    f["s23"].parallelize("i")
+    f.compile()
+    f["s23"].parallelize("j")
+    with pytest.raises(ms.IllegalScheduleError):
+        f.compile()
+
+
+# data, arguments, bounds -------------------------------------------------------------------------
+
+def test_column_major_numbers_and_in_place_update():
+    text, argtypes = fixture("trmv")
+    kernel = from_julia(text, argtypes).compile()
+    L = np.asfortranarray(np.arange(1.0, 17.0).reshape(4, 4))
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    y = np.zeros(4)
+    assert kernel(L, x, y) is None
+    np.testing.assert_array_equal(y, np.tril(L) @ x)
+    y2 = np.zeros(4)
+    kernel(L=np.ascontiguousarray(L), x=x, y=y2[::1])     # C-ordered arrays work too (copied)
+    np.testing.assert_array_equal(y2, y)
+
+
+def test_return_value_and_break():
+    text, argtypes = fixture("breakloop", "v1_12.lowered")
+    kernel = from_julia(text, argtypes).compile()
+    x = np.array([0.1, 0.2, 0.9, 0.3])
+    y = np.zeros(4)
+    assert kernel(x, y, 0.5) == 2
+    np.testing.assert_allclose(y, [np.sqrt(0.01 + 1), np.sqrt(0.04 + 1), 0, 0])
+    assert interpret(text, argtypes, x, np.zeros(4), 0.5) == 2
+
+
+def test_bounds_error_instead_of_out_of_bounds_access():
+    text, argtypes = fixture("gemm")
+    kernel = from_julia(text, argtypes).compile()
+    C, A, B = (np.asfortranarray(np.ones(s)) for s in ((4, 5), (4, 3), (2, 5)))
+    with pytest.raises(ms.ArgumentError, match="BoundsError"):
+        kernel(C, A, B, 1.0, 1.0)
+
+
+def test_wrong_argument_types():
+    text, argtypes = fixture("trmv")
+    kernel = from_julia(text, argtypes).compile()
+    with pytest.raises(ms.ArgumentError, match="Float64"):
+        kernel(np.ones((3, 3), np.float32), np.ones(3), np.ones(3))
+    with pytest.raises(ms.ArgumentError, match="missing"):
+        kernel(np.ones((3, 3)))
+
+
+# bad input -----------------------------------------------------------------------------------------
+
+def test_truncated_text_is_a_parse_error_with_its_line():
+    text, _ = fixture("gemm")
+    lines = text.splitlines()
+    with pytest.raises(JuliaParseError) as err:
+        parse("\n".join(lines[:20]))
+    assert err.value.line is not None and "truncated" in str(err.value)
+
+
+def test_unknown_statement_is_a_parse_error_with_its_line():
+    text, _ = fixture("trmv")
+    lines = text.splitlines()
+    lines[5] = lines[5].split("=")[0] + "= @@@ ??"
+    with pytest.raises(JuliaParseError, match=r"^line 6:"):
+        parse("\n".join(lines))
+
+
+def test_goto_to_a_missing_block():
+    text, _ = fixture("trmv")
+    bad = text.replace("goto #2\n", "goto #42\n")
+    with pytest.raises(JuliaParseError, match=r"block #42") as err:
+        parse(bad)
+    assert err.value.line == next(i for i, l in enumerate(bad.splitlines(), 1) if "goto #42" in l)
+
+
+def test_missing_statement_number_is_detected():
+    text, _ = fixture("bicg")
+    lines = [l for l in text.splitlines() if "%5 " not in l]
+    with pytest.raises(JuliaParseError, match="missing or repeated"):
+        parse("\n".join(lines))
+
+
+def test_optimized_ir_is_refused_with_the_command_to_run():
+    optimized = """CodeInfo(
+1 ─ %1 = Base.arraysize(A, 1)::Int64
+2 ┄ %2 = φ (#1 => 1, #3 => %4)::Int64
+│   %3 = Base.add_int(%2, 1)::Int64
+└──      goto #3
+3 ─      return nothing
+) => Nothing"""
+    with pytest.raises(JuliaParseError, match="optimize=false"):
+        parse(optimized)
+
+
+def test_julia_0x_output_is_refused():
+    old = """CodeInfo(:(begin
+        nothing
+        SSAValue(0) = (Main.colon)(1, n)
+        4:
+        unless (Base.not_int)(#temp# === nothing) goto 12
+    end))"""
+    with pytest.raises(JuliaParseError, match="0.x"):
+        parse(old)
+
+
+def test_irreducible_control_flow_is_refused():
+    text = """CodeInfo(
+1 ─ %1 = x > 0
+└──      goto #3 if not %1
+2 ┄      y = 1
+└──      goto #3
+3 ┄      y = 2
+└──      goto #2
+)"""
+    with pytest.raises(JuliaNotSupportedError, match="irreducible"):
+        from_julia(text, {"x": "Int64"})
+
+
+def test_unsupported_call_names_the_statement():
+    text, argtypes = fixture("trmv")
+    bad = text.replace("Base.setindex!(y, 0.0, i)", "Main.println(i)")
+    with pytest.raises(ms.NotSupportedError, match=r"statement %10 .*println"):
+        from_julia(bad, argtypes)
+
+
+def test_unsupported_argument_type():
+    text, argtypes = fixture("trmv")
+    with pytest.raises(ms.NotSupportedError, match="Dict"):
+        from_julia(text, dict(argtypes, x="Dict{Int64, Float64}"))
+
+
+def test_ms_from_julia_facade():
+    text, argtypes = fixture("gesummv", "v1_10.warntype")
+    f = ms.from_julia(text, argtypes)
+    assert isinstance(f, ms.Function)
+
+
+@pytest.mark.skipif(shutil.which("julia") is None,
+                    reason="Julia is not installed here (no package, and juliacall downloads it from the internet)")
+def test_juliacall_bridge():
+    from juliacall import Main as jl
+    jl.seval("function axpy!(y, a, x); for i in 1:length(x); y[i] = y[i] + a * x[i]; end; return nothing; end")
+    kernel = ms.julia.compile(jl.seval("axpy!"), {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}"})
+    y, x = np.zeros(5), np.arange(5.0)
+    kernel(y, 2.0, x)
+    np.testing.assert_array_equal(y, 2 * x)
