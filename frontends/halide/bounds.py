@@ -1,0 +1,149 @@
+"""Exact bounds inference with isl: the region of every Func a pipeline touches for a requested output.
+
+Accesses are turned into isl relations. An index that is affine in loop
+variables and parameters (with min/max clamps and floor division by
+constants, as boundary conditions write them) is exact; a sub-expression
+that depends on data (a loaded value, a float converted to int) becomes an
+unknown ranging over its type's values, so a clamp around it still gives a
+tight region, as in Halide.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+import middleend.expr as E
+from middleend.affine import affine_text, from_ast_expr
+from middleend.errors import NotSupportedError
+from middleend.types import int64
+
+#: Regions wider than this along one dimension come from data-dependent indices nobody clamped.
+MAX_EXTENT = 1 << 28
+
+
+class IndexText:
+    """isl text for index expressions, with fresh unknowns (and their constraints) for data-dependent parts."""
+
+    def __init__(self):
+        self.unknowns = []
+        self.constraints = []
+
+    def _unknown(self, lo, hi):
+        name = f"u_{len(self.unknowns)}"
+        self.unknowns.append(name)
+        self.constraints.append(f"{lo} <= {name} <= {hi}")
+        return name
+
+    def _of_type(self, dtype):
+        if dtype.is_bool:
+            return self._unknown(0, 1)
+        if not dtype.is_int:
+            raise TypeError(dtype)
+        return self._unknown(dtype.min_value(), dtype.max_value())
+
+    def text(self, e) -> str:
+        """isl text of integer expression `e`, with unknowns where it is not affine."""
+        exact = affine_text(e)
+        if exact is not None:
+            return exact
+        if isinstance(e, E.Cast) and e.a.dtype.is_int and e.dtype.is_int:
+            if e.dtype.bits >= e.a.dtype.bits and (e.dtype.is_signed or not e.a.dtype.is_signed):
+                return self.text(e.a)
+            return self._of_type(e.dtype)
+        if isinstance(e, E.BinOp) and e.dtype.is_int:
+            if e.op in ("add", "sub", "min", "max"):
+                a, b = self.text(e.a), self.text(e.b)
+                if e.op in ("min", "max"):
+                    return f"{e.op}({a}, {b})"
+                return f"(({a}) {'+' if e.op == 'add' else '-'} ({b}))"
+            divisor = _const(e.b)
+            if e.op == "mul" and (divisor is not None or _const(e.a) is not None):
+                c = divisor if divisor is not None else _const(e.a)
+                other = e.a if divisor is not None else e.b
+                return f"({c} * ({self.text(other)}))"
+            if e.op == "ediv" and divisor is not None and divisor > 0:
+                return f"floor(({self.text(e.a)}) / {divisor})"
+            if e.op == "emod" and divisor is not None and divisor > 0:
+                return f"(({self.text(e.a)}) mod {divisor})"
+        if isinstance(e, E.Select) and e.dtype.is_int:
+            a, b = self.text(e.t), self.text(e.f)
+            return self._unknown(f"min({a}, {b})", f"max({a}, {b})")
+        if isinstance(e, E.UnOp) and e.op == "neg" and e.dtype.is_int:
+            return f"(-({self.text(e.a)}))"
+        return self._of_type(e.dtype)
+
+
+def _const(e):
+    if isinstance(e, E.Const) and e.dtype.is_int:
+        return e.value
+    return None
+
+
+def access_region(domain_text, params, stage, dims, indices, target) -> isl.Set:
+    """The elements of `target` that `target[indices]` reads (or writes) over the stage's domain.
+
+    `domain_text` is the isl constraint text of the stage's instances over `dims`.
+    """
+    it = IndexText()
+    outs = [it.text(i) for i in indices]
+    cons = [c for c in [domain_text] + it.constraints if c]
+    text = (f"[{', '.join(params)}] -> {{ {stage}[{', '.join(list(dims) + it.unknowns)}] -> "
+            f"{target}[{', '.join(outs)}]" + (f" : {' and '.join(cons)}" if cons else "") + " }")
+    return isl.Map(text).range()
+
+
+def aff_expr(aff: isl.Aff, params) -> E.Expr:
+    """An expression of the parameters (int64, as ms Params cast up) for one affine piece."""
+    build = isl.AstBuild.from_context(isl.Set.universe(aff.get_domain_space().params()))
+    e = from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(aff)))
+    return E.transform(e, lambda n: E.cast(int64, params[n.name]) if type(n) is E.Sym and n.name in params else None)
+
+
+def pwaff_expr(pa: isl.PwAff, context: isl.Set, params, what) -> E.Expr:
+    """An affine expression (with min/max) of the parameters equal to `pa` on `context`."""
+    pa = pa.gist(context)
+    pieces = pa.get_pieces()
+    if len(pieces) == 1:
+        return aff_expr(pieces[0][1], params)
+    affs = [aff for _, aff in pieces]
+    for op, combine in (("max", isl.PwAff.max), ("min", isl.PwAff.min)):
+        total = isl.PwAff.from_aff(affs[0])
+        for a in affs[1:]:
+            total = combine(total, isl.PwAff.from_aff(a))
+        if total.intersect_params(context).is_equal(pa.intersect_params(context)):
+            out = aff_expr(affs[0], params)
+            for a in affs[1:]:
+                out = E.binop(op, out, aff_expr(a, params))
+            return out
+    raise NotSupportedError(f"{what}: its bound {pa} is piecewise in a way mascarpone cannot express")
+
+
+def box(region: isl.Set, context: isl.Set, params, what):
+    """Per dimension, (lo, hi) expressions of the parameters: the bounding box of `region` (hi exclusive)."""
+    region = region.intersect_params(context).coalesce()
+    out = []
+    for d in range(region.dim(isl.dim_type.set)):
+        try:
+            lo, hi = region.dim_min(d), region.dim_max(d)
+        except isl.Error:
+            raise NotSupportedError(
+                f"{what}: the region it must compute is unbounded in dimension {d}; a data-dependent index "
+                f"reaches it without a clamp (add hl.clamp or a boundary condition)") from None
+        lo_e = pwaff_expr(lo, context, params, what)
+        hi_e = pwaff_expr(hi, context, params, what)
+        out.append((lo_e, E.simplify(hi_e + 1)))
+    return out
+
+
+def check_extent(region: isl.Set, what, size=4096):
+    """Refuse regions so wide (with every size parameter at `size`) that only an unclamped
+    data-dependent index explains them."""
+    fixed = region
+    for k in range(region.dim(isl.dim_type.param)):
+        fixed = fixed.fix_val(isl.dim_type.param, k, isl.Val(size))
+    for d in range(fixed.dim(isl.dim_type.set)):
+        lo, hi = fixed.dim_min_val(d), fixed.dim_max_val(d)
+        lo, hi = (lo.to_python() if lo.is_int() else None), (hi.to_python() if hi.is_int() else None)
+        if lo is None or hi is None or hi - lo >= MAX_EXTENT:
+            raise NotSupportedError(
+                f"{what}: the region it must compute is unbounded or spans 2^28 elements or more in dimension "
+                f"{d}; a data-dependent index reaches it without a clamp (add hl.clamp or a boundary condition)")
