@@ -92,10 +92,6 @@ class PipelineTranslation:
         self.order = consumers_first(self.funcs, self.outputs)
         for info in self.order:
             check_supported(info)
-        dims = {o.ndim for o in self.outputs}
-        if len(dims) != 1:
-            raise NotSupportedError(f"the outputs {[o.name for o in self.outputs]} have different dimensionalities")
-        self.out_ndim = dims.pop()
         self._declare_params()
 
     # names and parameters ---------------------------------------------------------
@@ -110,8 +106,11 @@ class PipelineTranslation:
                 self.scalar_params[p.name] = ScalarParamInfo(p.name, self.names.fresh(p.name), dtype)
         for b in self.pipe.buffers:
             self.const_buffers[b.name] = ConstBufferInfo(b, self.names.fresh(b.name))
-        self.out_params = [Param(self.names.fresh(f"out_extent_{d}")) for d in range(self.out_ndim)]
-        self.params = {p.name: p for p in self.out_params}
+        # each output has its own extents: realize may give every output buffer its own size
+        single = len(self.outputs) == 1
+        self.out_params = {o.index: [Param(self.names.fresh(f"out_extent_{d}" if single else f"{o.name}_extent_{d}"))
+                                     for d in range(o.ndim)] for o in self.outputs}
+        self.params = {p.name: p for ps in self.out_params.values() for p in ps}
         for ip in self.image_params.values():
             self.params.update({p.name: p for p in ip.extent_params})
 
@@ -146,8 +145,8 @@ class PipelineTranslation:
         context = self.context()
         params = sorted(self.params)
         self.regions = {}
-        out_box = " and ".join(f"0 <= d{d} < {p.name}" for d, p in enumerate(self.out_params))
         for o in self.outputs:
+            out_box = " and ".join(f"0 <= d{d} < {p.name}" for d, p in enumerate(self.out_params[o.index]))
             self.regions[("func", o.index)] = isl.Set(
                 f"[{', '.join(params)}] -> {{ F{o.index}[{', '.join(f'd{d}' for d in range(o.ndim))}] : {out_box} }}")
         for info in self.order:

@@ -25,7 +25,9 @@ class HalideFunction(Function):
 class HalideKernel:
     """A compiled Halide pipeline.
 
-    `realize(sizes, **inputs)`: sizes in Halide's order ([width, height, ...]);
+    `realize(sizes, **inputs)`: sizes in Halide's order ([width, height, ...]),
+    shared by all outputs, or one such list per output (as realizing into
+    buffers of different sizes does in Halide);
     ImageParams by name as numpy arrays or `hl.Buffer`s, scalar Params by name.
     numpy arrays use `hl.Buffer`'s default convention: the last numpy axis is
     Halide's dimension 0, so an image of width W and height H has shape (H, W)
@@ -45,16 +47,16 @@ class HalideKernel:
     def realize(self, sizes, **inputs):
         """Compute the outputs over [0, size) per dimension, as `hl.Pipeline.realize(sizes)` does."""
         tr = self.tr
-        sizes = [sizes] if isinstance(sizes, (int, np.integer)) else list(sizes)
-        if len(sizes) != tr.out_ndim or any(isinstance(s, bool) or int(s) < 1 for s in sizes):
-            raise ArgumentError(f"realize expects {tr.out_ndim} positive size(s) [width, height, ...], got {sizes}")
-        args, values = {}, {p.name: int(s) for p, s in zip(tr.out_params, sizes)}
+        per_output = self._sizes(sizes)
+        args, values = {}, {}
+        for o, sz in zip(tr.outputs, per_output):
+            values.update({p.name: s for p, s in zip(tr.out_params[o.index], sz)})
         unknown = set(inputs) - set(tr.image_params) - set(tr.scalar_params)
         if unknown:
             raise ArgumentError(f"realize got unknown input(s) {sorted(unknown)}; the pipeline takes "
                                 f"{sorted(set(tr.image_params) | set(tr.scalar_params))}")
         for name, ip in tr.image_params.items():
-            if ip.input is None and not any(p.name in self.kernel.kernel.lowered.params for p in ip.extent_params):
+            if ip.input is None and not any(p.name in self.kernel.lowered.params for p in ip.extent_params):
                 continue
             if name not in inputs:
                 raise ArgumentError(f"realize is missing the ImageParam {name!r}")
@@ -81,9 +83,24 @@ class HalideKernel:
         result = self.kernel(**args)
         result = result if isinstance(result, tuple) else (result,)
         by_name = dict(zip((b.name for b in self.kernel.lowered.outputs), result))
-        region = tuple(slice(0, s) for s in reversed(sizes))
-        outs = [by_name[n][region] for o in tr.outputs for n in o.ms_names]
+        outs = [by_name[n][tuple(slice(0, s) for s in reversed(sz))]
+                for o, sz in zip(tr.outputs, per_output) for n in o.ms_names]
         return outs[0] if len(outs) == 1 else outs
+
+    def _sizes(self, sizes):
+        """One list of sizes per output, checked."""
+        outs = self.tr.outputs
+        sizes = [sizes] if isinstance(sizes, (int, np.integer)) else list(sizes)
+        nested = bool(sizes) and all(isinstance(s, (list, tuple)) for s in sizes)
+        per_output = [list(s) for s in sizes] if nested else [sizes] * len(outs)
+        if len(per_output) != len(outs):
+            raise ArgumentError(f"realize got {len(per_output)} size lists for {len(outs)} outputs")
+        for o, sz in zip(outs, per_output):
+            if len(sz) != o.ndim or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1
+                                        for s in sz):
+                raise ArgumentError(f"output {o.name} needs {o.ndim} positive integer size(s) "
+                                    f"[width, height, ...], got {sz}")
+        return [[int(s) for s in sz] for sz in per_output]
 
     def _check_regions(self, values):
         """Every ImageParam and Buffer must cover the region the pipeline reads, as Halide checks."""
