@@ -38,3 +38,121 @@ def test_nb_four_stages():
     for fn in (h, k):
         fn.parallel(y).vectorize(x, 16)
     realize_both([h, k], [37, 19], {inp: u8(19, 37)})
+
+
+def test_conv3x3_with_kernel_input():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    ker = hl.ImageParam(hl.Float(32), 2, "ker")
+    r = hl.RDom([(0, 3), (0, 3)], "r")
+    conv = hl.Func("conv")
+    conv[x, y] = 0.0
+    conv[x, y] += inp[x + r.x, y + r.y] * ker[r.x, r.y]
+    conv.parallel(y).vectorize(x, 8)
+    conv.update(0).reorder(r.x, r.y, x, y).vectorize(x, 8).parallel(y)
+    realize_both(conv, [40, 21], {inp: f32(23, 42), ker: f32(3, 3)})
+
+
+def test_separable_gaussian():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    w = [0.0625, 0.25, 0.375, 0.25, 0.0625]
+    gx, gy = hl.Func("gx"), hl.Func("gy")
+    gx[x, y] = sum(w[i] * inp[x + i, y] for i in range(5))
+    gy[x, y] = sum(w[i] * gx[x, y + i] for i in range(5))
+    gy.tile(x, y, xi, yi, 16, 8).parallel(y).vectorize(xi, 8)
+    gx.compute_at(gy, x).vectorize(x, 8)
+    realize_both(gy, [50, 30], {inp: f32(34, 54)})
+
+
+def test_warp_affine_bilinear():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    a00, a01, a02, a10, a11, a12 = (hl.f32(v) for v in (0.9, 0.1, 1.3, -0.05, 1.1, 0.7))
+    xf = a00 * hl.f32(x) + a01 * hl.f32(y) + a02
+    yf = a10 * hl.f32(x) + a11 * hl.f32(y) + a12
+    ix, iy = hl.cast(hl.Int(32), hl.floor(xf)), hl.cast(hl.Int(32), hl.floor(yf))
+    fx, fy = xf - hl.floor(xf), yf - hl.floor(yf)
+    cx0, cy0 = hl.clamp(ix, 0, inp.width() - 1), hl.clamp(iy, 0, inp.height() - 1)
+    cx1, cy1 = hl.clamp(ix + 1, 0, inp.width() - 1), hl.clamp(iy + 1, 0, inp.height() - 1)
+    warp = hl.Func("warp")
+    warp[x, y] = hl.lerp(hl.lerp(inp[cx0, cy0], inp[cx1, cy0], fx), hl.lerp(inp[cx0, cy1], inp[cx1, cy1], fx), fy)
+    warp.parallel(y).vectorize(x, 8)
+    realize_both(warp, [41, 27], {inp: f32(27, 41)}, atol=1e-5)
+
+
+def test_heat2d_rdom_update():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    heat = hl.Func("heat")
+    r = hl.RDom([(1, inp.width() - 2), (1, inp.height() - 2)], "r")
+    heat[x, y] = inp[x, y]
+    heat[r.x, r.y] = hl.f32(0.3) * inp[r.x, r.y] + hl.f32(0.4) * (inp[r.x + 1, r.y] + inp[r.x - 1, r.y] + inp[r.x, r.y + 1]
+                                                   + inp[r.x, r.y - 1])
+    heat.parallel(y).vectorize(x, 8)
+    heat.update(0).parallel(r.y)
+    realize_both(heat, [33, 20], {inp: f32(20, 33)})
+
+
+def test_rgbyuv420_three_outputs():
+    rgb = hl.ImageParam(hl.UInt(8), 3, "rgb")
+    v = lambda xx, yy, ch: hl.cast(hl.Int(32), rgb[xx, yy, ch])
+    y_part, u_part, v_part = hl.Func("y_part"), hl.Func("u_part"), hl.Func("v_part")
+    y_part[x, y] = hl.cast(hl.UInt(8), ((66 * v(x, y, 0) + 129 * v(x, y, 1) + 25 * v(x, y, 2) + 128) / 256) + 16)
+    u_part[x, y] = hl.cast(hl.UInt(8), ((-38 * v(2 * x, 2 * y, 0) - 74 * v(2 * x, 2 * y, 1)
+                                         + 112 * v(2 * x, 2 * y, 2) + 128) / 256) + 128)
+    v_part[x, y] = hl.cast(hl.UInt(8), ((112 * v(2 * x, 2 * y, 0) - 94 * v(2 * x, 2 * y, 1)
+                                         - 18 * v(2 * x, 2 * y, 2) + 128) / 256) + 128)
+    for fn in (y_part, u_part, v_part):
+        fn.parallel(y).vectorize(x, 8)
+    w, h = 36, 22
+    img = u8(3, h, w)
+    rgb.set(hl.Buffer(img))
+    bufs = [hl.Buffer(hl.UInt(8), [w, h]), hl.Buffer(hl.UInt(8), [w // 2, h // 2]),
+            hl.Buffer(hl.UInt(8), [w // 2, h // 2])]
+    hl.Pipeline([y_part, u_part, v_part]).realize(bufs)
+    import mascarpone as ms
+    k = ms.from_halide([y_part, u_part, v_part]).compile("cpu")
+    ours = k.realize([[w, h], [w // 2, h // 2], [w // 2, h // 2]], rgb=img)
+    for a, b in zip(ours, bufs):
+        np.testing.assert_array_equal(a, np.asarray(b))
+
+
+def test_blur_repeat_edge_tiled():
+    inp = hl.ImageParam(hl.UInt(16), 2, "inp")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    bx, by = hl.Func("blur_x"), hl.Func("blur_y")
+    bx[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
+    by[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
+    by.tile(x, y, xi, yi, 16, 8).parallel(y).vectorize(xi, 8)
+    bx.compute_at(by, x).vectorize(x, 8)
+    img = rng.integers(0, 60000, (25, 39), dtype=np.uint16)
+    realize_both(by, [39, 25], {inp: img})
+
+
+def test_histogram_scatter():
+    inp = hl.ImageParam(hl.UInt(8), 2, "inp")
+    hist = hl.Func("hist")
+    r = hl.RDom([(0, inp.width()), (0, inp.height())], "r")
+    hist[x] = hl.u32(0)
+    hist[hl.cast(hl.Int(32), inp[r.x, r.y])] += hl.u32(1)
+    hist.compute_root()
+    realize_both(hist, [256], {inp: u8(31, 47)})
+
+
+def test_iir_scan_down_columns():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    iir = hl.Func("iir")
+    r = hl.RDom([(1, inp.height() - 1)], "r")
+    iir[x, y] = inp[x, y]
+    iir[x, r] = hl.f32(0.7) * iir[x, r - 1] + hl.f32(0.3) * inp[x, r]
+    iir.parallel(y).vectorize(x, 8)
+    iir.update(0).vectorize(x, 8)
+    realize_both(iir, [32, 17], {inp: f32(17, 32)})
+
+
+def test_tuple_valued_func():
+    inp = hl.ImageParam(hl.UInt(8), 2, "inp")
+    pair, out = hl.Func("pair"), hl.Func("out")
+    pair[x, y] = hl.Tuple([hl.cast(hl.Int(32), inp[x, y]) * 3, hl.f32(inp[x, y]) * 0.5])
+    out[x, y] = hl.f32(pair[x, y][0]) + pair[x, y][1]
+    pair.compute_root().vectorize(x, 8)
+    out.vectorize(x, 8)
+    realize_both(out, [21, 13], {inp: u8(13, 21)})
+    realize_both(pair, [21, 13], {inp: u8(13, 21)})

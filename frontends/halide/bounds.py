@@ -98,8 +98,13 @@ def aff_expr(aff: isl.Aff, params) -> E.Expr:
     return E.transform(e, lambda n: E.cast(int64, params[n.name]) if type(n) is E.Sym and n.name in params else None)
 
 
-def pwaff_expr(pa: isl.PwAff, context: isl.Set, params, what) -> E.Expr:
-    """An affine expression (with min/max) of the parameters equal to `pa` on `context`."""
+def pwaff_expr(pa: isl.PwAff, context: isl.Set, params, what, side="hi") -> E.Expr:
+    """An affine expression (with min/max) of the parameters equal to `pa` on `context`.
+
+    When no single max or min of the pieces equals `pa` (a piece that holds only
+    for some sizes, such as an empty reduction domain), the max (side='hi') or the
+    min (side='lo') of all pieces bounds it safely from outside.
+    """
     pa = pa.gist(context)
     pieces = pa.get_pieces()
     if len(pieces) == 1:
@@ -114,7 +119,10 @@ def pwaff_expr(pa: isl.PwAff, context: isl.Set, params, what) -> E.Expr:
             for a in affs[1:]:
                 out = E.binop(op, out, aff_expr(a, params))
             return out
-    raise NotSupportedError(f"{what}: its bound {pa} is piecewise in a way mascarpone cannot express")
+    out = aff_expr(affs[0], params)
+    for a in affs[1:]:
+        out = E.binop("max" if side == "hi" else "min", out, aff_expr(a, params))
+    return out
 
 
 def box(region: isl.Set, context: isl.Set, params, what):
@@ -128,8 +136,8 @@ def box(region: isl.Set, context: isl.Set, params, what):
             raise NotSupportedError(
                 f"{what}: the region it must compute is unbounded in dimension {d}; a data-dependent index "
                 f"reaches it without a clamp (add hl.clamp or a boundary condition)") from None
-        lo_e = pwaff_expr(lo, context, params, what)
-        hi_e = pwaff_expr(hi, context, params, what)
+        lo_e = pwaff_expr(lo, context, params, what, "lo")
+        hi_e = pwaff_expr(hi, context, params, what, "hi")
         out.append((lo_e, E.simplify(hi_e + 1)))
     return out
 

@@ -346,7 +346,7 @@ class _BoundScope:
     """Names during bounds inference: variables are plain symbols, accesses point at region keys."""
 
     def __init__(self, tr, var_names=None, info=None, k=0):
-        self.tr, self.var_names, self.info, self.k = tr, var_names or {}, info, k
+        self.tr, self.var_names, self.info, self.k = tr, ({} if var_names is None else var_names), info, k
 
     def var(self, name, dtype):
         if name not in self.var_names:

@@ -61,7 +61,7 @@ class StageScheduler:
     def apply(self):
         sched = self.info.stages[self.k].stage_schedule
         if sched is None:
-            return self.loop_of
+            return dict(self.loop_of)
         for s in sched.splits:
             kind = SPLIT_TYPES[s.split_type] if s.split_type < len(SPLIT_TYPES) else str(s.split_type)
             if kind == "SplitVar":
@@ -80,7 +80,7 @@ class StageScheduler:
         if order != self.comp.loops:
             self.comp.reorder(*order)
         self._tags(dims)
-        return self.loop_of
+        return {d.var: self._ms(d.var) for d in dims}
 
     def _split(self, s):
         factor = _int_value(s.factor, f"{self.where}: the factor of split({s.old_var})")
@@ -153,6 +153,17 @@ def apply_loop_schedules(tr, context):
             info.loop_names.append(names)
 
 
+def _read_in_update_indices(tr, info):
+    from middleend.expr import Access, walk
+    targets = set(info.comps[0])
+    for other in tr.order:
+        for comps in other.comps[1:]:
+            for comp in comps:
+                if any(isinstance(n, Access) and n.target in targets for a in comp.update_at for n in walk(a)):
+                    return True
+    return False
+
+
 def _consumer_stage(tr, info, level):
     consumer = next((f for f in tr.funcs if f.name == level.func_name), None)
     if consumer is None or consumer.region is None:
@@ -209,6 +220,8 @@ def _place(tr, info, level):
     if level is None or (not level.func_name and level.var_name in ("", "__inlined")):
         if len(info.stages) > 1:
             return  # Halide computes an unscheduled Func with updates where it is used; root gives the same values
+        if _read_in_update_indices(tr, info):
+            return  # the middle-end inlines into values, not into the indices an update writes at
         for comp in info.comps[0]:
             comp.inline()
         return
