@@ -9,16 +9,16 @@ hl = __import__("halide")
 def realize_both(outputs, sizes, images=None, params=None, rtol=None, atol=0.0):
     """Realize `outputs` (a Func or a list of them) with Halide and with mascarpone; assert they agree.
 
-    images: {hl.ImageParam: numpy array}; params: {hl.Param: value}. Integer outputs must be
+    images: {hl.ImageParam: numpy array}; params: [(hl.Param, value), ...]. Integer outputs must be
     bit-exact; float outputs agree within `rtol` (default 1e-5) and `atol`.
     Returns (ours, theirs) as lists of arrays.
     """
-    images, params = images or {}, params or {}
+    images, params = images or {}, params or []
     funcs = outputs if isinstance(outputs, list) else [outputs]
     pipeline = hl.Pipeline(funcs)
     for ip, arr in images.items():
         ip.set(hl.Buffer(arr))
-    for p, v in params.items():
+    for p, v in params:
         p.set(v)
     theirs = pipeline.realize(sizes)
     theirs = [np.asarray(b).copy() for b in (theirs if isinstance(theirs, (list, tuple)) or
@@ -26,7 +26,7 @@ def realize_both(outputs, sizes, images=None, params=None, rtol=None, atol=0.0):
     f = ms.from_halide(pipeline)
     kernel = f.compile("cpu")
     kwargs = {ip.name(): arr for ip, arr in images.items()}
-    kwargs.update({p.name(): v for p, v in params.items()})
+    kwargs.update({p.name(): v for p, v in params})
     ours = kernel.realize(sizes, **kwargs)
     ours = ours if isinstance(ours, list) else [ours]
     assert len(ours) == len(theirs)

@@ -156,3 +156,120 @@ def test_tuple_valued_func():
     out.vectorize(x, 8)
     realize_both(out, [21, 13], {inp: u8(13, 21)})
     realize_both(pair, [21, 13], {inp: u8(13, 21)})
+
+
+def test_bilateral_grid():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    s_sigma, r_sigma = 4, hl.f32(0.1)
+    z = hl.Var("z")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    r = hl.RDom([(0, s_sigma), (0, s_sigma)], "r")
+    val = hl.clamp(clamped[x * s_sigma + r.x - s_sigma // 2, y * s_sigma + r.y - s_sigma // 2], hl.f32(0), hl.f32(1))
+    zi = hl.clamp(hl.cast(hl.Int(32), val * (1 / r_sigma) + hl.f32(0.5)), 0, 10)
+    grid = hl.Func("grid")
+    grid[x, y, z, c] = hl.f32(0)
+    grid[x, y, zi, c] += hl.select(c == 0, val, hl.f32(1))
+    blurz, blurx, blury = hl.Func("blurz"), hl.Func("blurx"), hl.Func("blury")
+    blurz[x, y, z, c] = grid[x, y, z - 1, c] + 2 * grid[x, y, z, c] + grid[x, y, z + 1, c]
+    blurx[x, y, z, c] = blurz[x - 1, y, z, c] + 2 * blurz[x, y, z, c] + blurz[x + 1, y, z, c]
+    blury[x, y, z, c] = blurx[x, y - 1, z, c] + 2 * blurx[x, y, z, c] + blurx[x, y + 1, z, c]
+    zv = hl.clamp(inp[x, y], hl.f32(0), hl.f32(1)) * (1 / r_sigma)
+    zk = hl.clamp(hl.cast(hl.Int(32), zv), 0, 9)
+    zf = zv - hl.f32(zk)
+    xf, yf = hl.f32(x % s_sigma) / s_sigma, hl.f32(y % s_sigma) / s_sigma
+    xk, yk = x / s_sigma, y / s_sigma
+    interp = hl.Func("interp")
+    interp[x, y, c] = hl.lerp(hl.lerp(hl.lerp(blury[xk, yk, zk, c], blury[xk + 1, yk, zk, c], xf),
+                                      hl.lerp(blury[xk, yk + 1, zk, c], blury[xk + 1, yk + 1, zk, c], xf), yf),
+                              hl.lerp(hl.lerp(blury[xk, yk, zk + 1, c], blury[xk + 1, yk, zk + 1, c], xf),
+                                      hl.lerp(blury[xk, yk + 1, zk + 1, c], blury[xk + 1, yk + 1, zk + 1, c], xf),
+                                      yf), zf)
+    out = hl.Func("bilateral")
+    out[x, y] = interp[x, y, 0] / hl.max(interp[x, y, 1], hl.f32(1e-6))
+    grid.compute_root().parallel(y)
+    grid.update(0).parallel(y)
+    blurz.compute_root().parallel(y).vectorize(x, 4)
+    blurx.compute_root().parallel(y).vectorize(x, 4)
+    blury.compute_root().parallel(y).vectorize(x, 4)
+    out.parallel(y).vectorize(x, 8)
+    realize_both(out, [40, 28], {inp: f32(28, 40)}, rtol=1e-4, atol=1e-5)
+
+
+def test_image_pyramid_down_and_up():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+
+    def down(f, name):
+        dx, d = hl.Func(name + "_x"), hl.Func(name)
+        dx[x, y] = (f[2 * x - 1, y] + 3 * f[2 * x, y] + 3 * f[2 * x + 1, y] + f[2 * x + 2, y]) / 8
+        d[x, y] = (dx[x, 2 * y - 1] + 3 * dx[x, 2 * y] + 3 * dx[x, 2 * y + 1] + dx[x, 2 * y + 2]) / 8
+        return dx, d
+
+    def up(f, name):
+        ux, u = hl.Func(name + "_x"), hl.Func(name)
+        ux[x, y] = (f[x / 2 + (x % 2) * 2 - 1, y] + 3 * f[x / 2, y]) / 4
+        u[x, y] = (ux[x, y / 2 + (y % 2) * 2 - 1] + 3 * ux[x, y / 2]) / 4
+        return ux, u
+
+    d1x, d1 = down(clamped, "d1")
+    d2x, d2 = down(d1, "d2")
+    u1x, u1 = up(d2, "u1")
+    out = hl.Func("pyr")
+    out[x, y] = clamped[x, y] - u1[x, y / 1]
+    for f in (d1, d2):
+        f.compute_root().parallel(y).vectorize(x, 4)
+    d1x.compute_at(d1, y).vectorize(x, 4)
+    d2x.compute_at(d2, y)
+    u1.compute_root().parallel(y)
+    out.parallel(y).vectorize(x, 8)
+    realize_both(out, [37, 29], {inp: f32(29, 37)})
+
+
+def test_expressions_and_boundary_conditions():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    lut = hl.Buffer(np.arange(7, dtype=np.int16) * 3 - 5)
+    gain = hl.Param(hl.Float(32), "gain")
+    shift = hl.Param(hl.Int(32), "shift")
+    ce = hl.BoundaryConditions.constant_exterior(inp, hl.f32(0.25))
+    mi = hl.BoundaryConditions.mirror_image(inp)
+    mo = hl.BoundaryConditions.mirror_interior(inp)
+    v = ce[x - 2, y + 1] + mi[x + 3, y - 2] * gain - mo[x - 1, y + 2]
+    idx = hl.clamp(hl.cast(hl.Int(32), hl.floor(hl.abs(v) * 3)), 0, 6)
+    f = hl.Func("kitchen")
+    f[x, y] = hl.select(hl.likely(v > 0.5) & (x % 3 != 1) | (y < shift),
+                        hl.sqrt(hl.abs(v)) + hl.exp(-v * v),
+                        hl.mux(x % 4, [hl.floor(v), hl.ceil(v), hl.f32(lut[idx]), hl.min(hl.max(v, -1.0), 1.0)]))
+    g = hl.Func("kitchen_int")
+    g[x, y] = hl.cast(hl.Int(16), f[x, y] * 100) / 7 + hl.cast(hl.Int(16), (x - y)) % 5 - lut[(x + y) % 7]
+    f.compute_root().vectorize(x, 4)
+    g.parallel(y)
+    realize_both([f, g], [23, 19], {inp: f32(19, 23)}, [(gain, 1.5), (shift, 4)], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("schedule", ["split_reorder", "fuse_parallel", "tile_unroll", "reorder_vectorize",
+                                      "compute_at_inner", "store_root_compute_at"])
+def test_tutorial_schedules(schedule):
+    inp = hl.ImageParam(hl.Int(32), 2, "inp")
+    prod, cons = hl.Func("producer"), hl.Func("consumer")
+    prod[x, y] = inp[x, y] * 3 + x - y
+    cons[x, y] = prod[x, y] + prod[x + 1, y] + prod[x, y + 1] - prod[x + 1, y + 1]
+    fused = hl.Var("fused")
+    if schedule == "split_reorder":
+        cons.split(x, xo, xi, 4).reorder(xo, xi, y)
+        prod.compute_root()
+    elif schedule == "fuse_parallel":
+        cons.split(x, xo, xi, 4).fuse(xi, y, fused).parallel(fused)
+        prod.compute_root().parallel(y)
+    elif schedule == "tile_unroll":
+        cons.tile(x, y, xo, yo, xi, yi, 4, 2).unroll(xi).parallel(yo)
+        prod.compute_at(cons, xo)
+    elif schedule == "reorder_vectorize":
+        cons.reorder(y, x).vectorize(y, 4)
+        prod.compute_root().vectorize(x, 8)
+    elif schedule == "compute_at_inner":
+        cons.split(y, yo, yi, 3).parallel(yo).vectorize(x, 4)
+        prod.compute_at(cons, yi)
+    elif schedule == "store_root_compute_at":
+        prod.store_root().compute_at(cons, y)
+    img = rng.integers(-1000, 1000, (22, 33), dtype=np.int32)
+    realize_both(cons, [32, 21], {inp: img})

@@ -26,6 +26,16 @@ class IndexText:
     def __init__(self):
         self.unknowns = []
         self.constraints = []
+        self._memo = {}   # id(expr) -> (expr, text): a shared sub-expression (a Let value) is one unknown
+
+    def text(self, e) -> str:
+        """isl text of integer expression `e`, with unknowns where it is not affine."""
+        hit = self._memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self._text(e)
+        self._memo[id(e)] = (e, out)
+        return out
 
     def _unknown(self, lo, hi):
         name = f"u_{len(self.unknowns)}"
@@ -40,13 +50,13 @@ class IndexText:
             raise TypeError(dtype)
         return self._unknown(dtype.min_value(), dtype.max_value())
 
-    def text(self, e) -> str:
-        """isl text of integer expression `e`, with unknowns where it is not affine."""
+    def _text(self, e) -> str:
         exact = affine_text(e)
         if exact is not None:
             return exact
         if isinstance(e, E.Cast) and e.a.dtype.is_int and e.dtype.is_int:
-            if e.dtype.bits >= e.a.dtype.bits and (e.dtype.is_signed or not e.a.dtype.is_signed):
+            # like Halide's bounds inference, index arithmetic of 32 bits or more is taken not to wrap
+            if e.dtype.bits >= 32 or (e.dtype.bits >= e.a.dtype.bits and (e.dtype.is_signed or not e.a.dtype.is_signed)):
                 return self.text(e.a)
             return self._of_type(e.dtype)
         if isinstance(e, E.BinOp) and e.dtype.is_int:
@@ -64,12 +74,42 @@ class IndexText:
                 return f"floor(({self.text(e.a)}) / {divisor})"
             if e.op == "emod" and divisor is not None and divisor > 0:
                 return f"(({self.text(e.a)}) mod {divisor})"
+            if e.op == "emod":
+                # Halide's modulo lies in [0, |b| - 1] (and is 0 when b is 0)
+                b = self.text(e.b)
+                return self._unknown(0, f"max(max(({b}) - 1, -({b}) - 1), 0)")
         if isinstance(e, E.Select) and e.dtype.is_int:
             a, b = self.text(e.t), self.text(e.f)
-            return self._unknown(f"min({a}, {b})", f"max({a}, {b})")
+            name = f"u_{len(self.unknowns)}"
+            self.unknowns.append(name)
+            cond = self.condition(e.cond)
+            if cond is None:
+                self.constraints.append(f"({name} = {a} or {name} = {b})")
+            else:
+                self.constraints.append(f"((({cond}) and {name} = {a}) or (not ({cond}) and {name} = {b}))")
+            return name
         if isinstance(e, E.UnOp) and e.op == "neg" and e.dtype.is_int:
             return f"(-({self.text(e.a)}))"
         return self._of_type(e.dtype)
+
+
+    _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "="}
+
+    def condition(self, e):
+        """isl text of a condition on integers (with unknowns), or None when it is not one."""
+        if isinstance(e, E.BinOp) and e.op in ("and", "or"):
+            a, b = self.condition(e.a), self.condition(e.b)
+            return None if a is None or b is None else f"(({a}) {e.op} ({b}))"
+        if isinstance(e, E.UnOp) and e.op == "not":
+            a = self.condition(e.a)
+            return None if a is None else f"not ({a})"
+        if isinstance(e, E.BinOp) and e.op in self._CMP and e.a.dtype.is_int:
+            return f"({self.text(e.a)}) {self._CMP[e.op]} ({self.text(e.b)})"
+        if isinstance(e, E.BinOp) and e.op == "ne" and e.a.dtype.is_int:
+            return f"not (({self.text(e.a)}) = ({self.text(e.b)}))"
+        if isinstance(e, E.Const) and e.dtype.is_bool:
+            return "true" if e.value else "false"
+        return None
 
 
 def _const(e):
@@ -78,17 +118,44 @@ def _const(e):
     return None
 
 
-def access_region(domain_text, params, stage, dims, indices, target) -> isl.Set:
-    """The elements of `target` that `target[indices]` reads (or writes) over the stage's domain.
-
-    `domain_text` is the isl constraint text of the stage's instances over `dims`.
-    """
+def access_region(domain: isl.Set, params, stage, dims, indices, target) -> isl.Set:
+    """The elements of `target` that `target[indices]` reads (or writes) over the stage's instances `domain`."""
     it = IndexText()
     outs = [it.text(i) for i in indices]
-    cons = [c for c in [domain_text] + it.constraints if c]
+    cons = it.constraints
     text = (f"[{', '.join(params)}] -> {{ {stage}[{', '.join(list(dims) + it.unknowns)}] -> "
             f"{target}[{', '.join(outs)}]" + (f" : {' and '.join(cons)}" if cons else "") + " }")
-    return isl.Map(text).range()
+    extended = domain.add_dims(isl.dim_type.set, len(it.unknowns)).set_tuple_name(stage)
+    return isl.Map(text).intersect_domain(extended).range()
+
+
+def exact_box(region: isl.Set) -> isl.Set:
+    """The bounding box of `region` with its exact (piecewise) bounds per dimension, as a set."""
+    space = region.get_space()
+    n = region.dim(isl.dim_type.set)
+    ls = isl.LocalSpace.from_space(space)
+    zero = isl.PwAff.from_aff(isl.Aff.zero_on_domain(ls))
+    tuple_id = space.get_tuple_id(isl.dim_type.set)
+    out = isl.Set.universe(space)
+    for d in range(n):
+        v = isl.PwAff.var_on_domain(ls, isl.dim_type.set, d)
+        lo, hi = (zero.add(pa.add_dims(isl.dim_type.in_, n).set_tuple_id(isl.dim_type.in_, tuple_id))
+                  for pa in (region.dim_min(d), region.dim_max(d)))
+        out = out.intersect(v.ge_set(lo)).intersect(v.le_set(hi))
+    return out
+
+
+def restrict_to_box(domain: isl.Set, box_set: isl.Set, positions) -> isl.Set:
+    """`domain` (a stage's instances) with its variables at `positions` (var index -> box dimension)
+    limited to the exact box."""
+    n_dom = domain.dim(isl.dim_type.set)
+    n_box = box_set.dim(isl.dim_type.set)
+    ins = [f"v{i}" for i in range(n_dom)]
+    outs = [f"o{j}" for j in range(n_box)]
+    cons = [f"o{j} = v{i}" for i, j in positions.items()]
+    m = isl.Map(f"{{ {domain.get_tuple_name()}[{', '.join(ins)}] -> {box_set.get_tuple_name()}[{', '.join(outs)}]"
+                + (f" : {' and '.join(cons)}" if cons else "") + " }")
+    return domain.intersect(m.intersect_range(box_set).domain())
 
 
 def aff_expr(aff: isl.Aff, params) -> E.Expr:

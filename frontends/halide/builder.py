@@ -156,11 +156,13 @@ class PipelineTranslation:
             region = self._apply_bound_directives(info, region, params).intersect_params(context).coalesce()
             info.region = region
             info.stage_boxes = [None] * len(info.stages)
+            info.stage_exact = [None] * len(info.stages)
             stage_req = region
             for k in reversed(range(len(info.stages))):
                 what = info.stage_name(k)
                 bounds.check_extent(stage_req, what)
                 info.stage_boxes[k] = bounds.box(stage_req, context, self.params, what)
+                info.stage_exact[k] = bounds.exact_box(stage_req.intersect_params(context).coalesce())
                 reads, writes = self._stage_accesses(info, k, params)
                 for key, reg in reads:
                     if key == ("func", info.index):
@@ -242,9 +244,11 @@ class PipelineTranslation:
             exprs.append(p)
             cons += [c for c in (constraint_text(c) for c in _conjuncts(p)) if c is not None]
         args = [t(a) for a in d.args] if k else []
-        dom = " and ".join(f"({c})" for c in cons)
         dims = [var_names[h] for h, _ in pure] + [var_names[r.var] for r in rvars]
         stage = f"S{info.index}_{k}"
+        dom = isl.Set(f"[{', '.join(params)}] -> {{ {stage}[{', '.join(dims)}]"
+                      + (f" : {' and '.join(f'({c})' for c in cons)}" if cons else "") + " }")
+        dom = bounds.restrict_to_box(dom, info.stage_exact[k], {i: dim for i, (_, dim) in enumerate(pure)})
         reads = []
         for e in exprs + args:
             for n in E.walk(e):
@@ -316,6 +320,10 @@ class PipelineTranslation:
                 owner = info.comps[0][v]
                 comps.append(owner.update(var_list, value, at, where=where,
                                           name=self.names.fresh(f"{info.ms_names[v]}_s{k}")))
+        # the variables' bounds above may be loose (max of pieces); the box isl computed is exact
+        positions = {next(i for i, v in enumerate(var_list) if v is ms_vars[h]): dim for h, dim in pure}
+        for comp in comps:
+            comp.domain = bounds.restrict_to_box(comp.domain, info.stage_exact[k], positions).coalesce()
         return comps
 
     def _check_tuple_update(self, info, k, v, value):

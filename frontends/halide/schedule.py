@@ -94,6 +94,8 @@ class StageScheduler:
         comp = self.comp
         outer, inner = self._ms(s.outer), self._ms(s.inner)
         inner_range = _loop_range(comp, inner, self.context)
+        if inner in self.split_factor:
+            inner_range = (0, self.split_factor[inner] - 1)
         outer_range = _loop_range(comp, outer, self.context)
         if inner_range is None:
             raise NotSupportedError(f"{self.where}: fuse({s.inner}, {s.outer}) needs the inner loop {s.inner} to "
