@@ -129,20 +129,40 @@ def access_region(domain: isl.Set, params, stage, dims, indices, target) -> isl.
     return isl.Map(text).intersect_domain(extended).range()
 
 
-def exact_box(region: isl.Set) -> isl.Set:
-    """The bounding box of `region` with its exact (piecewise) bounds per dimension, as a set."""
-    space = region.get_space()
-    n = region.dim(isl.dim_type.set)
+def box_bounds(region: isl.Set, context: isl.Set, what):
+    """Per dimension, the exact (piecewise) min and max of `region` as PwAffs of the parameters."""
+    region = region.intersect_params(context)
+    out = []
+    for d in range(region.dim(isl.dim_type.set)):
+        try:
+            out.append((region.dim_min(d).coalesce(), region.dim_max(d).coalesce()))
+        except isl.Error:
+            raise NotSupportedError(
+                f"{what}: the region it must compute is unbounded in dimension {d}; a data-dependent index "
+                f"reaches it without a clamp (add hl.clamp or a boundary condition)") from None
+    return out
+
+
+def merge_bounds(a, b):
+    """The bounding box of two boxes given as per-dimension (min, max) PwAffs."""
+    if a is None:
+        return b
+    return [(lo1.min(lo2).coalesce(), hi1.max(hi2).coalesce()) for (lo1, hi1), (lo2, hi2) in zip(a, b)]
+
+
+def box_set(bnds, space: isl.Space) -> isl.Set:
+    """The box with per-dimension (min, max) PwAffs as a set in `space` (a named tuple over the parameters)."""
+    n = space.dim(isl.dim_type.set)
     ls = isl.LocalSpace.from_space(space)
     zero = isl.PwAff.from_aff(isl.Aff.zero_on_domain(ls))
     tuple_id = space.get_tuple_id(isl.dim_type.set)
     out = isl.Set.universe(space)
-    for d in range(n):
+    for d, (lo, hi) in enumerate(bnds):
         v = isl.PwAff.var_on_domain(ls, isl.dim_type.set, d)
         lo, hi = (zero.add(pa.add_dims(isl.dim_type.in_, n).set_tuple_id(isl.dim_type.in_, tuple_id))
-                  for pa in (region.dim_min(d), region.dim_max(d)))
+                  for pa in (lo, hi))
         out = out.intersect(v.ge_set(lo)).intersect(v.le_set(hi))
-    return out
+    return out.coalesce()
 
 
 def restrict_to_box(domain: isl.Set, box_set: isl.Set, positions) -> isl.Set:
@@ -192,17 +212,10 @@ def pwaff_expr(pa: isl.PwAff, context: isl.Set, params, what, side="hi") -> E.Ex
     return out
 
 
-def box(region: isl.Set, context: isl.Set, params, what):
-    """Per dimension, (lo, hi) expressions of the parameters: the bounding box of `region` (hi exclusive)."""
-    region = region.intersect_params(context).coalesce()
+def box(bnds, context: isl.Set, params, what):
+    """Per dimension, (lo, hi) expressions of the parameters for a box of (min, max) PwAffs (hi exclusive)."""
     out = []
-    for d in range(region.dim(isl.dim_type.set)):
-        try:
-            lo, hi = region.dim_min(d), region.dim_max(d)
-        except isl.Error:
-            raise NotSupportedError(
-                f"{what}: the region it must compute is unbounded in dimension {d}; a data-dependent index "
-                f"reaches it without a clamp (add hl.clamp or a boundary condition)") from None
+    for lo, hi in bnds:
         lo_e = pwaff_expr(lo, context, params, what, "lo")
         hi_e = pwaff_expr(hi, context, params, what, "hi")
         out.append((lo_e, E.simplify(hi_e + 1)))

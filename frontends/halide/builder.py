@@ -141,47 +141,57 @@ class PipelineTranslation:
 
     # pass 1: bounds -------------------------------------------------------------------------
     def infer_bounds(self):
-        """Fill `region` and `stage_boxes` of every Func, and the region each ImageParam must cover."""
+        """Fill `region` and `stage_boxes` of every Func, and the region each ImageParam must cover.
+
+        As in Halide, what a Func must provide is a box: each access's exact region is reduced to its
+        per-dimension (piecewise) min and max, and boxes combine by min/max, which keeps isl's sets small.
+        """
         context = self.context()
         params = sorted(self.params)
         self.regions = {}
         for o in self.outputs:
             out_box = " and ".join(f"0 <= d{d} < {p.name}" for d, p in enumerate(self.out_params[o.index]))
-            self.regions[("func", o.index)] = isl.Set(
-                f"[{', '.join(params)}] -> {{ F{o.index}[{', '.join(f'd{d}' for d in range(o.ndim))}] : {out_box} }}")
+            reg = isl.Set(f"[{', '.join(params)}] -> {{ F{o.index}[{', '.join(f'd{d}' for d in range(o.ndim))}] : "
+                          f"{out_box} }}")
+            self._add_region(("func", o.index), reg, context, f"Func {o.name}")
         for info in self.order:
-            region = self.regions.get(("func", info.index))
-            if region is None:
+            bnds = self.regions.get(("func", info.index))
+            if bnds is None:
                 continue
+            space = isl.Set(f"[{', '.join(params)}] -> {{ F{info.index}[{', '.join(f'd{d}' for d in range(info.ndim))}] }}").get_space()
+            region = bounds.box_set(bnds, space)
             region = self._apply_bound_directives(info, region, params).intersect_params(context).coalesce()
             info.region = region
             info.stage_boxes = [None] * len(info.stages)
             info.stage_exact = [None] * len(info.stages)
-            stage_req = region
+            stage_bnds = bounds.box_bounds(region, context, f"Func {info.name}")
             for k in reversed(range(len(info.stages))):
                 what = info.stage_name(k)
-                bounds.check_extent(stage_req, what)
-                info.stage_boxes[k] = bounds.box(stage_req, context, self.params, what)
-                info.stage_exact[k] = bounds.exact_box(stage_req.intersect_params(context).coalesce())
+                stage_set = bounds.box_set(stage_bnds, space).intersect_params(context)
+                bounds.check_extent(stage_set, what)
+                info.stage_boxes[k] = bounds.box(stage_bnds, context, self.params, what)
+                info.stage_exact[k] = stage_set
                 reads, writes = self._stage_accesses(info, k, params)
                 for key, reg in reads:
                     if key == ("func", info.index):
-                        stage_req = stage_req.union(reg)
+                        writes.append(reg)
                     else:
-                        self._add_region(key, reg)
+                        self._add_region(key, reg, context, what)
                 for reg in writes:
-                    stage_req = stage_req.union(reg)
-                stage_req = stage_req.intersect_params(context).coalesce()
+                    stage_bnds = bounds.merge_bounds(stage_bnds, bounds.box_bounds(reg, context, what))
         for name, ip in list(self.image_params.items()) + list(self.const_buffers.items()):
             kind = "image" if name in self.image_params else "buffer"
-            reg = self.regions.get((kind, name))
-            ip.region = reg.intersect_params(context).coalesce() if reg is not None else None
-            if reg is not None:
-                bounds.check_extent(ip.region, f"{'ImageParam' if kind == 'image' else 'Buffer'} {name}")
+            bnds = self.regions.get((kind, name))
+            if bnds is None:
+                continue
+            tup = f"I_{ip.ms_name}" if kind == "image" else f"B_{ip.ms_name}"
+            ndim = len(bnds)
+            space = isl.Set(f"[{', '.join(params)}] -> {{ {tup}[{', '.join(f'd{d}' for d in range(ndim))}] }}").get_space()
+            ip.region = bounds.box_set(bnds, space).intersect_params(context)
+            bounds.check_extent(ip.region, f"{'ImageParam' if kind == 'image' else 'Buffer'} {name}")
 
-    def _add_region(self, key, reg):
-        old = self.regions.get(key)
-        self.regions[key] = reg if old is None else old.union(reg)
+    def _add_region(self, key, reg, context, what):
+        self.regions[key] = bounds.merge_bounds(self.regions.get(key), bounds.box_bounds(reg, context, what))
 
     def _apply_bound_directives(self, info, region, params):
         """Func.bound(x, min, extent) fixes the realized region along x, as in Halide."""
@@ -316,7 +326,10 @@ class PipelineTranslation:
                                          output=True if is_output else None))
             else:
                 self._check_tuple_update(info, k, v, value)
-                at = list(reversed([t(a) for a in d.args]))
+                # Funcs read by the indices an update writes at are substituted there (the middle-end
+                # lowers reads in values, not in store indices)
+                inline_t = Translator(_InlineScope(self, ms_vars, info, k), info.stage_name(k))
+                at = list(reversed([inline_t(a) for a in d.args]))
                 owner = info.comps[0][v]
                 comps.append(owner.update(var_list, value, at, where=where,
                                           name=self.names.fresh(f"{info.ms_names[v]}_s{k}")))
@@ -404,3 +417,17 @@ class _FinalScope(_BoundScope):
         cb = self.tr.const_buffers[node.image_name]
         idx = [a - E.lift(m, a.dtype) if m else a for a, m in zip(args, cb.mins)]
         return cb.input[tuple(reversed(idx))]
+
+
+class _InlineScope(_FinalScope):
+    """Like _FinalScope, but calls to Funcs are replaced by the Funcs' definitions (with bound arguments)."""
+
+    def func_call(self, node, args):
+        target = self.tr.funcs[node.func_index]
+        if len(target.stages) != 1:
+            raise NotSupportedError(f"{self.info.stage_name(self.k)} writes at an index computed from Func "
+                                    f"{target.name}, which has update definitions; this is not supported")
+        bound = {a: (v if v.dtype == int32 else E.cast(int32, v)) for a, v in zip(target.args, args)}
+        inner = _InlineScope(self.tr, bound, target, 0)
+        return Translator(inner, target.stage_name(0))(target.stages[0].values[node.value_index])
+

@@ -155,17 +155,6 @@ def apply_loop_schedules(tr, context):
             info.loop_names.append(names)
 
 
-def _read_in_update_indices(tr, info):
-    from middleend.expr import Access, walk
-    targets = set(info.comps[0])
-    for other in tr.order:
-        for comps in other.comps[1:]:
-            for comp in comps:
-                if any(isinstance(n, Access) and n.target in targets for a in comp.update_at for n in walk(a)):
-                    return True
-    return False
-
-
 def _consumer_stage(tr, info, level):
     consumer = next((f for f in tr.funcs if f.name == level.func_name), None)
     if consumer is None or consumer.region is None:
@@ -222,8 +211,6 @@ def _place(tr, info, level):
     if level is None or (not level.func_name and level.var_name in ("", "__inlined")):
         if len(info.stages) > 1:
             return  # Halide computes an unscheduled Func with updates where it is used; root gives the same values
-        if _read_in_update_indices(tr, info):
-            return  # the middle-end inlines into values, not into the indices an update writes at
         for comp in info.comps[0]:
             comp.inline()
         return
