@@ -96,6 +96,10 @@ def nb_pipeline(schedule):
     if schedule == "root":
         for fn in (f, g):
             fn.compute_root().split(y, yo, yi, 8).parallel(yo).vectorize(x, 32)
+    if schedule == "stages":   # every stage its own loop nest, left for mascarpone to schedule
+        f.compute_root()
+        g.compute_root()
+        return inp, [hh, k]
     if schedule != "plain":
         for fn in (hh, k):
             fn.split(y, yo, yi, 8).parallel(yo).vectorize(x, 32)
