@@ -56,7 +56,8 @@ def warp_affine(w, h, rng):
     warp = hl.Func("warp")
     warp[x, y] = hl.lerp(hl.lerp(inp[cx0, cy0], inp[cx1, cy0], fx), hl.lerp(inp[cx0, cy1], inp[cx1, cy1], fx), fy)
     warp.parallel(y, 8).vectorize(x, 8)
-    return dict(outputs=[warp], images={inp: rng.random((h, w), dtype=np.float32)}, sizes=[w, h], tol=1e-4)
+    # floor() of coordinates that FMA contraction moves across an integer picks a neighbouring pixel
+    return dict(outputs=[warp], images={inp: rng.random((h, w), dtype=np.float32)}, sizes=[w, h], tol=1e-3)
 
 
 def heat2d(w, h, rng):
