@@ -4,7 +4,11 @@
     with ms.Function("blur") as f:
         ...
     kernel = f.compile("cpu")
+
+    f = ms.from_halide(halide_pipeline)     # a Halide pipeline, algorithm and schedule
+    out = f.compile("cpu").realize([width, height], input=array)
 """
+from frontends.halide import HalideFormatError, HalideVersionError, from_halide
 from middleend.algorithm import Computation, Input, Param, Var
 from middleend.buffer import Buffer
 from middleend.errors import (ArgumentError, DomainError, ExprTypeError, IllegalScheduleError, MascarponeError,

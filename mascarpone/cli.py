@@ -3,11 +3,21 @@
     mascarpone demo                       the blur and gemm demo
     mascarpone lower PROGRAM.py [-f NAME] print the scheduled loop nest
     mascarpone deps PROGRAM.py [-f NAME]  print the dependences
-    mascarpone compile PROGRAM.py -o OUT.o [-f NAME]
-                                          write an object file and OUT.h
+    mascarpone compile PROGRAM.py [--target cpu] [-o OUT.o] [-f NAME]
+                                          compile (and with -o write an object file and OUT.h)
 
 PROGRAM.py is a Python file that builds one or more `ms.Function`s at module
 level (and schedules them); `-f` picks one by name when there are several.
+
+A Halide pipeline works too: if the file defines no ms.Function but an
+`hl.Pipeline` or `hl.Func` at module level (with its schedule), it is read
+through `ms.from_halide` (`-f` names the variable or the Func when there are
+several). Its kernel follows Halide's conventions: `realize([width, height,
+...], **inputs)` with sizes in Halide's order; numpy arrays as `hl.Buffer`
+takes and gives them by default, so numpy's last axis is Halide's dimension 0
+(an image of width W and height H is an array of shape (H, W)). The object
+file's C function takes the buffers row-major in that same reversed order,
+followed by the int64 size parameters (`out_extent_0` is the width, ...).
 """
 from __future__ import annotations
 
@@ -31,7 +41,10 @@ def load_function(path, name=None) -> Function:
         raise MascarponeError(f"running {path} failed: {type(err).__name__}: {err}") from err
     functions = {v.name: v for v in namespace.values() if isinstance(v, Function)}
     if not functions:
-        raise MascarponeError(f"{path} defines no ms.Function at module level")
+        halide = _halide_function(namespace, path, name)
+        if halide is not None:
+            return halide
+        raise MascarponeError(f"{path} defines no ms.Function (nor a Halide Pipeline or Func) at module level")
     if name is not None:
         if name not in functions:
             raise MascarponeError(f"{path} has no function {name!r}; it has {sorted(functions)}")
@@ -39,6 +52,30 @@ def load_function(path, name=None) -> Function:
     if len(functions) > 1:
         raise MascarponeError(f"{path} defines several functions {sorted(functions)}; pick one with -f NAME")
     return next(iter(functions.values()))
+
+
+def _halide_function(namespace, path, name):
+    """The ms.Function of the Halide Pipeline or Func a program defines (the one called `name`), or None."""
+    if "halide" not in sys.modules:
+        return None
+    import halide as hl
+
+    from frontends.halide import from_halide
+    candidates = {k: v for k, v in namespace.items() if isinstance(v, hl.Pipeline) and not k.startswith("_")}
+    if not candidates:
+        candidates = {k: v for k, v in namespace.items() if isinstance(v, hl.Func) and not k.startswith("_")}
+    if not candidates:
+        return None
+    if name is not None:
+        picked = candidates.get(name) or next((v for v in candidates.values()
+                                               if isinstance(v, hl.Func) and v.name() == name), None)
+        if picked is None:
+            raise MascarponeError(f"{path} has no Halide pipeline or Func {name!r}; it has {sorted(candidates)}")
+        return from_halide(picked)
+    if len(candidates) > 1:
+        raise MascarponeError(f"{path} defines several Halide pipelines or Funcs {sorted(candidates)}; "
+                              f"pick one with -f NAME")
+    return from_halide(next(iter(candidates.values())))
 
 
 def main(argv=None):
@@ -52,7 +89,7 @@ def main(argv=None):
         p.add_argument("program")
         p.add_argument("-f", "--function")
         if cmd == "compile":
-            p.add_argument("-o", "--output", required=True)
+            p.add_argument("-o", "--output", help="object file to write (a C header is written beside it)")
             p.add_argument("--target", default="cpu", choices=["cpu"])
     args = parser.parse_args(argv)
     try:
@@ -65,9 +102,12 @@ def main(argv=None):
             print(f.lower())
         elif args.command == "deps":
             print(f.dependences())
-        else:
+        elif args.output:
             header = f.compile_to_object(args.output)
             print(f"wrote {args.output} and {header}")
+        else:
+            kernel = f.compile(args.target)
+            print(f"compiled {f.name} for {args.target}: {getattr(kernel, 'kernel', kernel)!r}")
         return 0
     except MascarponeError as err:
         print(f"mascarpone: {type(err).__name__}: {err}", file=sys.stderr)

@@ -13,20 +13,24 @@ def as_index_expr(e) -> Expr:
 
     Params and variables become int64 symbols of the same name; narrower
     integer values computed from data (a load, a cast) are sign- or
-    zero-extended at their own type first.
+    zero-extended at their own type first. Float or bool parts of a
+    data-dependent index (a coordinate computed in float and converted) keep
+    their types; only the value of the whole must be an integer.
     """
+    e = lift(e)
+    if not e.dtype.is_int:
+        raise DomainError(f"sizes and indices must be integers, got {to_c(e)} of type {e.dtype}")
+
     def widen(n):
         if isinstance(n, Sym):
             return Sym(n.name, int64)
         if isinstance(n, Const):
-            if not n.dtype.is_int:
-                raise DomainError(f"sizes and indices must be integers, got {to_c(n)}")
-            return Const(n.value, int64)
+            return Const(n.value, int64) if n.dtype.is_int else None
         if n.dtype.is_int and n.dtype != int64 and isinstance(n, (Access, Cast)):
             return Cast(int64, n)
         return None  # other nodes are rebuilt from widened children and take their type
 
-    return simplify(transform(lift(e), widen))
+    return simplify(transform(e, widen))
 
 
 class Buffer:

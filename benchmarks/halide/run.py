@@ -1,0 +1,162 @@
+"""Halide pipelines compiled by Halide's JIT and by mascarpone with the same schedule, timed in one process.
+
+    python benchmarks/halide/run.py [--quick] [--only NAME ...] [--no-append]
+
+Each pipeline is realized at 2112x3520 (width x height, the image size of the
+Tiramisu papers), outputs are checked against Halide's, and the median of
+repeated runs is reported with the ratio ours / Halide (below 1: we are
+faster), then their geometric mean. 'nb fused' compares Halide's best schedule
+for nb with the four stages fused into one loop nest by `after`, which Halide's
+scheduling language cannot express. Results are appended to benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import halide as hl
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import mascarpone as ms  # noqa: E402
+from mascarpone.demo import median_time as _median_time  # noqa: E402
+import pipelines  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parents[1] / "RESULTS.md"
+
+
+def median_time(fn, repeat):
+    """Median of `repeat` runs after a pause: threads that a previous measurement (or compilation)
+    left spinning on this 2-core machine must not steal the cores of the next one."""
+    time.sleep(0.5)
+    return _median_time(fn, repeat)
+
+
+def _halide_realizer(p, sizes, outputs):
+    p.compile_jit()
+    if sizes and isinstance(sizes[0], list):
+        bufs = [hl.Buffer(f.type(), s) for f, s in zip(outputs, sizes)]
+        return lambda: (p.realize(bufs), bufs)[1]
+    return lambda: p.realize(sizes)
+
+
+def _arrays(result):
+    if isinstance(result, hl.Buffer):
+        return [np.asarray(result).copy()]
+    return [np.asarray(b).copy() for b in result]
+
+
+def compare(ours, theirs, tol, name):
+    ours = ours if isinstance(ours, list) else [ours]
+    for a, b in zip(ours, theirs):
+        if tol is None:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+        else:
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol, err_msg=name)
+
+
+def bench_pipeline(name, build, w, h, repeat):
+    spec = build(w, h, np.random.default_rng(0))
+    outputs, images, sizes, tol = spec["outputs"], spec["images"], spec["sizes"], spec.get("tol")
+    for ip, arr in images.items():
+        ip.set(hl.Buffer(arr))
+    p = hl.Pipeline(outputs)
+    halide_run = _halide_realizer(p, sizes, outputs)
+    theirs = _arrays(halide_run())
+    start = time.perf_counter()
+    kernel = ms.from_halide(p).compile("cpu")
+    compile_s = time.perf_counter() - start
+    inputs = {ip.name(): arr for ip, arr in images.items()}
+    compare(kernel.realize(sizes, **inputs), theirs, tol, name)
+    t_halide = median_time(halide_run, repeat)
+    t_ours = median_time(lambda: kernel.realize(sizes, **inputs), repeat)
+    return {"name": name, "halide": t_halide, "ours": t_ours, "note": f"compile {compile_s:.1f} s"}
+
+
+def bench_nb_fused(w, h, repeat):
+    """Halide's best nb schedule (of three) against the four stages fused with `after` in mascarpone."""
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (h, w), dtype=np.uint8)
+    best, best_name, reference = None, None, None
+    for schedule in ("inline", "root", "compute_with"):
+        inp, outs = pipelines.nb_pipeline(schedule)
+        inp.set(hl.Buffer(img))
+        p = hl.Pipeline(outs)
+        run = _halide_realizer(p, [w, h], outs)
+        reference = _arrays(run())
+        t = median_time(run, repeat)
+        if best is None or t < best:
+            best, best_name = t, schedule
+    inp, outs = pipelines.nb_pipeline("stages")
+    f = ms.from_halide(hl.Pipeline(outs))
+    fused = fuse_nb(f)
+    kernel = f.compile("cpu")
+    compare(kernel.realize([w, h], img=img), reference, None, "nb fused")
+    ours = median_time(lambda: kernel.realize([w, h], img=img), repeat)
+    return {"name": "nb fused with after", "halide": best, "ours": ours,
+            "note": f"Halide's best of inline/root/compute_with: {best_name}; ours: {fused}"}
+
+
+def fuse_nb(f):
+    """f, g, h, k in one loop nest: rows in parallel, 32 lanes. (Folding f and g to one row would race
+    across the parallel rows; the legality check refuses it.)"""
+    # Halide renames repeated Func names f$1, f$2...: find the computations by the Funcs' base names
+    comps = {info.name.split("$")[0]: info.comps[0][0] for info in f.translation.funcs if info.comps}
+    fc, gc, hc, kc = comps["f"], comps["g"], comps["h"], comps["k"]
+    for c in (fc, gc, hc, kc):
+        c.parallelize("y")
+        c.vectorize("x", 32)
+    gc.after(fc, "y")
+    hc.after(gc, "y")
+    kc.after(hc, "y")
+    return "f, g, h, k fused per row with after, rows in parallel"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="512x512, for a smoke run")
+    parser.add_argument("--only", nargs="*", help="pipeline names to run")
+    parser.add_argument("--no-append", action="store_true")
+    args = parser.parse_args()
+    w, h = (512, 512) if args.quick else (2112, 3520)
+    repeat = 3 if args.quick else 9
+    rows = []
+    for name, build in pipelines.ALL.items():
+        if args.only and name not in args.only:
+            continue
+        row = bench_pipeline(name, build, w, h, repeat)
+        print(f"{name}: ours {row['ours'] * 1e3:.2f} ms, Halide {row['halide'] * 1e3:.2f} ms", flush=True)
+        rows.append(row)
+    geo = math.exp(sum(math.log(r["ours"] / r["halide"]) for r in rows) / len(rows)) if rows else float("nan")
+    fused = None if args.only and "nb fused" not in args.only else bench_nb_fused(w, h, repeat)
+    header = ("| pipeline | Halide JIT (ms) | mascarpone (ms) | ours / Halide | note |\n"
+              "|---|---|---|---|---|")
+    lines = [f"| {r['name']} | {r['halide'] * 1e3:.2f} | {r['ours'] * 1e3:.2f} | {r['ours'] / r['halide']:.2f} | "
+             f"{r['note']} |" for r in rows]
+    lines.append(f"| **geometric mean** | | | **{geo:.2f}** | same schedules |")
+    if fused:
+        lines.append(f"| {fused['name']} | {fused['halide'] * 1e3:.2f} | {fused['ours'] * 1e3:.2f} | "
+                     f"{fused['ours'] / fused['halide']:.2f} ({fused['halide'] / fused['ours']:.2f}x faster) | "
+                     f"{fused['note']} |")
+    table = "\n".join([header] + lines)
+    print(table)
+    if not args.no_append:
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+        with RESULTS.open("a") as out:
+            out.write(f"\n## {stamp} — Halide front-end, {w}x{h}, {platform.processor() or platform.machine()}, "
+                      f"{os.cpu_count()} cores{' (quick)' if args.quick else ''}\n\n"
+                      f"`benchmarks/halide/run.py`: medians of {repeat} runs after a warm-up, Halide 21 JIT and "
+                      f"mascarpone with the same schedule in one process; ratio ours / Halide (below 1: faster)."
+                      f"\n\n{table}\n")
+
+
+if __name__ == "__main__":
+    main()

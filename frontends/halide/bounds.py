@@ -1,0 +1,237 @@
+"""Exact bounds inference with isl: the region of every Func a pipeline touches for a requested output.
+
+Accesses are turned into isl relations. An index that is affine in loop
+variables and parameters (with min/max clamps and floor division by
+constants, as boundary conditions write them) is exact; a sub-expression
+that depends on data (a loaded value, a float converted to int) becomes an
+unknown ranging over its type's values, so a clamp around it still gives a
+tight region, as in Halide.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+import middleend.expr as E
+from middleend.affine import affine_text, from_ast_expr
+from middleend.errors import NotSupportedError
+from middleend.types import int64
+
+#: Regions wider than this along one dimension come from data-dependent indices nobody clamped.
+MAX_EXTENT = 1 << 28
+
+
+class IndexText:
+    """isl text for index expressions, with fresh unknowns (and their constraints) for data-dependent parts."""
+
+    def __init__(self):
+        self.unknowns = []
+        self.constraints = []
+        self._memo = {}   # id(expr) -> (expr, text): a shared sub-expression (a Let value) is one unknown
+
+    def text(self, e) -> str:
+        """isl text of integer expression `e`, with unknowns where it is not affine."""
+        hit = self._memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self._text(e)
+        self._memo[id(e)] = (e, out)
+        return out
+
+    def _unknown(self, lo, hi):
+        name = f"u_{len(self.unknowns)}"
+        self.unknowns.append(name)
+        self.constraints.append(f"{lo} <= {name} <= {hi}")
+        return name
+
+    def _of_type(self, dtype):
+        if dtype.is_bool:
+            return self._unknown(0, 1)
+        if not dtype.is_int:
+            raise TypeError(dtype)
+        return self._unknown(dtype.min_value(), dtype.max_value())
+
+    def _text(self, e) -> str:
+        exact = affine_text(e)
+        if exact is not None:
+            return exact
+        if isinstance(e, E.Cast) and e.a.dtype.is_int and e.dtype.is_int:
+            # like Halide's bounds inference, index arithmetic of 32 bits or more is taken not to wrap
+            if e.dtype.bits >= 32 or (e.dtype.bits >= e.a.dtype.bits and (e.dtype.is_signed or not e.a.dtype.is_signed)):
+                return self.text(e.a)
+            return self._of_type(e.dtype)
+        if isinstance(e, E.BinOp) and e.dtype.is_int:
+            if e.op in ("add", "sub", "min", "max"):
+                a, b = self.text(e.a), self.text(e.b)
+                if e.op in ("min", "max"):
+                    return f"{e.op}({a}, {b})"
+                return f"(({a}) {'+' if e.op == 'add' else '-'} ({b}))"
+            divisor = _const(e.b)
+            if e.op == "mul" and (divisor is not None or _const(e.a) is not None):
+                c = divisor if divisor is not None else _const(e.a)
+                other = e.a if divisor is not None else e.b
+                return f"({c} * ({self.text(other)}))"
+            if e.op == "ediv" and divisor is not None and divisor > 0:
+                return f"floor(({self.text(e.a)}) / {divisor})"
+            if e.op == "emod" and divisor is not None and divisor > 0:
+                return f"(({self.text(e.a)}) mod {divisor})"
+            if e.op == "emod":
+                # Halide's modulo lies in [0, |b| - 1] (and is 0 when b is 0)
+                b = self.text(e.b)
+                return self._unknown(0, f"max(max(({b}) - 1, -({b}) - 1), 0)")
+        if isinstance(e, E.Select) and e.dtype.is_int:
+            a, b = self.text(e.t), self.text(e.f)
+            name = f"u_{len(self.unknowns)}"
+            self.unknowns.append(name)
+            cond = self.condition(e.cond)
+            if cond is None:
+                self.constraints.append(f"({name} = {a} or {name} = {b})")
+            else:
+                self.constraints.append(f"((({cond}) and {name} = {a}) or (not ({cond}) and {name} = {b}))")
+            return name
+        if isinstance(e, E.UnOp) and e.op == "neg" and e.dtype.is_int:
+            return f"(-({self.text(e.a)}))"
+        return self._of_type(e.dtype)
+
+
+    _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "="}
+
+    def condition(self, e):
+        """isl text of a condition on integers (with unknowns), or None when it is not one."""
+        if isinstance(e, E.BinOp) and e.op in ("and", "or"):
+            a, b = self.condition(e.a), self.condition(e.b)
+            return None if a is None or b is None else f"(({a}) {e.op} ({b}))"
+        if isinstance(e, E.UnOp) and e.op == "not":
+            a = self.condition(e.a)
+            return None if a is None else f"not ({a})"
+        if isinstance(e, E.BinOp) and e.op in self._CMP and e.a.dtype.is_int:
+            return f"({self.text(e.a)}) {self._CMP[e.op]} ({self.text(e.b)})"
+        if isinstance(e, E.BinOp) and e.op == "ne" and e.a.dtype.is_int:
+            return f"not (({self.text(e.a)}) = ({self.text(e.b)}))"
+        if isinstance(e, E.Const) and e.dtype.is_bool:
+            return "true" if e.value else "false"
+        return None
+
+
+def _const(e):
+    if isinstance(e, E.Const) and e.dtype.is_int:
+        return e.value
+    return None
+
+
+def access_region(domain: isl.Set, params, stage, dims, indices, target) -> isl.Set:
+    """The elements of `target` that `target[indices]` reads (or writes) over the stage's instances `domain`."""
+    it = IndexText()
+    outs = [it.text(i) for i in indices]
+    cons = it.constraints
+    text = (f"[{', '.join(params)}] -> {{ {stage}[{', '.join(list(dims) + it.unknowns)}] -> "
+            f"{target}[{', '.join(outs)}]" + (f" : {' and '.join(cons)}" if cons else "") + " }")
+    extended = domain.add_dims(isl.dim_type.set, len(it.unknowns)).set_tuple_name(stage)
+    return isl.Map(text).intersect_domain(extended).range()
+
+
+def box_bounds(region: isl.Set, context: isl.Set, what):
+    """Per dimension, the exact (piecewise) min and max of `region` as PwAffs of the parameters."""
+    region = region.intersect_params(context)
+    out = []
+    for d in range(region.dim(isl.dim_type.set)):
+        try:
+            out.append((region.dim_min(d).coalesce(), region.dim_max(d).coalesce()))
+        except isl.Error:
+            raise NotSupportedError(
+                f"{what}: the region it must compute is unbounded in dimension {d}; a data-dependent index "
+                f"reaches it without a clamp (add hl.clamp or a boundary condition)") from None
+    return out
+
+
+def merge_bounds(a, b):
+    """The bounding box of two boxes given as per-dimension (min, max) PwAffs."""
+    if a is None:
+        return b
+    return [(lo1.min(lo2).coalesce(), hi1.max(hi2).coalesce()) for (lo1, hi1), (lo2, hi2) in zip(a, b)]
+
+
+def box_set(bnds, space: isl.Space) -> isl.Set:
+    """The box with per-dimension (min, max) PwAffs as a set in `space` (a named tuple over the parameters)."""
+    n = space.dim(isl.dim_type.set)
+    ls = isl.LocalSpace.from_space(space)
+    zero = isl.PwAff.from_aff(isl.Aff.zero_on_domain(ls))
+    tuple_id = space.get_tuple_id(isl.dim_type.set)
+    out = isl.Set.universe(space)
+    for d, (lo, hi) in enumerate(bnds):
+        v = isl.PwAff.var_on_domain(ls, isl.dim_type.set, d)
+        lo, hi = (zero.add(pa.add_dims(isl.dim_type.in_, n).set_tuple_id(isl.dim_type.in_, tuple_id))
+                  for pa in (lo, hi))
+        out = out.intersect(v.ge_set(lo)).intersect(v.le_set(hi))
+    return out.coalesce()
+
+
+def restrict_to_box(domain: isl.Set, box_set: isl.Set, positions) -> isl.Set:
+    """`domain` (a stage's instances) with its variables at `positions` (var index -> box dimension)
+    limited to the exact box."""
+    n_dom = domain.dim(isl.dim_type.set)
+    n_box = box_set.dim(isl.dim_type.set)
+    ins = [f"v{i}" for i in range(n_dom)]
+    outs = [f"o{j}" for j in range(n_box)]
+    cons = [f"o{j} = v{i}" for i, j in positions.items()]
+    m = isl.Map(f"{{ {domain.get_tuple_name()}[{', '.join(ins)}] -> {box_set.get_tuple_name()}[{', '.join(outs)}]"
+                + (f" : {' and '.join(cons)}" if cons else "") + " }")
+    return domain.intersect(m.intersect_range(box_set).domain())
+
+
+def aff_expr(aff: isl.Aff, params) -> E.Expr:
+    """An expression of the parameters (int64, as ms Params cast up) for one affine piece."""
+    build = isl.AstBuild.from_context(isl.Set.universe(aff.get_domain_space().params()))
+    e = from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(aff)))
+    return E.transform(e, lambda n: E.cast(int64, params[n.name]) if type(n) is E.Sym and n.name in params else None)
+
+
+def pwaff_expr(pa: isl.PwAff, context: isl.Set, params, what, side="hi") -> E.Expr:
+    """An affine expression (with min/max) of the parameters equal to `pa` on `context`.
+
+    When no single max or min of the pieces equals `pa` (a piece that holds only
+    for some sizes, such as an empty reduction domain), the max (side='hi') or the
+    min (side='lo') of all pieces bounds it safely from outside.
+    """
+    pa = pa.gist(context)
+    pieces = pa.get_pieces()
+    if len(pieces) == 1:
+        return aff_expr(pieces[0][1], params)
+    affs = [aff for _, aff in pieces]
+    for op, combine in (("max", isl.PwAff.max), ("min", isl.PwAff.min)):
+        total = isl.PwAff.from_aff(affs[0])
+        for a in affs[1:]:
+            total = combine(total, isl.PwAff.from_aff(a))
+        if total.intersect_params(context).is_equal(pa.intersect_params(context)):
+            out = aff_expr(affs[0], params)
+            for a in affs[1:]:
+                out = E.binop(op, out, aff_expr(a, params))
+            return out
+    out = aff_expr(affs[0], params)
+    for a in affs[1:]:
+        out = E.binop("max" if side == "hi" else "min", out, aff_expr(a, params))
+    return out
+
+
+def box(bnds, context: isl.Set, params, what):
+    """Per dimension, (lo, hi) expressions of the parameters for a box of (min, max) PwAffs (hi exclusive)."""
+    out = []
+    for lo, hi in bnds:
+        lo_e = pwaff_expr(lo, context, params, what, "lo")
+        hi_e = pwaff_expr(hi, context, params, what, "hi")
+        out.append((lo_e, E.simplify(hi_e + 1)))
+    return out
+
+
+def check_extent(region: isl.Set, what, size=4096):
+    """Refuse regions so wide (with every size parameter at `size`) that only an unclamped
+    data-dependent index explains them."""
+    fixed = region
+    for k in range(region.dim(isl.dim_type.param)):
+        fixed = fixed.fix_val(isl.dim_type.param, k, isl.Val(size))
+    for d in range(fixed.dim(isl.dim_type.set)):
+        lo, hi = fixed.dim_min_val(d), fixed.dim_max_val(d)
+        lo, hi = (lo.to_python() if lo.is_int() else None), (hi.to_python() if hi.is_int() else None)
+        if lo is None or hi is None or hi - lo >= MAX_EXTENT:
+            raise NotSupportedError(
+                f"{what}: the region it must compute is unbounded or spans 2^28 elements or more in dimension "
+                f"{d}; a data-dependent index reaches it without a clamp (add hl.clamp or a boundary condition)")

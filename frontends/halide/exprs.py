@@ -1,0 +1,203 @@
+"""Halide expressions (decoded Nodes) to typed mascarpone expressions.
+
+Halide's IR is already explicitly typed, so the translation is node for node:
+integer `/` and `%` become the floor kinds (`ediv`, `emod`), float `%` is
+`a - b * floor(a / b)`, intrinsics that only guide Halide's compiler
+(`likely`, `strict_float`) vanish, `promise_clamped` becomes the clamp it
+promises. Accesses to Funcs and images reverse the argument order, because
+Halide's dimension 0 is the innermost and mascarpone's buffers are row-major.
+"""
+from __future__ import annotations
+
+import middleend.expr as E
+from middleend.errors import NotSupportedError
+from middleend.types import DType, bool_, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64
+
+from .schema import CALL_TYPES, TYPE_CODES
+
+_INTS = {8: int8, 16: int16, 32: int32, 64: int64}
+_UINTS = {1: bool_, 8: uint8, 16: uint16, 32: uint32, 64: uint64}
+_FLOATS = {32: float32, 64: float64}
+
+#: Halide's math externs (`sqrt_f32`, ...) and the mascarpone functions they are.
+_MATH = {"sqrt": "sqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh",
+         "floor": "floor", "ceil": "ceil", "round": "round", "trunc": "trunc", "pow": "pow", "atan2": "atan2",
+         "abs": "fabs"}
+_IDENTITY_INTRINSICS = {"likely", "likely_if_innermost", "strict_float", "promise_clamped_identity"}
+_CLAMP_INTRINSICS = {"promise_clamped", "unsafe_promise_clamped"}
+
+
+def dtype_of(t, what="a value") -> DType:
+    """The mascarpone type of a Halide Type node (scalars only)."""
+    if t is None:
+        return int32
+    if t.lanes not in (0, 1):
+        raise NotSupportedError(f"{what} is a vector of {t.lanes} lanes; only scalar definitions are supported")
+    code = TYPE_CODES[t.code] if 0 <= t.code < len(TYPE_CODES) else str(t.code)
+    table = {"Int": _INTS, "UInt": _UINTS, "Float": _FLOATS}.get(code)
+    if table is None or t.bits not in table:
+        raise NotSupportedError(f"{what} has Halide type {code}({t.bits}), which has no mascarpone equivalent")
+    return table[t.bits]
+
+
+class Translator:
+    """Translates the expressions of one Func's definitions.
+
+    `scope` provides what names mean: `var(name)`, `func_call(node, args)`,
+    `image_call(node, args)`, `param(node)`; `where` names the Func and
+    definition for error messages.
+    """
+
+    def __init__(self, scope, where):
+        self.scope = scope
+        self.where = where
+        self.lets = {}
+
+    def unsupported(self, feature):
+        return NotSupportedError(f"{self.where}: {feature} is not supported by the Halide front-end")
+
+    def __call__(self, node) -> E.Expr:
+        if node is None or node.kind == "UndefinedExpr":
+            raise self.unsupported("an undefined expression (hl.undef)")
+        method = getattr(self, "_" + node.kind, None)
+        if method is None:
+            raise self.unsupported(f"the expression node {node.kind}")
+        return method(node)
+
+    # leaves -----------------------------------------------------------------
+    def _IntImm(self, n):
+        return E.Const(n.value, dtype_of(n.type, self.where))
+
+    def _UIntImm(self, n):
+        return E.Const(n.value, dtype_of(n.type, self.where))
+
+    def _FloatImm(self, n):
+        return E.Const(n.value, dtype_of(n.type, self.where))
+
+    def _StringImm(self, n):
+        raise self.unsupported(f"the string {n.value!r} in an expression")
+
+    def _Variable(self, n):
+        if n.name in self.lets:
+            return self.lets[n.name]
+        if n.param_name or n.image_name:
+            return self.scope.param(n, dtype_of(n.type, self.where))
+        return self.scope.var(n.name, dtype_of(n.type, self.where))
+
+    def _Let(self, n):
+        value = self(n.value)
+        saved = self.lets.get(n.name)
+        self.lets[n.name] = value
+        try:
+            return self(n.body)
+        finally:
+            if saved is None:
+                self.lets.pop(n.name, None)
+            else:
+                self.lets[n.name] = saved
+
+    # arithmetic ---------------------------------------------------------------
+    def _bin(self, op, n):
+        return E.binop(op, self(n.a), self(n.b))
+
+    def _Add(self, n): return self._bin("add", n)
+    def _Sub(self, n): return self._bin("sub", n)
+    def _Mul(self, n): return self._bin("mul", n)
+    def _Min(self, n): return self._bin("min", n)
+    def _Max(self, n): return self._bin("max", n)
+    def _EQ(self, n): return self._bin("eq", n)
+    def _NE(self, n): return self._bin("ne", n)
+    def _LT(self, n): return self._bin("lt", n)
+    def _LE(self, n): return self._bin("le", n)
+    def _GT(self, n): return self._bin("gt", n)
+    def _GE(self, n): return self._bin("ge", n)
+    def _And(self, n): return self._bin("and", n)
+    def _Or(self, n): return self._bin("or", n)
+
+    def _Div(self, n):
+        a, b = self(n.a), self(n.b)
+        return E.binop("div" if a.dtype.is_float else "ediv", a, b)
+
+    def _Mod(self, n):
+        a, b = self(n.a), self(n.b)
+        if a.dtype.is_float:
+            return a - b * E.call("floor", a / b)
+        return E.binop("emod", a, b)
+
+    def _Not(self, n):
+        return ~self(n.a)
+
+    def _Select(self, n):
+        return E.select(self(n.condition), self(n.true_value), self(n.false_value))
+
+    def _Cast(self, n):
+        dtype = dtype_of(n.type, self.where)
+        value = self(n.value)
+        if dtype.is_bool and not value.dtype.is_bool:
+            return value != E.lift(0, value.dtype) if value.dtype.is_int else value != E.Const(0.0, value.dtype)
+        return E.cast(dtype, value)
+
+    # calls ----------------------------------------------------------------------
+    def _Call(self, n):
+        kind = CALL_TYPES[n.call_type] if n.call_type < len(CALL_TYPES) else str(n.call_type)
+        if kind == "Halide":
+            return self.scope.func_call(n, [self(a) for a in n.args])
+        if kind == "Image":
+            return self.scope.image_call(n, [self(a) for a in n.args])
+        if kind in ("Extern", "PureExtern", "ExternCPlusPlus"):
+            return self._extern(n)
+        return self._intrinsic(n)
+
+    def _extern(self, n):
+        base, _, suffix = n.name.rpartition("_")
+        if suffix in ("f32", "f64") and base in _MATH:
+            args = [self(a) for a in n.args]
+            return E.call(_MATH[base], *args)
+        if n.name in ("is_nan_f32", "is_nan_f64"):
+            a = self(n.args[0])
+            return a != a
+        raise self.unsupported(f"the extern function {n.name}")
+
+    def _intrinsic(self, n):
+        name = n.name
+        if name in _IDENTITY_INTRINSICS:
+            return self(n.args[0])
+        if name in _CLAMP_INTRINSICS:
+            value, lo, hi = (self(a) for a in n.args)
+            return E.clamp(value, lo, hi)
+        if name == "abs":
+            a = self(n.args[0])
+            out = dtype_of(n.type, self.where)
+            if a.dtype.is_float:
+                return E.call("fabs", a)
+            return E.cast(out, E.select(a < 0, -a, a))
+        if name == "absd":
+            a, b = self(n.args[0]), self(n.args[1])
+            out = dtype_of(n.type, self.where)
+            if a.dtype.is_float:
+                return E.call("fabs", a - b)
+            return E.select(a < b, E.cast(out, b) - E.cast(out, a), E.cast(out, a) - E.cast(out, b))
+        if name == "lerp":
+            return self._lerp(n)
+        if name == "mux":
+            index, *values = (self(a) for a in n.args)
+            out = values[-1]
+            # an index out of range picks the last value, as in Halide
+            for k in range(len(values) - 2, -1, -1):
+                out = E.select(index == E.lift(k, index.dtype), values[k], out)
+            return out
+        if name == "if_then_else" and len(n.args) == 3:
+            return E.select(self(n.args[0]), self(n.args[1]), self(n.args[2]))
+        if name == "return_second":
+            return self(n.args[1])
+        raise self.unsupported(f"the intrinsic {name}")
+
+    def _lerp(self, n):
+        zero, one, weight = (self(a) for a in n.args)
+        if zero.dtype.is_float and weight.dtype.is_float:
+            one_w = E.Const(1.0, weight.dtype)
+            return zero * (one_w - weight) + one * weight
+        raise self.unsupported(f"lerp of {zero.dtype} values with a {weight.dtype} weight")
+
+    def _Reinterpret(self, n):
+        raise self.unsupported("reinterpret")

@@ -1,0 +1,110 @@
+"""The structure of a decoded pipeline: its Funcs, their stages, the call graph and what is not supported."""
+from __future__ import annotations
+
+from middleend.errors import NotSupportedError
+
+from .errors import HalideFormatError
+from .exprs import dtype_of
+from .schema import CALL_TYPES
+
+
+def walk_nodes(node):
+    """Every decoded Node under `node` (expressions, lists, tables), parents first."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(reversed(n))
+            continue
+        if n is None or not hasattr(n, "kind"):
+            continue
+        yield n
+        for v in n.__dict__.values():
+            if isinstance(v, list) or hasattr(v, "kind"):
+                stack.append(v)
+
+
+class FuncInfo:
+    """One Halide Func: its pure arguments (dimension 0 first), value types and stages."""
+
+    def __init__(self, index, node):
+        self.index = index
+        self.node = node
+        self.name = node.name
+        self.args = list(node.args)
+        self.stages = ([node.init_def] if node.init_def is not None else []) + list(node.updates)
+        self.dtypes = [dtype_of(t, f"Func {self.name}") for t in node.output_types]
+        self.callees = set()
+        # filled by bounds inference and translation
+        self.region = None
+        self.stage_boxes = []
+        self.comps = []          # comps[stage][value index]
+        self.loop_names = []     # per stage: Halide loop name -> mascarpone loop name
+
+    @property
+    def ndim(self):
+        return len(self.args)
+
+    @property
+    def schedule(self):
+        return self.node.func_schedule
+
+    def stage_name(self, k):
+        return f"Func {self.name}" + (f" (update {k - 1})" if k else "")
+
+    def __repr__(self):
+        return f"FuncInfo({self.name})"
+
+
+def check_supported(info: FuncInfo):
+    """Raise NotSupportedError naming the Func and the feature for what the front-end cannot translate."""
+    node = info.node
+    if node.extern_function_name:
+        raise NotSupportedError(f"Func {info.name} uses define_extern ({node.extern_function_name}), which the "
+                                f"Halide front-end does not support")
+    if not info.stages:
+        raise NotSupportedError(f"Func {info.name} has no definition")
+    for k, d in enumerate(info.stages):
+        where = info.stage_name(k)
+        if d.specializations:
+            raise NotSupportedError(f"{where} uses specialize, which the Halide front-end does not support")
+        sched = d.stage_schedule
+        if sched is not None and sched.atomic:
+            raise NotSupportedError(f"{where} uses atomic, which the Halide front-end does not support")
+    if node.func_schedule is not None and node.func_schedule.wrappers:
+        raise NotSupportedError(f"Func {info.name} has wrappers (Func.in_), which the Halide front-end does not "
+                                f"support")
+    if node.func_schedule is not None and node.func_schedule.memoized:
+        raise NotSupportedError(f"Func {info.name} uses memoize, which the Halide front-end does not support")
+
+
+def build_call_graph(funcs):
+    """Fill `callees` of every FuncInfo from the Halide calls in its definitions."""
+    for info in funcs:
+        for n in walk_nodes(info.stages):
+            if n.kind == "Call" and n.call_type < len(CALL_TYPES) and CALL_TYPES[n.call_type] == "Halide":
+                if not 0 <= n.func_index < len(funcs):
+                    raise HalideFormatError(f"Func {info.name} calls Func index {n.func_index}, but the pipeline "
+                                            f"has {len(funcs)} Funcs")
+                if n.func_index != info.index:
+                    info.callees.add(n.func_index)
+
+
+def consumers_first(funcs, outputs):
+    """The Funcs reachable from the outputs, each after every Func that calls it."""
+    order, state = [], {}
+
+    def visit(i):
+        if state.get(i) == "done":
+            return
+        if state.get(i) == "open":
+            raise HalideFormatError(f"the Funcs of the pipeline call each other in a cycle through {funcs[i].name}")
+        state[i] = "open"
+        for c in sorted(funcs[i].callees):
+            visit(c)
+        state[i] = "done"
+        order.append(funcs[i])
+
+    for o in outputs:
+        visit(o.index)
+    return list(reversed(order))

@@ -1,0 +1,275 @@
+"""Halide pipelines with their own schedules, realized by Halide and by mascarpone on random inputs."""
+import numpy as np
+import pytest
+
+from halide_check import hl, realize_both
+
+rng = np.random.default_rng(1)
+x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
+xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+
+
+def u8(*shape):
+    return rng.integers(0, 256, shape, dtype=np.uint8)
+
+
+def f32(*shape):
+    return rng.random(shape, dtype=np.float32)
+
+
+def test_cvt_color():
+    inp = hl.ImageParam(hl.UInt(8), 3, "rgb")
+    gray = hl.Func("gray")
+    v = lambda ch: hl.cast(hl.UInt(32), inp[x, y, ch])
+    gray[x, y] = hl.cast(hl.UInt(8), (v(2) * 1868 + v(1) * 9617 + v(0) * 4899 + 8192) / 16384)
+    gray.parallel(y).vectorize(x, 8)
+    realize_both(gray, [45, 23], {inp: u8(3, 23, 45)})
+
+
+def test_nb_four_stages():
+    inp = hl.ImageParam(hl.UInt(8), 2, "img")
+    f, g, h, k = hl.Func("f"), hl.Func("g"), hl.Func("h"), hl.Func("k")
+    f[x, y] = 255 - inp[x, y]
+    g[x, y] = 2 * inp[x, y]
+    h[x, y] = f[x, y] + g[x, y]
+    k[x, y] = f[x, y] - g[x, y]
+    for fn in (f, g):
+        fn.compute_root().parallel(y).vectorize(x, 16)
+    for fn in (h, k):
+        fn.parallel(y).vectorize(x, 16)
+    realize_both([h, k], [37, 19], {inp: u8(19, 37)})
+
+
+def test_conv3x3_with_kernel_input():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    ker = hl.ImageParam(hl.Float(32), 2, "ker")
+    r = hl.RDom([(0, 3), (0, 3)], "r")
+    conv = hl.Func("conv")
+    conv[x, y] = 0.0
+    conv[x, y] += inp[x + r.x, y + r.y] * ker[r.x, r.y]
+    conv.parallel(y).vectorize(x, 8)
+    conv.update(0).reorder(r.x, r.y, x, y).vectorize(x, 8).parallel(y)
+    realize_both(conv, [40, 21], {inp: f32(23, 42), ker: f32(3, 3)})
+
+
+def test_separable_gaussian():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    w = [0.0625, 0.25, 0.375, 0.25, 0.0625]
+    gx, gy = hl.Func("gx"), hl.Func("gy")
+    gx[x, y] = sum(w[i] * inp[x + i, y] for i in range(5))
+    gy[x, y] = sum(w[i] * gx[x, y + i] for i in range(5))
+    gy.tile(x, y, xi, yi, 16, 8).parallel(y).vectorize(xi, 8)
+    gx.compute_at(gy, x).vectorize(x, 8)
+    realize_both(gy, [50, 30], {inp: f32(34, 54)})
+
+
+def test_warp_affine_bilinear():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    a00, a01, a02, a10, a11, a12 = (hl.f32(v) for v in (0.9, 0.1, 1.3, -0.05, 1.1, 0.7))
+    xf = a00 * hl.f32(x) + a01 * hl.f32(y) + a02
+    yf = a10 * hl.f32(x) + a11 * hl.f32(y) + a12
+    ix, iy = hl.cast(hl.Int(32), hl.floor(xf)), hl.cast(hl.Int(32), hl.floor(yf))
+    fx, fy = xf - hl.floor(xf), yf - hl.floor(yf)
+    cx0, cy0 = hl.clamp(ix, 0, inp.width() - 1), hl.clamp(iy, 0, inp.height() - 1)
+    cx1, cy1 = hl.clamp(ix + 1, 0, inp.width() - 1), hl.clamp(iy + 1, 0, inp.height() - 1)
+    warp = hl.Func("warp")
+    warp[x, y] = hl.lerp(hl.lerp(inp[cx0, cy0], inp[cx1, cy0], fx), hl.lerp(inp[cx0, cy1], inp[cx1, cy1], fx), fy)
+    warp.parallel(y).vectorize(x, 8)
+    realize_both(warp, [41, 27], {inp: f32(27, 41)}, atol=1e-5)
+
+
+def test_heat2d_rdom_update():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    heat = hl.Func("heat")
+    r = hl.RDom([(1, inp.width() - 2), (1, inp.height() - 2)], "r")
+    heat[x, y] = inp[x, y]
+    heat[r.x, r.y] = hl.f32(0.3) * inp[r.x, r.y] + hl.f32(0.4) * (inp[r.x + 1, r.y] + inp[r.x - 1, r.y] + inp[r.x, r.y + 1]
+                                                   + inp[r.x, r.y - 1])
+    heat.parallel(y).vectorize(x, 8)
+    heat.update(0).parallel(r.y)
+    realize_both(heat, [33, 20], {inp: f32(20, 33)})
+
+
+def test_rgbyuv420_three_outputs():
+    rgb = hl.ImageParam(hl.UInt(8), 3, "rgb")
+    v = lambda xx, yy, ch: hl.cast(hl.Int(32), rgb[xx, yy, ch])
+    y_part, u_part, v_part = hl.Func("y_part"), hl.Func("u_part"), hl.Func("v_part")
+    y_part[x, y] = hl.cast(hl.UInt(8), ((66 * v(x, y, 0) + 129 * v(x, y, 1) + 25 * v(x, y, 2) + 128) / 256) + 16)
+    u_part[x, y] = hl.cast(hl.UInt(8), ((-38 * v(2 * x, 2 * y, 0) - 74 * v(2 * x, 2 * y, 1)
+                                         + 112 * v(2 * x, 2 * y, 2) + 128) / 256) + 128)
+    v_part[x, y] = hl.cast(hl.UInt(8), ((112 * v(2 * x, 2 * y, 0) - 94 * v(2 * x, 2 * y, 1)
+                                         - 18 * v(2 * x, 2 * y, 2) + 128) / 256) + 128)
+    for fn in (y_part, u_part, v_part):
+        fn.parallel(y).vectorize(x, 8)
+    w, h = 36, 22
+    img = u8(3, h, w)
+    rgb.set(hl.Buffer(img))
+    bufs = [hl.Buffer(hl.UInt(8), [w, h]), hl.Buffer(hl.UInt(8), [w // 2, h // 2]),
+            hl.Buffer(hl.UInt(8), [w // 2, h // 2])]
+    hl.Pipeline([y_part, u_part, v_part]).realize(bufs)
+    import mascarpone as ms
+    k = ms.from_halide([y_part, u_part, v_part]).compile("cpu")
+    ours = k.realize([[w, h], [w // 2, h // 2], [w // 2, h // 2]], rgb=img)
+    for a, b in zip(ours, bufs):
+        np.testing.assert_array_equal(a, np.asarray(b))
+
+
+def test_blur_repeat_edge_tiled():
+    inp = hl.ImageParam(hl.UInt(16), 2, "inp")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    bx, by = hl.Func("blur_x"), hl.Func("blur_y")
+    bx[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
+    by[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
+    by.tile(x, y, xi, yi, 16, 8).parallel(y).vectorize(xi, 8)
+    bx.compute_at(by, x).vectorize(x, 8)
+    img = rng.integers(0, 60000, (25, 39), dtype=np.uint16)
+    realize_both(by, [39, 25], {inp: img})
+
+
+def test_histogram_scatter():
+    inp = hl.ImageParam(hl.UInt(8), 2, "inp")
+    hist = hl.Func("hist")
+    r = hl.RDom([(0, inp.width()), (0, inp.height())], "r")
+    hist[x] = hl.u32(0)
+    hist[hl.cast(hl.Int(32), inp[r.x, r.y])] += hl.u32(1)
+    hist.compute_root()
+    realize_both(hist, [256], {inp: u8(31, 47)})
+
+
+def test_iir_scan_down_columns():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    iir = hl.Func("iir")
+    r = hl.RDom([(1, inp.height() - 1)], "r")
+    iir[x, y] = inp[x, y]
+    iir[x, r] = hl.f32(0.7) * iir[x, r - 1] + hl.f32(0.3) * inp[x, r]
+    iir.parallel(y).vectorize(x, 8)
+    iir.update(0).vectorize(x, 8)
+    realize_both(iir, [32, 17], {inp: f32(17, 32)})
+
+
+def test_tuple_valued_func():
+    inp = hl.ImageParam(hl.UInt(8), 2, "inp")
+    pair, out = hl.Func("pair"), hl.Func("out")
+    pair[x, y] = hl.Tuple([hl.cast(hl.Int(32), inp[x, y]) * 3, hl.f32(inp[x, y]) * 0.5])
+    out[x, y] = hl.f32(pair[x, y][0]) + pair[x, y][1]
+    pair.compute_root().vectorize(x, 8)
+    out.vectorize(x, 8)
+    realize_both(out, [21, 13], {inp: u8(13, 21)})
+    realize_both(pair, [21, 13], {inp: u8(13, 21)})
+
+
+def test_bilateral_grid():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    s_sigma, r_sigma = 4, hl.f32(0.1)
+    z = hl.Var("z")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    r = hl.RDom([(0, s_sigma), (0, s_sigma)], "r")
+    val = hl.clamp(clamped[x * s_sigma + r.x - s_sigma // 2, y * s_sigma + r.y - s_sigma // 2], hl.f32(0), hl.f32(1))
+    zi = hl.clamp(hl.cast(hl.Int(32), val * (1 / r_sigma) + hl.f32(0.5)), 0, 10)
+    grid = hl.Func("grid")
+    grid[x, y, z, c] = hl.f32(0)
+    grid[x, y, zi, c] += hl.select(c == 0, val, hl.f32(1))
+    blurz, blurx, blury = hl.Func("blurz"), hl.Func("blurx"), hl.Func("blury")
+    blurz[x, y, z, c] = grid[x, y, z - 1, c] + 2 * grid[x, y, z, c] + grid[x, y, z + 1, c]
+    blurx[x, y, z, c] = blurz[x - 1, y, z, c] + 2 * blurz[x, y, z, c] + blurz[x + 1, y, z, c]
+    blury[x, y, z, c] = blurx[x, y - 1, z, c] + 2 * blurx[x, y, z, c] + blurx[x, y + 1, z, c]
+    zv = hl.clamp(inp[x, y], hl.f32(0), hl.f32(1)) * (1 / r_sigma)
+    zk = hl.clamp(hl.cast(hl.Int(32), zv), 0, 9)
+    zf = zv - hl.f32(zk)
+    xf, yf = hl.f32(x % s_sigma) / s_sigma, hl.f32(y % s_sigma) / s_sigma
+    xk, yk = x / s_sigma, y / s_sigma
+    interp = hl.Func("interp")
+    interp[x, y, c] = hl.lerp(hl.lerp(hl.lerp(blury[xk, yk, zk, c], blury[xk + 1, yk, zk, c], xf),
+                                      hl.lerp(blury[xk, yk + 1, zk, c], blury[xk + 1, yk + 1, zk, c], xf), yf),
+                              hl.lerp(hl.lerp(blury[xk, yk, zk + 1, c], blury[xk + 1, yk, zk + 1, c], xf),
+                                      hl.lerp(blury[xk, yk + 1, zk + 1, c], blury[xk + 1, yk + 1, zk + 1, c], xf),
+                                      yf), zf)
+    out = hl.Func("bilateral")
+    out[x, y] = interp[x, y, 0] / hl.max(interp[x, y, 1], hl.f32(1e-6))
+    grid.compute_root().parallel(y)
+    grid.update(0).parallel(y)
+    blurz.compute_root().parallel(y).vectorize(x, 4)
+    blurx.compute_root().parallel(y).vectorize(x, 4)
+    blury.compute_root().parallel(y).vectorize(x, 4)
+    out.parallel(y).vectorize(x, 8)
+    realize_both(out, [40, 28], {inp: f32(28, 40)}, rtol=1e-4, atol=1e-5)
+
+
+def test_image_pyramid_down_and_up():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+
+    def down(f, name):
+        dx, d = hl.Func(name + "_x"), hl.Func(name)
+        dx[x, y] = (f[2 * x - 1, y] + 3 * f[2 * x, y] + 3 * f[2 * x + 1, y] + f[2 * x + 2, y]) / 8
+        d[x, y] = (dx[x, 2 * y - 1] + 3 * dx[x, 2 * y] + 3 * dx[x, 2 * y + 1] + dx[x, 2 * y + 2]) / 8
+        return dx, d
+
+    def up(f, name):
+        ux, u = hl.Func(name + "_x"), hl.Func(name)
+        ux[x, y] = (f[x / 2 + (x % 2) * 2 - 1, y] + 3 * f[x / 2, y]) / 4
+        u[x, y] = (ux[x, y / 2 + (y % 2) * 2 - 1] + 3 * ux[x, y / 2]) / 4
+        return ux, u
+
+    d1x, d1 = down(clamped, "d1")
+    d2x, d2 = down(d1, "d2")
+    u1x, u1 = up(d2, "u1")
+    out = hl.Func("pyr")
+    out[x, y] = clamped[x, y] - u1[x, y / 1]
+    for f in (d1, d2):
+        f.compute_root().parallel(y).vectorize(x, 4)
+    d1x.compute_at(d1, y).vectorize(x, 4)
+    d2x.compute_at(d2, y)
+    u1.compute_root().parallel(y)
+    out.parallel(y).vectorize(x, 8)
+    realize_both(out, [37, 29], {inp: f32(29, 37)}, atol=1e-6)
+
+
+def test_expressions_and_boundary_conditions():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    lut = hl.Buffer(np.arange(7, dtype=np.int16) * 3 - 5)
+    gain = hl.Param(hl.Float(32), "gain")
+    shift = hl.Param(hl.Int(32), "shift")
+    ce = hl.BoundaryConditions.constant_exterior(inp, hl.f32(0.25))
+    mi = hl.BoundaryConditions.mirror_image(inp)
+    mo = hl.BoundaryConditions.mirror_interior(inp)
+    v = ce[x - 2, y + 1] + mi[x + 3, y - 2] * gain - mo[x - 1, y + 2]
+    idx = hl.clamp(hl.cast(hl.Int(32), hl.floor(hl.abs(v) * 3)), 0, 6)
+    f = hl.Func("kitchen")
+    f[x, y] = hl.select(hl.likely(v > 0.5) & (x % 3 != 1) | (y < shift),
+                        hl.sqrt(hl.abs(v)) + hl.exp(-v * v),
+                        hl.mux(x % 4, [hl.floor(v), hl.ceil(v), hl.f32(lut[idx]), hl.min(hl.max(v, -1.0), 1.0)]))
+    g = hl.Func("kitchen_int")
+    g[x, y] = hl.cast(hl.Int(16), f[x, y] * 100) / 7 + hl.cast(hl.Int(16), (x - y)) % 5 - lut[(x + y) % 7]
+    f.compute_root().vectorize(x, 4)
+    g.parallel(y)
+    realize_both([f, g], [23, 19], {inp: f32(19, 23)}, [(gain, 1.5), (shift, 4)], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("schedule", ["split_reorder", "fuse_parallel", "tile_unroll", "reorder_vectorize",
+                                      "compute_at_inner", "store_root_compute_at"])
+def test_tutorial_schedules(schedule):
+    inp = hl.ImageParam(hl.Int(32), 2, "inp")
+    prod, cons = hl.Func("producer"), hl.Func("consumer")
+    prod[x, y] = inp[x, y] * 3 + x - y
+    cons[x, y] = prod[x, y] + prod[x + 1, y] + prod[x, y + 1] - prod[x + 1, y + 1]
+    fused = hl.Var("fused")
+    if schedule == "split_reorder":
+        cons.split(x, xo, xi, 4).reorder(xo, xi, y)
+        prod.compute_root()
+    elif schedule == "fuse_parallel":
+        cons.split(x, xo, xi, 4).fuse(xi, y, fused).parallel(fused)
+        prod.compute_root().parallel(y)
+    elif schedule == "tile_unroll":
+        cons.tile(x, y, xo, yo, xi, yi, 4, 2).unroll(xi).parallel(yo)
+        prod.compute_at(cons, xo)
+    elif schedule == "reorder_vectorize":
+        cons.reorder(y, x).vectorize(y, 4)
+        prod.compute_root().vectorize(x, 8)
+    elif schedule == "compute_at_inner":
+        cons.split(y, yo, yi, 3).parallel(yo).vectorize(x, 4)
+        prod.compute_at(cons, yi)
+    elif schedule == "store_root_compute_at":
+        prod.store_root().compute_at(cons, y)
+    img = rng.integers(-1000, 1000, (22, 33), dtype=np.int32)
+    realize_both(cons, [32, 21], {inp: img})
