@@ -151,8 +151,18 @@ def _from_ast(e, names):
             out = binop(_AST_BINOPS[op], out, a)
         return out
     if op in _AST_BINOPS:
-        return binop(_AST_BINOPS[op], args[0], args[1])
+        kind = _AST_BINOPS[op]
+        if kind in ("and", "or"):   # isl writes a constant condition as an integer (`c || 1`)
+            args = [_truth(a) for a in args]
+        return binop(kind, args[0], args[1])
     raise TypeError(f"unexpected isl AST operation in {e.to_C_str()}")
+
+
+def _truth(e):
+    from .types import bool_
+    if isinstance(e, Const) and e.dtype != bool_:
+        return Const(bool(e.value), bool_)
+    return e
 
 
 def pwaff_to_expr(pa: isl.PwAff, context: isl.Set) -> Expr:

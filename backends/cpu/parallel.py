@@ -2,11 +2,16 @@
 
 For `for (v = lo; v < hi; v++) body` the generated code is
 
-    closure = {status*, lo, hi, buffer pointers, their extents, captured scalars}
+    closure = {status*, lo, hi, next = lo, buffer pointers, their extents, captured scalars}
     if (lo < hi) GOMP_parallel(worker, &closure, num_threads, 0);
 
-    worker(closure): unpack; tid = omp_get_thread_num(); nt = omp_get_num_threads();
-                     chunk = ceil((hi - lo) / nt); run body for [lo + tid*chunk, min(.. + chunk, hi))
+    worker(closure): unpack; nt = omp_get_num_threads(); chunk = max(1, (hi - lo) / (4 * nt));
+                     while ((start = atomic_fetch_add(&closure.next, chunk)) < hi)
+                         run body for [start, min(start + chunk, hi))
+
+Chunks are claimed dynamically, as a task pool would hand them out: a thread that
+the operating system delays takes fewer chunks instead of holding up the others
+at the closing barrier, which matters on machines shared with other work.
 
 The body itself is a separate function whose buffer pointers are `noalias`
 arguments and whose sizes are plain arguments, so LLVM optimizes it as well
@@ -58,13 +63,13 @@ def emit_parallel_loop(se, s, fs, scope):
     cap_vars = sorted(n for n in syms if n in scope.vars and n != s.var)
     cap_bufs = [scope.bufs[n] for n in sorted(bufs) if n in scope.bufs]
 
-    # closure layout: status*, lo, hi, ptr per buffer, extents per buffer, captured scalars
-    fields = [PTR, I64, I64] + [PTR] * len(cap_bufs)
+    # closure layout: status*, lo, hi, next chunk, ptr per buffer, extents per buffer, captured scalars
+    fields = [PTR, I64, I64, I64] + [PTR] * len(cap_bufs)
     fields += [I64] * sum(len(v.extents) for v in cap_bufs) + [I64] * len(cap_vars)
     closure_ty = ir.LiteralStructType(fields)
 
     # the body: noalias buffers, sizes and captured scalars as arguments, then [start, end)
-    body_args = [PTR] * len(cap_bufs) + [I64] * (len(fields) - 3 - len(cap_bufs)) + [I64, I64, PTR]
+    body_args = [PTR] * len(cap_bufs) + [I64] * (len(fields) - 4 - len(cap_bufs)) + [I64, I64, PTR]
     body_fn = ir.Function(module, ir.FunctionType(VOID, body_args), ms.fresh("par.body"))
     body_fn.linkage = "internal"
     body_fn.attributes.add("nounwind")
@@ -93,21 +98,30 @@ def emit_parallel_loop(se, s, fs, scope):
     vals = [wb.load(wb.gep(data, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
                            source_etype=closure_ty), typ=t) for k, t in enumerate(fields)]
     status, lo, hi = vals[:3]
-    tid = wb.sext(wb.call(declare(module, "omp_get_thread_num", ir.FunctionType(I32, [])), []), I64)
     nt = wb.sext(wb.call(declare(module, "omp_get_num_threads", ir.FunctionType(I32, [])), []), I64)
-    n = wb.sub(hi, lo, flags=("nsw",))
-    chunk = wb.sdiv(wb.add(n, wb.sub(nt, i64(1), flags=("nsw",)), flags=("nsw",)), nt)
-    first = wb.add(lo, wb.mul(tid, chunk, flags=("nsw",)), flags=("nsw",))
+    chunk = wb.sdiv(wb.sub(hi, lo, flags=("nsw",)), wb.mul(nt, i64(4), flags=("nsw",)))
+    chunk = wb.select(wb.icmp_signed("<", chunk, i64(1)), i64(1), chunk)
+    next_slot = wb.gep(data, [ir.Constant(I32, 0), ir.Constant(I32, 3)], inbounds=True, source_etype=closure_ty)
+    claim = worker.append_basic_block("claim")
+    run = worker.append_basic_block("run")
+    done = worker.append_basic_block("done")
+    wb.branch(claim)
+    wb.position_at_end(claim)
+    first = wb.atomic_rmw("add", next_slot, chunk, "monotonic")
+    wb.cbranch(wb.icmp_signed("<", first, hi), run, done)
+    wb.position_at_end(run)
     last = wb.add(first, chunk, flags=("nsw",))
     last = wb.select(wb.icmp_signed("<", last, hi), last, hi)
-    wb.call(body_fn, vals[3:] + [first, last, status])
+    wb.call(body_fn, vals[4:] + [first, last, status])
+    wb.branch(claim)
+    wb.position_at_end(done)
     wb.ret_void()
 
     # the call site
     B = fs.builder
     em_lo, em_hi = se.bounds(s, fs, scope)
     slot = stack_slot(fs.entry, closure_ty, f"{s.var}.closure", 8)
-    values = [fs.status, em_lo, em_hi] + [v.ptr for v in cap_bufs]
+    values = [fs.status, em_lo, em_hi, em_lo] + [v.ptr for v in cap_bufs]
     values += [e for v in cap_bufs for e in v.extents] + [scope.vars[n] for n in cap_vars]
     for k, v in enumerate(values):
         B.store(v, B.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
