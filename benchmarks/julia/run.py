@@ -225,14 +225,35 @@ def s_mttkrp(f):
 
 
 def s_doitgen(f):
-    pass     # acc is shared by all (r, q) and C4[s, p] is strided along p: no profitable legal change found
+    # acc is shared by all (r, q), so (r, q) stay serial; within one (r, q), 16 consecutive p are
+    # vector lanes and s runs outside the lanes, so the 16 sums stay in registers over s (each in
+    # the source's s order). p is shifted to start at 0 so that every chunk is full.
+    for n in ("s28", "s42"):
+        f[n].shift("p", -1)
+        f[n].vectorize("p", 16)
+    f["s42"].reorder("s", "p1")
 
 
 def s_covariance(f):
+    # column means: 8 columns at a time as vector lanes, the lanes' sums stay in registers over i
+    for n in ("s12", "s24", "s32"):
+        f[n].vectorize("j", 8)
+    f["s24"].reorder("i", "j1")
     f["s57"].interchange("i", "j")
     f["s57"].parallelize("j")
     f["s57"].vectorize("i", 8)
-    f["s98"].parallelize("i")
+    # cov[i, j] for 8 consecutive j as vector lanes with k outside the lanes, so the 8 sums stay
+    # in registers over k (each lane adds in k order, as the source does); rows i are dealt to the
+    # 2 threads by parity, which balances the triangle j >= i
+    comps = [f[n] for n in ("s84", "s98", "s107", "s109")]
+    for c in comps:
+        c.split("i", 2)
+        c.interchange("i0", "i1")
+        c.vectorize("j", 8)
+    f["s98"].reorder("k", "j1")
+    f["s98"].parallelize("i1")
+    for a, b in zip(comps, comps[1:]):
+        b.after(a, "j0")
 
 
 def s_jacobi1d(f):
@@ -241,13 +262,30 @@ def s_jacobi1d(f):
 
 
 def s_jacobi2d(f):
-    for name in ("s39", "s79"):
-        f[name].parallelize("j")
-        f[name].vectorize("i", 8)
+    # time tiling: B's sweep and A's sweep (A shifted one column back, so it reads B values already
+    # computed) share the skewed (t, j) tiles; tiles on one anti-diagonal run in parallel, so a
+    # parallel region covers 8 time steps instead of one sweep
+    a, b = f["s39"], f["s79"]
+    b.shift("j", 1)
+    for c in (a, b):
+        c.skew("t", "j", 2)
+        c.tile("t", "j", 8, 32)
+        c.skew("t0", "j0", 1)
+        c.interchange("t0", "j0")
+        c.parallelize("t0")
+        c.vectorize("i", 8)
+    b.after(a, "j1")
 
 
 def s_seidel2d(f):
-    pass
+    # the source's order is one chain of dependent additions (A[i, j] reads A[i, j-1] just written);
+    # skewing j by 2i puts 8 consecutive rows at one j' = j + 2i with no dependence between them,
+    # so the unrolled rows give 8 independent chains (and rows of a column share cache lines)
+    s = f["s51"]
+    s.skew("i", "j", 2)
+    s.split("i", 8)
+    s.reorder("j", "i1")
+    s.unroll("i1", 8)
 
 
 def arrays(spec, seed=0):
