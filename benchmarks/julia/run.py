@@ -197,10 +197,18 @@ def s_2mm(f):
 
 def s_bicg(f):
     f["s45"].after(f["s39"], ms.root)                # two nests: s[j] over i, then q[i] over j
-    f["s39"].interchange("i", "j")
-    f["s39"].parallelize("j")
-    f["s45"].interchange("i", "j")
-    f["s45"].vectorize("i", 8)
+    # s[j]: 16 consecutive j as vector lanes with i outside them, so the 16 sums stay in registers
+    # and each lane reads its column of A contiguously
+    a = f["s39"]
+    a.interchange("i", "j")
+    a.shift("j", -1)
+    a.vectorize("j", 16)
+    a.reorder("i", "j1")
+    # q[i]: i innermost, contiguous in A's columns; serial (2 threads did not pay at this size)
+    b = f["s45"]
+    b.interchange("i", "j")
+    b.shift("i", -1)
+    b.vectorize("i", 8)
 
 
 def s_gesummv(f):
@@ -257,8 +265,10 @@ def s_covariance(f):
 
 
 def s_jacobi1d(f):
-    f["s26"].vectorize("i", 8)
-    f["s48"].vectorize("i", 8)
+    # i starts at 2: shifted to 0 so that the 8-wide chunks need no lower-bound test
+    for name in ("s26", "s48"):
+        f[name].shift("i", -2)
+        f[name].vectorize("i", 8)
 
 
 def s_jacobi2d(f):
