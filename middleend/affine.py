@@ -9,7 +9,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .expr import BinOp, Cast, Const, Expr, Sym, UnOp, binop, simplify
-from .types import int64
+from .types import bool_, int64
 
 ISL_KEYWORDS = {"and", "or", "not", "mod", "floor", "ceil", "min", "max", "exists", "true", "false",
                 "infty", "NaN", "implies", "xor", "domain", "range", "div"}
@@ -151,6 +151,10 @@ def _from_ast(e, names):
             out = binop(_AST_BINOPS[op], out, a)
         return out
     if op in _AST_BINOPS:
+        if _AST_BINOPS[op] in ("and", "or"):
+            # isl may write a condition that always holds as the integer 1 (0: never)
+            args = [Const(bool(a.value), bool_) if isinstance(a, Const) and not a.dtype.is_bool else a
+                    for a in args]
         return binop(_AST_BINOPS[op], args[0], args[1])
     raise TypeError(f"unexpected isl AST operation in {e.to_C_str()}")
 

@@ -168,13 +168,25 @@ def nb_seidel2d(tsteps, A):
 
 # schedules (computation names are the statement numbers of the 1.6-style fixtures) ---------------
 
+def register_tiles(c, jb=64, kb=256, ib=128):
+    """C[i, j] += ... A[i, k] ... B[k, j] as blocks of (j, k, i) for the caches, then 4 columns by
+    8 rows of C kept in registers over k (4 unrolled columns of 8-lane vectors, contiguous in
+    column-major C and A); the j blocks go to the threads. Each element still adds in k order."""
+    dims = ", ".join(c.loops)
+    c.set_schedule(
+        f"{{ {c.name}[{dims}] -> [jb, kb, ib, j0, i0, k1, j1, i1] : jb = floor((j - 1)/{jb}) "
+        f"and kb = floor((k - 1)/{kb}) and ib = floor((i - 1)/{ib}) and j0 = floor((j - 1)/4) "
+        f"and i0 = floor((i - 1)/8) and k1 = k - 1 and j1 = (j - 1) mod 4 and i1 = (i - 1) mod 8 }}",
+        ["jb", "kb", "ib", "j0", "i0", "k1", "j1", "i1"])
+    c.unroll("j1", 4)
+    c.vectorize("i1", 8)
+    c.parallelize("jb")
+
+
 def s_gemm(f):
     init, acc = f["s22"], f["s49"]
     acc.after(init, ms.root)
-    acc.reorder("j", "k", "i")                       # i innermost: contiguous in Julia's column-major C and A
-    j0, k0, j1, k1 = acc.tile("j", "k", 16, 128)
-    acc.vectorize("i", 8)
-    acc.parallelize(j0)
+    register_tiles(acc)
     init.interchange("i", "j")
     init.parallelize("j")
     init.vectorize("i", 8)
@@ -184,10 +196,7 @@ def s_2mm(f):
     for init, acc in (("s21", "s35"), ("s69", "s83")):
         init, acc = f[init], f[acc]
         acc.after(init, ms.root)
-        acc.reorder("j", "k", "i")
-        j0, k0, j1, k1 = acc.tile("j", "k", 16, 128)
-        acc.vectorize("i", 8)
-        acc.parallelize(j0)
+        register_tiles(acc)
         init.interchange("i", "j")
         init.parallelize("j")
         init.vectorize("i", 8)
@@ -223,11 +232,17 @@ def s_gesummv(f):
 
 
 def s_mttkrp(f):
+    # B is read once: for each block of 8 rows i (a thread's share of i), every (k, l), then all j,
+    # 4 columns at a time (unrolled) of 8-lane vectors; the 8 x 300 block of A stays in L1.
+    # Each A[i, j] still adds over k, then l, in the source's order.
     init, acc = f["s21"], f["s44"]
     acc.after(init, ms.root)
-    acc.reorder("j", "k", "l", "i")
-    acc.parallelize("j")
-    acc.vectorize("i", 8)
+    acc.set_schedule("{ s44[i, j, k, l] -> [i0, k1, l1, j0, j1, i1] : i0 = floor((i - 1)/8) and k1 = k - 1 "
+                     "and l1 = l - 1 and j0 = floor((j - 1)/4) and j1 = (j - 1) mod 4 and i1 = (i - 1) mod 8 }",
+                     ["i0", "k1", "l1", "j0", "j1", "i1"])
+    acc.unroll("j1", 4)
+    acc.vectorize("i1", 8)
+    acc.parallelize("i0")
     init.interchange("i", "j")
     init.parallelize("j")
 
