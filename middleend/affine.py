@@ -9,7 +9,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .expr import BinOp, Cast, Const, Expr, Sym, UnOp, binop, simplify
-from .types import int64
+from .types import bool_, int64
 
 ISL_KEYWORDS = {"and", "or", "not", "mod", "floor", "ceil", "min", "max", "exists", "true", "false",
                 "infty", "NaN", "implies", "xor", "domain", "range", "div"}

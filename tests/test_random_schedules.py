@@ -82,3 +82,11 @@ def test_accepted_schedules_compute_the_same_values(seq):
     except (ms.IllegalScheduleError, ms.ScheduleError):
         return
     np.testing.assert_allclose(kernel(img=IMG), REFERENCE, rtol=1e-5)
+
+
+def test_condition_that_isl_writes_as_constant_true():
+    """isl can print an always-true disjunct as the integer 1 inside a guard; it must read as a bool."""
+    f, comps = program()
+    for cmd in [("split", "p", 0, 0, 2), ("vectorize", "c", 1, 0, 2), ("vectorize", "c", 0, 0, 2)]:
+        apply(comps, *cmd)
+    np.testing.assert_allclose(f.compile("cpu")(img=IMG), REFERENCE, rtol=1e-5)

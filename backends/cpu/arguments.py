@@ -47,6 +47,7 @@ class Binder:
         self.params = list(params)
         self.specs = [_Spec(b, False) for b in inputs] + [_Spec(b, True) for b in outputs]
         self.n_in = len(inputs)
+        self._shapes = {}  # parameter values -> every buffer's shape (calls repeat the same sizes)
         buffers = [s.name for s in self.specs]
         self.known = frozenset(buffers) | frozenset(self.params)
         clash = set(buffers) & set(self.params)
@@ -115,10 +116,21 @@ class Binder:
                                 f"pass them as keyword arguments")
         return values
 
+    def _buffer_shapes(self, values):
+        key = tuple(values[p] for p in self.params)
+        shapes = self._shapes.get(key)
+        if shapes is None:
+            shapes = [tuple(f(values) for f in s.shape) for s in self.specs]
+            if len(self._shapes) >= 64:
+                self._shapes.clear()
+            self._shapes[key] = shapes
+        return shapes
+
     def _check(self, given, values):
         arrays, outputs, to_zero = [], [], []
+        shapes = self._buffer_shapes(values)
         for pos, s in enumerate(self.specs):
-            shape = tuple(f(values) for f in s.shape)
+            shape = shapes[pos]
             a = given[pos]
             if a is None:
                 if any(d < 0 for d in shape):

@@ -168,13 +168,25 @@ def nb_seidel2d(tsteps, A):
 
 # schedules (computation names are the statement numbers of the 1.6-style fixtures) ---------------
 
+def register_tiles(c, jb=64, kb=256, ib=128):
+    """C[i, j] += ... A[i, k] ... B[k, j] as blocks of (j, k, i) for the caches, then 4 columns by
+    8 rows of C kept in registers over k (4 unrolled columns of 8-lane vectors, contiguous in
+    column-major C and A); the j blocks go to the threads. Each element still adds in k order."""
+    dims = ", ".join(c.loops)
+    c.set_schedule(
+        f"{{ {c.name}[{dims}] -> [jb, kb, ib, j0, i0, k1, j1, i1] : jb = floor((j - 1)/{jb}) "
+        f"and kb = floor((k - 1)/{kb}) and ib = floor((i - 1)/{ib}) and j0 = floor((j - 1)/4) "
+        f"and i0 = floor((i - 1)/8) and k1 = k - 1 and j1 = (j - 1) mod 4 and i1 = (i - 1) mod 8 }}",
+        ["jb", "kb", "ib", "j0", "i0", "k1", "j1", "i1"])
+    c.unroll("j1", 4)
+    c.vectorize("i1", 8)
+    c.parallelize("jb")
+
+
 def s_gemm(f):
     init, acc = f["s22"], f["s49"]
     acc.after(init, ms.root)
-    acc.reorder("j", "k", "i")                       # i innermost: contiguous in Julia's column-major C and A
-    j0, k0, j1, k1 = acc.tile("j", "k", 16, 128)
-    acc.vectorize("i", 8)
-    acc.parallelize(j0)
+    register_tiles(acc)
     init.interchange("i", "j")
     init.parallelize("j")
     init.vectorize("i", 8)
@@ -184,10 +196,7 @@ def s_2mm(f):
     for init, acc in (("s21", "s35"), ("s69", "s83")):
         init, acc = f[init], f[acc]
         acc.after(init, ms.root)
-        acc.reorder("j", "k", "i")
-        j0, k0, j1, k1 = acc.tile("j", "k", 16, 128)
-        acc.vectorize("i", 8)
-        acc.parallelize(j0)
+        register_tiles(acc)
         init.interchange("i", "j")
         init.parallelize("j")
         init.vectorize("i", 8)
@@ -197,10 +206,18 @@ def s_2mm(f):
 
 def s_bicg(f):
     f["s45"].after(f["s39"], ms.root)                # two nests: s[j] over i, then q[i] over j
-    f["s39"].interchange("i", "j")
-    f["s39"].parallelize("j")
-    f["s45"].interchange("i", "j")
-    f["s45"].vectorize("i", 8)
+    # s[j]: 16 consecutive j as vector lanes with i outside them, so the 16 sums stay in registers
+    # and each lane reads its column of A contiguously
+    a = f["s39"]
+    a.interchange("i", "j")
+    a.shift("j", -1)
+    a.vectorize("j", 16)
+    a.reorder("i", "j1")
+    # q[i]: i innermost, contiguous in A's columns; serial (2 threads did not pay at this size)
+    b = f["s45"]
+    b.interchange("i", "j")
+    b.shift("i", -1)
+    b.vectorize("i", 8)
 
 
 def s_gesummv(f):
@@ -208,46 +225,96 @@ def s_gesummv(f):
         f[name].vectorize("i", 8)
     for name in ("s23", "s27"):
         f[name].after(f["s11"], ms.root)
-    f["s27"].after(f["s23"], "j")
-    f["s23"].interchange("i", "j")
-    f["s23"].vectorize("i", 8)
+    # both sums over j with i innermost (contiguous in column-major A and B), in two halves of i
+    # whose partial sums stay in L1; i is counted from 0 so that the 8-wide chunks are whole.
+    # Serial: 2 threads did not pay at this size.
+    for name in ("s23", "s27"):
+        c = f[name]
+        c.set_schedule(f"{{ {name}[i, j] -> [i0, j1, i1] : i0 = floor((i - 1)/656) and j1 = j - 1 "
+                       f"and i1 = i - 1 - 656*i0 }}", ["i0", "j1", "i1"])
+        c.vectorize("i1", 8)
+    f["s27"].after(f["s23"], "j1")
     f["s36"].after(f["s27"], ms.root)
 
 
 def s_mttkrp(f):
+    # B is read once: for each block of 8 rows i (a thread's share of i), every (k, l), then all j,
+    # 4 columns at a time (unrolled) of 8-lane vectors; the 8 x 300 block of A stays in L1.
+    # Each A[i, j] still adds over k, then l, in the source's order.
     init, acc = f["s21"], f["s44"]
     acc.after(init, ms.root)
-    acc.reorder("j", "k", "l", "i")
-    acc.parallelize("j")
-    acc.vectorize("i", 8)
+    acc.set_schedule("{ s44[i, j, k, l] -> [i0, k1, l1, j0, j1, i1] : i0 = floor((i - 1)/8) and k1 = k - 1 "
+                     "and l1 = l - 1 and j0 = floor((j - 1)/4) and j1 = (j - 1) mod 4 and i1 = (i - 1) mod 8 }",
+                     ["i0", "k1", "l1", "j0", "j1", "i1"])
+    acc.unroll("j1", 4)
+    acc.vectorize("i1", 8)
+    acc.parallelize("i0")
     init.interchange("i", "j")
     init.parallelize("j")
 
 
 def s_doitgen(f):
-    pass     # acc is shared by all (r, q) and C4[s, p] is strided along p: no profitable legal change found
+    # acc is shared by all (r, q), so (r, q) stay serial; within one (r, q), 16 consecutive p are
+    # vector lanes and s runs outside the lanes, so the 16 sums stay in registers over s (each in
+    # the source's s order). p is shifted to start at 0 so that every chunk is full.
+    for n in ("s28", "s42"):
+        f[n].shift("p", -1)
+        f[n].vectorize("p", 16)
+    f["s42"].reorder("s", "p1")
 
 
 def s_covariance(f):
+    # column means: 8 columns at a time as vector lanes, the lanes' sums stay in registers over i
+    for n in ("s12", "s24", "s32"):
+        f[n].vectorize("j", 8)
+    f["s24"].reorder("i", "j1")
     f["s57"].interchange("i", "j")
     f["s57"].parallelize("j")
     f["s57"].vectorize("i", 8)
-    f["s98"].parallelize("i")
+    # cov[i, j] for 8 consecutive j as vector lanes with k outside the lanes, so the 8 sums stay
+    # in registers over k (each lane adds in k order, as the source does); rows i are dealt to the
+    # 2 threads by parity, which balances the triangle j >= i
+    comps = [f[n] for n in ("s84", "s98", "s107", "s109")]
+    for c in comps:
+        c.split("i", 2)
+        c.interchange("i0", "i1")
+        c.vectorize("j", 8)
+    f["s98"].reorder("k", "j1")
+    f["s98"].parallelize("i1")
+    for a, b in zip(comps, comps[1:]):
+        b.after(a, "j0")
 
 
 def s_jacobi1d(f):
-    f["s26"].vectorize("i", 8)
-    f["s48"].vectorize("i", 8)
-
-
-def s_jacobi2d(f):
-    for name in ("s39", "s79"):
-        f[name].parallelize("j")
+    # i starts at 2: shifted to 0 so that the 8-wide chunks need no lower-bound test
+    for name in ("s26", "s48"):
+        f[name].shift("i", -2)
         f[name].vectorize("i", 8)
 
 
+def s_jacobi2d(f):
+    # time tiling: B's sweep and A's sweep (A shifted one column back, so that it reads B values
+    # already computed) share skewed (t, j) tiles of 8 steps by 32 columns, which stay in L2.
+    # Serial: the wavefront of tiles on 2 threads (a parallel region per anti-diagonal) ran 3x
+    # slower than this when the machine was loaded by other work.
+    a, b = f["s39"], f["s79"]
+    b.shift("j", 1)
+    for c in (a, b):
+        c.skew("t", "j", 2)
+        c.tile("t", "j", 8, 32)
+        c.vectorize("i", 8)
+    b.after(a, "j1")
+
+
 def s_seidel2d(f):
-    pass
+    # the source's order is one chain of dependent additions (A[i, j] reads A[i, j-1] just written);
+    # skewing j by 2i puts 8 consecutive rows at one j' = j + 2i with no dependence between them,
+    # so the unrolled rows give 8 independent chains (and rows of a column share cache lines)
+    s = f["s51"]
+    s.skew("i", "j", 2)
+    s.split("i", 8)
+    s.reorder("j", "i1")
+    s.unroll("i1", 8)
 
 
 def arrays(spec, seed=0):
