@@ -14,7 +14,7 @@ from .affine import IslAff, affine_text, from_ast_expr, pwaff_on
 from .algorithm import Var
 from .buffer import as_index_expr
 from .errors import ScheduleError
-from .expr import Access, Cast, Sym, binop, simplify, transform
+from .expr import Access, Cast, Sym, binop, simplify, transform, walk
 from .layout import inline_reads, read_index, write_index
 from .schedule import fresh_name
 from .separation import full_piece
@@ -99,6 +99,7 @@ class _Leaves:
     def __init__(self, stmts, bodies, pieces):
         self.by_name = {s.name: s for s in stmts}
         self.by_name.update({piece: self.by_name[name] for piece, name in pieces.items()})
+        self.pieces = pieces
         self.bodies = bodies
         self.made = []
         self.error = None
@@ -138,7 +139,7 @@ class _Leaves:
         out = L.Store(buf, tuple(concretize(i) for i in index), concretize(value))
         if predicate is not None:
             out = L.If(concretize(predicate), out)
-        self.made.append((stmt, out))
+        self.made.append((stmt, out, name))
         return len(self.made) - 1
 
 
@@ -154,16 +155,17 @@ def _atomic_options(stmts):
     return isl.UnionMap(f"{{ [{dims}] -> atomic[x] : 0 <= x < {n} }}")
 
 
-def build_ast(stmts, bodies, context, separate=True):
+def build_ast(stmts, bodies, context, unseparated=frozenset()):
     """The isl AST of the union of the statements' time maps, with leaves already lowered.
 
-    With `separate`, full tiles are generated apart from partial ones (see separation.py)."""
+    Full tiles are generated apart from partial ones (see separation.py), except for the
+    statements named in `unseparated`."""
     schedule = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
     taken = {s.name for s in stmts}
     pieces = {}
     for s in stmts:
         time = s.time.intersect_domain(s.domain).intersect_params(context)
-        full = full_piece(time.range(), _separated_dims(s)) if separate else None
+        full = full_piece(time.range(), _separated_dims(s)) if s.name not in unseparated else None
         if full is not None:
             # the full tiles become a statement of their own, so isl generates them with constant bounds
             pieces[fresh_name(s.name + "_full", taken)] = s.name
@@ -190,6 +192,7 @@ class _Converter:
     def __init__(self, leaves, params):
         self.leaves = leaves
         self.params = set(params)
+        self.allocations = []      # (tile, names of the statement pieces generated inside it)
 
     def convert(self, node, scope):
         """(loop IR, statements under the node, tile buffers not yet allocated)."""
@@ -200,7 +203,7 @@ class _Converter:
             return (L.Block([p[0] for p in parts]), [s for p in parts for s in p[1]],
                     set().union(*(p[2] for p in parts)))
         if t == isl.ast_node_type.user:
-            stmt, out = self.leaves.made[int(node.get_annotation().name[4:])]
+            stmt, out, _ = self.leaves.made[int(node.get_annotation().name[4:])]
             return _rename(out, scope), [stmt], {stmt.local} if stmt.local is not None else set()
         if t == isl.ast_node_type.if_:
             cond = _rename_expr(from_ast_expr(node.if_get_cond()), scope)
@@ -232,6 +235,7 @@ class _Converter:
         for local in sorted((p for p in pending if p.time_dim >= dim), key=lambda p: p.buffer.name):
             body = L.Allocate(local.buffer, body)
             pending = pending - {local}
+            self.allocations.append((local, _pieces_under(node, self.leaves)))
         return L.For(name, lo, hi, body, kind, factor), stmts, pending
 
     def _upper(self, node, iterator, scope):
@@ -265,15 +269,23 @@ class _Converter:
         return kind, factor
 
 
-def _statements_under(node, leaves):
+def _leaves_under(node, leaves):
     found = []
 
     def visit(n):
         if n.get_type() == isl.ast_node_type.user:
-            found.append(leaves.made[int(n.get_annotation().name[4:])][0])
+            found.append(leaves.made[int(n.get_annotation().name[4:])])
         return True
     node.foreach_descendant_top_down(visit)
     return found
+
+
+def _statements_under(node, leaves):
+    return [stmt for stmt, _, _ in _leaves_under(node, leaves)]
+
+
+def _pieces_under(node, leaves):
+    return {piece for _, _, piece in _leaves_under(node, leaves)}
 
 
 def _rename_expr(e, scope):
@@ -293,9 +305,41 @@ def _rename(s, scope):
     raise TypeError(type(s).__name__)
 
 
+def broken_tiles(allocations, stmts, bodies, leaves):
+    """Tile buffers whose producer and consumers did not all land in one allocating loop.
+
+    A statement's full and partial pieces are separate statements for isl, which may generate
+    them in different loop nests (a last, partial tile after the loop of full ones); a tile's
+    users must share the loop that allocates it, so such statements are generated again whole."""
+    broken = set()
+    for local in {s.local for s in stmts if s.local is not None}:
+        users = statements_using(stmts, bodies, {local.buffer.name})
+        expected = users | {piece for piece, name in leaves.pieces.items() if name in users}
+        scopes = [pieces for tile, pieces in allocations if tile is local]
+        if len(scopes) != 1 or not expected <= scopes[0]:
+            broken.add(local.buffer.name)
+    return broken
+
+
+def statements_using(stmts, bodies, buffer_names):
+    """Names of the statements that write or read any of the named buffers."""
+    out = set()
+    for s in stmts:
+        buf, index, value, predicate = bodies[s.name]
+        names = {buf.name} | {n.target.name for e in (value, predicate, *index) if e is not None
+                              for n in walk(e) if isinstance(n, Access)}
+        if names & buffer_names:
+            out.add(s.name)
+    return out
+
+
 def to_loop_ir(ast, leaves, params):
-    """Convert the AST; tile buffers whose loop was not generated are allocated at the root."""
-    body, _, pending = _Converter(leaves, params).convert(ast, {})
+    """Convert the AST; tile buffers whose loop was not generated are allocated at the root.
+
+    Returns the loop IR and the allocations of tiles (see `broken_tiles`)."""
+    converter = _Converter(leaves, params)
+    body, _, pending = converter.convert(ast, {})
     for local in sorted(pending, key=lambda p: p.buffer.name):
         body = L.Allocate(local.buffer, body)
-    return body
+        converter.allocations.append((local, {piece for _, _, piece in leaves.made}))
+    return body, converter.allocations

@@ -162,9 +162,14 @@ class Function:
             legality.check(stmts, deps, self, context)
         locals_by_comp = {s.comp: s.local for s in stmts if s.local is not None}
         bodies = {s.name: codegen.statement_body(s, locals_by_comp) for s in stmts}
-        ast, leaves = codegen.build_ast(stmts, bodies, context)
         params = sorted(self.param_names)
-        body = codegen.to_loop_ir(ast, leaves, params)
+        ast, leaves = codegen.build_ast(stmts, bodies, context)
+        body, allocations = codegen.to_loop_ir(ast, leaves, params)
+        broken = codegen.broken_tiles(allocations, stmts, bodies, leaves)
+        if broken:
+            keep_whole = codegen.statements_using(stmts, bodies, broken)
+            ast, leaves = codegen.build_ast(stmts, bodies, context, unseparated=keep_whole)
+            body, _ = codegen.to_loop_ir(ast, leaves, params)
         outputs, temps = [], []
         for c in self.computations:
             if c.updated is None and not c.inlined and c.compute_at_target is None and c.buffer not in outputs:
