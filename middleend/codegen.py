@@ -144,9 +144,14 @@ class _Leaves:
 
 
 def _separated_dims(stmt):
-    """Time dims of the statement's vector and unroll loops: those pay for partial trip counts."""
-    return [2 * k + 1 for k, loop in enumerate(stmt.loops)
-            if stmt.tags.get(loop, ("serial",))[0] in ("vector", "unroll")]
+    """{time dim: trip count of a full tile} for the statement's vector and unroll loops: those pay
+    for partial trip counts."""
+    out = {}
+    for k, loop in enumerate(stmt.loops):
+        kind, factor = stmt.tags.get(loop, ("serial", 1))
+        if kind in ("vector", "unroll"):
+            out[2 * k + 1] = factor
+    return out
 
 
 def _atomic_options(stmts):

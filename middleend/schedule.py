@@ -321,12 +321,18 @@ class Schedulable:
         other._place("after", self, level)
         return other
 
-    def _place(self, how, other, level):
+    def _place(self, how, other, level, by_compute_at=False):
         cmd = f"{how}({getattr(other, 'name', other)}, {loop_name(level)})"
         if not isinstance(other, Schedulable) or other.function is not self.function:
             raise ScheduleError(f"{self.name}.{cmd}: {other!r} is not a computation of the same function")
         if other is self:
             raise ScheduleError(f"{self.name}.{cmd}: a computation cannot be placed relative to itself")
+        if not by_compute_at:
+            for c in (self, other):
+                if c.compute_at_target is not None:
+                    raise ScheduleError(f"{self.name}.{cmd}: {c.name} is computed at "
+                                        f"{c.compute_at_target[0].name}'s loop {c.compute_at_target[1]}, "
+                                        f"which fixes its place; place {c.compute_at_target[0].name} instead")
         name = None if level is root else loop_name(level)
         self.function._ordering.append((how, self, other, name))
         self._record(cmd)
@@ -347,11 +353,11 @@ class Schedulable:
                                 f"call {self.updated.name}.compute_at(...) and its updates follow")
         consumer._loop_index(level, f"{self.name}.{cmd}")
         self.compute_at_target = (consumer, loop_name(level))
-        self._place("before", consumer, level)
+        self._place("before", consumer, level, by_compute_at=True)
         self.function._history.pop()
         for u in self.updates:     # each placed just before the consumer: base, updates in order, consumer
             u.compute_at_target = self.compute_at_target
-            u._place("before", consumer, level)
+            u._place("before", consumer, level, by_compute_at=True)
             self.function._history.pop()
         self._record(cmd)
 

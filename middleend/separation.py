@@ -13,35 +13,36 @@ from __future__ import annotations
 import islpy as isl
 
 
-def _section_is_full(time_set, k):
-    """Prefixes (time dims < k) whose section along dim k spans the dim's largest constant extent, or None
-    when the extent is not a constant larger than one."""
+def _section_is_full(time_set, k, extent):
+    """Prefixes (time dims < k) whose section along dim k holds `extent` consecutive points.
+
+    The sections are intervals no longer than `extent` (the loop's trip count in full tiles), so
+    a section is full exactly when it holds both t and t + extent - 1 for some t."""
     n = time_set.dim(isl.dim_type.set)
     upto_k = time_set.project_out(isl.dim_type.set, k + 1, n - k - 1)
     section = isl.Map.from_range(upto_k).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, k)
-    lo = section.lexmin_pw_multi_aff()
-    extent = section.lexmax_pw_multi_aff().get_pw_aff(0).sub(lo.get_pw_aff(0)).max_val()
-    if not extent.is_int() or extent.to_python() < 1:
-        return None
-    box = isl.Map.from_pw_multi_aff(lo).apply_range(
-        isl.Map(f"{{ [a] -> [b] : a <= b <= a + {extent.to_python()} }}"))
-    missing = box.subtract(section)
-    return section.domain().subtract(missing.domain())
+    reaching = section.apply_range(isl.Map(f"{{ [t] -> [t - {extent - 1}] }}"))
+    return section.intersect(reaching).domain()
 
 
 def full_piece(time_set, dims):
-    """The part of a statement's time-space image where each of the loops at time dims `dims` runs its
-    whole constant trip count, or None when that is all of it or none of it (nothing to separate)."""
+    """The part of a statement's time-space image where each loop runs its whole trip count, or None
+    when that is all of it or none of it (nothing to separate). `dims` maps time dims to the trip
+    count of their loop in a full tile (a vector or unroll loop's factor)."""
     n = time_set.dim(isl.dim_type.set)
     full = time_set
-    for k in dims:
-        prefixes = _section_is_full(time_set, k)
-        if prefixes is None:
+    for k, extent in dims.items():
+        if extent < 2:
             continue
+        prefixes = _section_is_full(time_set, k, extent)
         full = full.intersect(prefixes.insert_dims(isl.dim_type.set, k, n - k))
     full = full.coalesce()
     if full.is_empty() or full.is_equal(time_set):
         return None
-    # a convex piece keeps the generated bounds tight (isl gives a disjunction one loop over its hull)
-    hull = isl.Set.from_basic_set(full.convex_hull())
-    return hull if hull.is_equal(full) else full
+    # a convex piece keeps the generated bounds tight (isl gives a disjunction one loop over its hull);
+    # the simple hull is cheap, where the exact convex hull can take minutes on many parameters
+    if full.n_basic_set() > 1:
+        hull = isl.Set.from_basic_set(full.simple_hull())
+        if hull.is_equal(full):
+            return hull
+    return full

@@ -169,13 +169,12 @@ def test_full_piece_of_a_tiled_loop_nest():
     from middleend.separation import full_piece
     # [beta, x0, beta, x1, beta]: x split by 8, x < W
     tiled = isl.Set("[W] -> { [0, x0, 0, x1, 0] : x0 >= 0 and 0 <= x1 < 8 and 8x0 + x1 < W }")
-    full = full_piece(tiled, [3])
+    full = full_piece(tiled, {3: 8})
     assert full.is_equal(isl.Set("[W] -> { [0, x0, 0, x1, 0] : x0 >= 0 and 0 <= x1 < 8 and 8x0 + 8 <= W }"))
     # nothing to separate when the size is known to be a multiple of the tile
-    assert full_piece(tiled.intersect_params(isl.Set("[W] -> { : W = 64 }")), [3]) is None
-    # nor for a loop whose extent is not a constant (a triangle)
-    triangle = isl.Set("[N] -> { [0, i, 0, j, 0] : 0 <= j <= i < N }")
-    assert full_piece(triangle, [3]) is None
+    assert full_piece(tiled.intersect_params(isl.Set("[W] -> { : W = 64 }")), {3: 8}) is None
+    # nor when no tile can be full
+    assert full_piece(tiled.intersect_params(isl.Set("[W] -> { : W < 8 }")), {3: 8}) is None
 
 
 def test_vector_loops_of_full_tiles_have_constant_trip_counts():
