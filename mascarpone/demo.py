@@ -45,9 +45,9 @@ def blur_demo(size=2048):
 
 
 def gemm_demo(n=1024):
-    f, Ap, Bp, C, acc = examples.gemm_packed(mr=4, nr=16)
-    examples.schedule_gemm_packed(Ap, Bp, C, acc, mc=128, kc=256, nc=2048, mr=4, nr=16)
-    print("== gemm, BLIS-style: A and B packed per cache block (compute_at), a 4x16 register tile, "
+    f, Ap, Bp, C, acc = examples.gemm_packed(mr=6, nr=16)
+    examples.schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=2048, mr=6, nr=16)
+    print("== gemm, BLIS-style: A and B packed per cache block (compute_at), a 6x16 register tile, "
           f"sizes fixed to {n}")
     print("\n".join(f.history()))
     fixed = dict(N=n, M=n, K=n)
