@@ -8,18 +8,15 @@ table is printed and appended to benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
 from mascarpone import examples
 from mascarpone.demo import median_time
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
+from benchlog import append_results
+
 
 
 SGEMM_BLOCKS = dict(mc=96, kc=256, nc=2048, mr=6, nr=16)
@@ -132,10 +129,7 @@ def main():
     table = "\n".join([header] + lines)
     print(table)
     if not args.no_append:
-        stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-        with RESULTS.open("a") as out:
-            out.write(f"\n## {stamp} — {platform.processor() or platform.machine()}, {os.cpu_count()} cores"
-                      f"{' (quick)' if args.quick else ''}\n\n{table}\n")
+        append_results(f"CPU back-end{' (quick)' if args.quick else ''}", table)
 
 
 if __name__ == "__main__":

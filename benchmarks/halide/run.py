@@ -12,10 +12,7 @@ scheduling language cannot express. Results are appended to benchmarks/RESULTS.m
 from __future__ import annotations
 
 import argparse
-import datetime
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -25,12 +22,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mascarpone as ms  # noqa: E402
 from mascarpone.demo import median_time as _median_time  # noqa: E402
 import pipelines  # noqa: E402
+from benchlog import append_results  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "RESULTS.md"
 
 
 def median_time(fn, repeat):
@@ -149,13 +147,9 @@ def main():
     table = "\n".join([header] + lines)
     print(table)
     if not args.no_append:
-        stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-        with RESULTS.open("a") as out:
-            out.write(f"\n## {stamp} — Halide front-end, {w}x{h}, {platform.processor() or platform.machine()}, "
-                      f"{os.cpu_count()} cores{' (quick)' if args.quick else ''}\n\n"
-                      f"`benchmarks/halide/run.py`: medians of {repeat} runs after a warm-up, Halide 21 JIT and "
-                      f"mascarpone with the same schedule in one process; ratio ours / Halide (below 1: faster)."
-                      f"\n\n{table}\n")
+        append_results(f"Halide front-end, {w}x{h}{' (quick)' if args.quick else ''}", table,
+                       f"`benchmarks/halide/run.py`: medians of {repeat} runs after a warm-up, Halide 21 JIT and "
+                       f"mascarpone with the same schedule in one process; ratio ours / Halide (below 1: faster).")
 
 
 if __name__ == "__main__":

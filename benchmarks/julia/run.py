@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import copy
-import datetime
 import math
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -27,11 +25,13 @@ from numba import njit
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import mascarpone as ms  # noqa: E402
 from julia_fixtures import fixture  # noqa: E402
+from benchlog import append_results  # noqa: E402
+from mascarpone.demo import median_time  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 THREADS = int(os.environ.get("JULIA_BENCH_THREADS", "2"))
 
 
@@ -351,15 +351,6 @@ KERNELS = {
 }
 
 
-def median_time(fn, repeat):
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return float(np.median(samples))
-
-
 def bench(name, quick, repeat):
     fx, nb, schedule, spec, quick_spec = KERNELS[name]
     text, argtypes = fixture(fx)
@@ -405,13 +396,9 @@ def main():
     table = "\n".join([header] + lines)
     print(table)
     if not args.no_append:
-        stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-        with RESULTS.open("a") as out:
-            out.write(f"\n## {stamp} — Julia kernels vs numba, {platform.machine()}, {os.cpu_count()} cores, "
-                      f"{THREADS} threads{' (quick)' if args.quick else ''}\n\n"
-                      "Printed lowered IR through `ms.from_julia` with a schedule, against numba @njit of the "
-                      "same loops in their naive order on the same Fortran-ordered arrays (medians).\n\n"
-                      f"{table}\n")
+        append_results(f"Julia kernels vs numba, {THREADS} threads{' (quick)' if args.quick else ''}", table,
+                       "Printed lowered IR through `ms.from_julia` with a schedule, against numba @njit of the "
+                       "same loops in their naive order on the same Fortran-ordered arrays (medians).")
 
 
 if __name__ == "__main__":
