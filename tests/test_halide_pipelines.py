@@ -1,8 +1,14 @@
 """Halide pipelines with their own schedules, realized by Halide and by mascarpone on random inputs."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from halide_check import hl, realize_both
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "halide"))
+import pipelines  # noqa: E402  (the benchmark's pipeline builders, reused at small sizes)
 
 rng = np.random.default_rng(1)
 x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
@@ -61,21 +67,6 @@ def test_separable_gaussian():
     gy.tile(x, y, xi, yi, 16, 8).parallel(y).vectorize(xi, 8)
     gx.compute_at(gy, x).vectorize(x, 8)
     realize_both(gy, [50, 30], {inp: f32(34, 54)})
-
-
-def test_warp_affine_bilinear():
-    inp = hl.ImageParam(hl.Float(32), 2, "inp")
-    a00, a01, a02, a10, a11, a12 = (hl.f32(v) for v in (0.9, 0.1, 1.3, -0.05, 1.1, 0.7))
-    xf = a00 * hl.f32(x) + a01 * hl.f32(y) + a02
-    yf = a10 * hl.f32(x) + a11 * hl.f32(y) + a12
-    ix, iy = hl.cast(hl.Int(32), hl.floor(xf)), hl.cast(hl.Int(32), hl.floor(yf))
-    fx, fy = xf - hl.floor(xf), yf - hl.floor(yf)
-    cx0, cy0 = hl.clamp(ix, 0, inp.width() - 1), hl.clamp(iy, 0, inp.height() - 1)
-    cx1, cy1 = hl.clamp(ix + 1, 0, inp.width() - 1), hl.clamp(iy + 1, 0, inp.height() - 1)
-    warp = hl.Func("warp")
-    warp[x, y] = hl.lerp(hl.lerp(inp[cx0, cy0], inp[cx1, cy0], fx), hl.lerp(inp[cx0, cy1], inp[cx1, cy1], fx), fy)
-    warp.parallel(y).vectorize(x, 8)
-    realize_both(warp, [41, 27], {inp: f32(27, 41)}, atol=1e-5)
 
 
 def test_heat2d_rdom_update():
@@ -158,71 +149,13 @@ def test_tuple_valued_func():
     realize_both(pair, [21, 13], {inp: u8(13, 21)})
 
 
-def test_bilateral_grid():
-    inp = hl.ImageParam(hl.Float(32), 2, "inp")
-    s_sigma, r_sigma = 4, hl.f32(0.1)
-    z = hl.Var("z")
-    clamped = hl.BoundaryConditions.repeat_edge(inp)
-    r = hl.RDom([(0, s_sigma), (0, s_sigma)], "r")
-    val = hl.clamp(clamped[x * s_sigma + r.x - s_sigma // 2, y * s_sigma + r.y - s_sigma // 2], hl.f32(0), hl.f32(1))
-    zi = hl.clamp(hl.cast(hl.Int(32), val * (1 / r_sigma) + hl.f32(0.5)), 0, 10)
-    grid = hl.Func("grid")
-    grid[x, y, z, c] = hl.f32(0)
-    grid[x, y, zi, c] += hl.select(c == 0, val, hl.f32(1))
-    blurz, blurx, blury = hl.Func("blurz"), hl.Func("blurx"), hl.Func("blury")
-    blurz[x, y, z, c] = grid[x, y, z - 1, c] + 2 * grid[x, y, z, c] + grid[x, y, z + 1, c]
-    blurx[x, y, z, c] = blurz[x - 1, y, z, c] + 2 * blurz[x, y, z, c] + blurz[x + 1, y, z, c]
-    blury[x, y, z, c] = blurx[x, y - 1, z, c] + 2 * blurx[x, y, z, c] + blurx[x, y + 1, z, c]
-    zv = hl.clamp(inp[x, y], hl.f32(0), hl.f32(1)) * (1 / r_sigma)
-    zk = hl.clamp(hl.cast(hl.Int(32), zv), 0, 9)
-    zf = zv - hl.f32(zk)
-    xf, yf = hl.f32(x % s_sigma) / s_sigma, hl.f32(y % s_sigma) / s_sigma
-    xk, yk = x / s_sigma, y / s_sigma
-    interp = hl.Func("interp")
-    interp[x, y, c] = hl.lerp(hl.lerp(hl.lerp(blury[xk, yk, zk, c], blury[xk + 1, yk, zk, c], xf),
-                                      hl.lerp(blury[xk, yk + 1, zk, c], blury[xk + 1, yk + 1, zk, c], xf), yf),
-                              hl.lerp(hl.lerp(blury[xk, yk, zk + 1, c], blury[xk + 1, yk, zk + 1, c], xf),
-                                      hl.lerp(blury[xk, yk + 1, zk + 1, c], blury[xk + 1, yk + 1, zk + 1, c], xf),
-                                      yf), zf)
-    out = hl.Func("bilateral")
-    out[x, y] = interp[x, y, 0] / hl.max(interp[x, y, 1], hl.f32(1e-6))
-    grid.compute_root().parallel(y)
-    grid.update(0).parallel(y)
-    blurz.compute_root().parallel(y).vectorize(x, 4)
-    blurx.compute_root().parallel(y).vectorize(x, 4)
-    blury.compute_root().parallel(y).vectorize(x, 4)
-    out.parallel(y).vectorize(x, 8)
-    realize_both(out, [40, 28], {inp: f32(28, 40)}, rtol=1e-4, atol=1e-5)
-
-
-def test_image_pyramid_down_and_up():
-    inp = hl.ImageParam(hl.Float(32), 2, "inp")
-    clamped = hl.BoundaryConditions.repeat_edge(inp)
-
-    def down(f, name):
-        dx, d = hl.Func(name + "_x"), hl.Func(name)
-        dx[x, y] = (f[2 * x - 1, y] + 3 * f[2 * x, y] + 3 * f[2 * x + 1, y] + f[2 * x + 2, y]) / 8
-        d[x, y] = (dx[x, 2 * y - 1] + 3 * dx[x, 2 * y] + 3 * dx[x, 2 * y + 1] + dx[x, 2 * y + 2]) / 8
-        return dx, d
-
-    def up(f, name):
-        ux, u = hl.Func(name + "_x"), hl.Func(name)
-        ux[x, y] = (f[x / 2 + (x % 2) * 2 - 1, y] + 3 * f[x / 2, y]) / 4
-        u[x, y] = (ux[x, y / 2 + (y % 2) * 2 - 1] + 3 * ux[x, y / 2]) / 4
-        return ux, u
-
-    d1x, d1 = down(clamped, "d1")
-    d2x, d2 = down(d1, "d2")
-    u1x, u1 = up(d2, "u1")
-    out = hl.Func("pyr")
-    out[x, y] = clamped[x, y] - u1[x, y / 1]
-    for f in (d1, d2):
-        f.compute_root().parallel(y).vectorize(x, 4)
-    d1x.compute_at(d1, y).vectorize(x, 4)
-    d2x.compute_at(d2, y)
-    u1.compute_root().parallel(y)
-    out.parallel(y).vectorize(x, 8)
-    realize_both(out, [37, 29], {inp: f32(29, 37)}, atol=1e-6)
+@pytest.mark.parametrize("name, rtol, atol", [("warp_affine", 1e-5, 1e-5), ("bilateral_grid", 1e-4, 1e-5),
+                                              ("pyramid", 1e-5, 1e-6)])
+def test_benchmark_pipelines_at_a_small_size(name, rtol, atol):
+    """The benchmark's warpAffine (bilinear), bilateral grid and two-level pyramid (down- and
+    up-sampling), with their schedules, at a size where the tolerances can be tight."""
+    spec = getattr(pipelines, name)(72, 56, rng)
+    realize_both(spec["outputs"], spec["sizes"], spec["images"], rtol=rtol, atol=atol)
 
 
 def test_expressions_and_boundary_conditions():
