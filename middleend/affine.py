@@ -159,7 +159,6 @@ def _from_ast(e, names):
 
 
 def _truth(e):
-    from .types import bool_
     if isinstance(e, Const) and e.dtype != bool_:
         return Const(bool(e.value), bool_)
     return e

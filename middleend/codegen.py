@@ -60,9 +60,8 @@ def _tile_corner(stmt, local, d):
     updates."""
     if stmt.local is local:
         n = stmt.domain.dim(isl.dim_type.set)
-        n_prefix = len(stmt.loops) - len(stmt.comp.loops)
         to_prefix = (isl.Map.identity(stmt.domain.get_space().map_from_set())
-                     .project_out(isl.dim_type.out, n_prefix, n - n_prefix).reset_tuple_id(isl.dim_type.out))
+                     .project_out(isl.dim_type.out, stmt.prefix_depth, n - stmt.prefix_depth).reset_tuple_id(isl.dim_type.out))
     else:
         to_prefix = local.prefix
     return local.lower[d].pullback_pw_multi_aff(isl.PwMultiAff.from_map(to_prefix)).intersect_domain(stmt.domain)
@@ -173,9 +172,9 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         full = full_piece(time.range(), _separated_dims(s)) if s.name not in unseparated else None
         if full is not None:
             # the full tiles become a statement of their own, so isl generates them with constant bounds
-            pieces[fresh_name(s.name + "_full", taken)] = s.name
-            taken |= set(pieces)
-            full_name = next(reversed(pieces))
+            full_name = fresh_name(s.name + "_full", taken)
+            taken.add(full_name)
+            pieces[full_name] = s.name
             schedule = schedule.union(isl.UnionMap.from_map(
                 time.intersect_range(full).set_tuple_name(isl.dim_type.in_, full_name)))
             time = time.subtract_range(full)

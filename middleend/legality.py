@@ -70,10 +70,9 @@ def _checked_pairs(stmts, deps, function, context):
             if src not in times or snk not in times or _exempt(kind, src, snk, function):
                 continue
             a, b = by_name.get(src), by_name.get(snk)
-            if a is not None and b is not None and a.local is not None and a.local is b.local:
+            if a is not None and b is not None and a.recomputed_with(b):
                 pairs = a.to_original.apply_range(m).apply_range(b.to_original.reverse())
-                n_prefix = len(a.loops) - len(a.comp.loops)
-                pairs = pairs.intersect(_same_prefix(pairs.get_space(), n_prefix))
+                pairs = pairs.intersect(_same_prefix(pairs.get_space(), a.prefix_depth))
                 out.append((kind, m, a.time, b.time, pairs))
             else:
                 out.append((kind, m, times[src], times[snk], m))
@@ -139,14 +138,13 @@ def recompute_violations(stmts, deps):
     for m in _maps(deps.raw):
         a = by_name.get(m.get_tuple_name(isl.dim_type.in_))
         b = by_name.get(m.get_tuple_name(isl.dim_type.out))
-        if a is None or b is None or a.local is None or a.local is not b.local:
+        if a is None or b is None or not a.recomputed_with(b):
             continue
-        n_prefix = len(a.loops) - len(a.comp.loops)
+        n_prefix = a.prefix_depth
         # each sink instance (prefix, y) -> the source instances (prefix, x) it reads from
         lift = a.to_original.get_space().reverse()
         lifted = isl.Map.universe(lift)
-        n_own = lift.dim(isl.dim_type.in_)
-        for i in range(n_own):
+        for i in range(lift.dim(isl.dim_type.in_)):
             lifted = lifted.equate(isl.dim_type.in_, i, isl.dim_type.out, n_prefix + i)
         sources = b.to_original.apply_range(m.reverse()).apply_range(lifted)
         sources = sources.intersect(_same_prefix(sources.get_space(), n_prefix))

@@ -50,6 +50,15 @@ class Statement:
     def params(self):
         return sorted(self.comp.function.param_names)
 
+    @property
+    def prefix_depth(self):
+        """How many of the consumer's loops a compute_at statement runs inside (0 otherwise)."""
+        return len(self.loops) - len(self.comp.loops)
+
+    def recomputed_with(self, other):
+        """Whether both statements belong to one recomputed producer (a base and its updates)."""
+        return self.local is not None and self.local is other.local
+
 
 def _identity(comp):
     dims = ", ".join(v.name for v in comp.vars)
@@ -167,7 +176,7 @@ def _expand_update(update, base, context):
     if None in at:
         raise ScheduleError(f"{cmd}: its update {update.name} writes at a non-affine index, "
                             f"which could fall outside the tile; compute {comp.name} at the root")
-    n_prefix = len(base.loops) - len(comp.loops)
+    n_prefix = base.prefix_depth
     own = [v.name for v in update.vars]
     prefix = [fresh_name(f"{name}_", set(own)) for name in base.loops[:n_prefix]]
     dims = ", ".join(prefix + own)

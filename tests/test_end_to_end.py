@@ -188,14 +188,20 @@ def test_triangular_domain():
     np.testing.assert_array_equal(out, ref)
 
 
-def test_iir_recurrence():
+def _row_scan(step):
+    """out[y, x] = img[y, x], then out[y, x] = step(out[y, x - 1], img[y, x]) along each row."""
     H, W = ms.Param("H"), ms.Param("W")
     y, x = ms.Var("y", 0, H), ms.Var("x", 0, W)
     x1 = ms.Var("x", 1, W)
     with ms.Function("iir") as f:
         img = ms.Input("img", [H, W], ms.float32)
         out = ms.Computation("out", [y, x], img[y, x])
-        out.update([y, x1], ms.f32(0.5) * out[y, x1 - 1] + ms.f32(0.5) * img[y, x1])
+        upd = out.update([y, x1], step(out[y, x1 - 1], img[y, x1]))
+    return f, out, upd
+
+
+def test_iir_recurrence():
+    f, out, _ = _row_scan(lambda prev, here: ms.f32(0.5) * prev + ms.f32(0.5) * here)
     out.parallelize("y")
     out.updates[0].parallelize("y")
     im = rng.random((7, 33), dtype=np.float32)
@@ -208,13 +214,7 @@ def test_iir_recurrence():
 
 
 def test_iir_illegal_parallel_and_interchange():
-    H, W = ms.Param("H"), ms.Param("W")
-    y, x = ms.Var("y", 0, H), ms.Var("x", 0, W)
-    x1 = ms.Var("x", 1, W)
-    with ms.Function("iir") as f:
-        img = ms.Input("img", [H, W], ms.float32)
-        out = ms.Computation("out", [y, x], img[y, x])
-        upd = out.update([y, x1], out[y, x1 - 1] + img[y, x1])
+    f, out, upd = _row_scan(lambda prev, here: prev + here)
     upd.parallelize("x")
     with pytest.raises(ms.IllegalScheduleError, match=r"parallelize\(x\)"):
         f.compile("cpu")

@@ -67,6 +67,26 @@ class Call:
 NOTHING = Lit(None, "Nothing")
 
 
+def operands(e):
+    """The non-call nodes of an expression: the callee and arguments of calls, recursively."""
+    if isinstance(e, Call):
+        yield from operands(e.fn)
+        for a in e.args:
+            yield from operands(a)
+    else:
+        yield e
+
+
+def ssa_refs(e):
+    """Statement numbers an expression reads (`%n`)."""
+    return [o.n for o in operands(e) if isinstance(o, SSA)]
+
+
+def slot_names(e):
+    """Names of the slots an expression reads."""
+    return [o.name for o in operands(e) if isinstance(o, Slot)]
+
+
 def callee_name(fn):
     """The bare function name of a callee that is a Global, else None."""
     return fn.name if isinstance(fn, Global) else None

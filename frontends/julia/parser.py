@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from .exprparse import ExprParser, tokenize
-from .ir import CodeIR, JuliaParseError, Lit, NOTHING, Slot, Stmt
+from .ir import CodeIR, JuliaParseError, Lit, NOTHING, Slot, Stmt, ssa_refs
 
 _GUTTER = re.compile(r"^ ?(?:(?P<bb>\d+) (?P<kind>[─┄])─*|(?P<mid>│)|(?P<last>└─+))(?: (?P<rest>.*))?$")
 _USED = re.compile(r"^%(\d+)\s*=(?!=)\s?(.*)$")
@@ -277,19 +277,9 @@ def _check_references(code: CodeIR):
             raise JuliaParseError(f"`{s.text}` ends block {s.block} but more statements follow it in that block",
                                   s.line)
     for s in code.stmts:
-        for ref in _ssa_refs(s.value):
+        for ref in ssa_refs(s.value):
             if not 1 <= ref <= len(code.stmts):
                 raise JuliaParseError(f"`{s.text}` uses %{ref}, which is not a statement of this code", s.line)
-
-
-def _ssa_refs(e):
-    from .ir import Call, SSA
-    if isinstance(e, SSA):
-        yield e.n
-    elif isinstance(e, Call):
-        yield from _ssa_refs(e.fn)
-        for a in e.args:
-            yield from _ssa_refs(a)
 
 
 __all__ = ["parse", "JuliaParseError", "tokenize", "Lit"]

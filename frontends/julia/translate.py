@@ -25,13 +25,13 @@ from dataclasses import dataclass
 import middleend.types as T
 from middleend.affine import ISL_KEYWORDS, affine_text
 from middleend.algorithm import Computation, Input, Param, Var
-from middleend.expr import Access, Const, Expr, cast, call, floordiv, floormod, max_, min_, select, walk
+from middleend.expr import Access, Const, Expr, cast, call, floordiv, max_, min_, select, walk
 
 from . import guards as G
 from .cfg import analyze
-from .ir import Call, CodeIR, Global, JuliaNotSupportedError, Lit, SSA, Slot, Stmt, callee_name
+from .ir import Call, CodeIR, Global, JuliaNotSupportedError, Lit, SSA, Slot, Stmt, slot_names, ssa_refs
 from .loops import recover_loops
-from .types import JuliaType, parse_type
+from .types import parse_type
 
 
 # values other than scalar expressions ------------------------------------------------------
@@ -149,7 +149,7 @@ class Translator:
         self.assign_count, self.written_arrays, self.uses = {}, [], {}
         used_ssa = set()
         for s in code.stmts:
-            for ref in _refs(s.value):
+            for ref in ssa_refs(s.value):
                 used_ssa.add(ref)
                 self.uses.setdefault(ref, []).append(s.number)
         self.read_slots = set()
@@ -158,7 +158,7 @@ class Translator:
                 self.assign_count[s.target.name] = self.assign_count.get(s.target.name, 0) + 1
             if s.kind == "expr" and isinstance(s.value, Slot) and s.number not in used_ssa:
                 continue   # a bare read whose value nobody uses (the tail of @inbounds)
-            for sl in _slots(s.value):
+            for sl in slot_names(s.value):
                 self.read_slots.add(sl)
             val = s.value
             if isinstance(val, Call) and self._callee(val.fn) == "setindex!" and val.args \
@@ -737,24 +737,6 @@ def _literal(e: Lit, s):
     raise JuliaNotSupportedError(f"the literal {e.value!r} of type {e.jtype}", s)
 
 
-def _refs(e):
-    if isinstance(e, SSA):
-        yield e.n
-    elif isinstance(e, Call):
-        yield from _refs(e.fn)
-        for a in e.args:
-            yield from _refs(a)
-
-
-def _slots(e):
-    if isinstance(e, Slot):
-        yield e.name
-    elif isinstance(e, Call):
-        yield from _slots(e.fn)
-        for a in e.args:
-            yield from _slots(a)
-
-
 # the supported functions --------------------------------------------------------------------------
 
 def _promote(a, b, s):
@@ -790,7 +772,7 @@ _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"
 
 def apply_function(tr, name, args, s):
     """The expression of a supported Julia call, or JuliaNotSupportedError naming it."""
-    from middleend.expr import BinOp, UnOp
+    from middleend.expr import BinOp
     if name in ("+", "*", "add_int", "mul_int") and len(args) >= 2:
         _numbers(args, s, name=name)
         out = args[0]
