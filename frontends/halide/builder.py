@@ -15,6 +15,7 @@ import numpy as np
 import middleend.expr as E
 from middleend.affine import affine_text, constraint_text
 from middleend.algorithm import Computation, Input, Param, Var
+from middleend.buffer import as_index_expr
 from middleend.errors import DomainError, NotSupportedError
 from middleend.types import int32
 
@@ -164,6 +165,7 @@ class PipelineTranslation:
             info.region = region
             info.stage_boxes = [None] * len(info.stages)
             info.stage_exact = [None] * len(info.stages)
+            info.update_writes = []
             stage_bnds = bounds.box_bounds(region, context, f"Func {info.name}")
             for k in reversed(range(len(info.stages))):
                 what = info.stage_name(k)
@@ -178,7 +180,12 @@ class PipelineTranslation:
                     else:
                         self._add_region(key, reg, context, what)
                 for reg in writes:
-                    stage_bnds = bounds.merge_bounds(stage_bnds, bounds.box_bounds(reg, context, what))
+                    if info in self.outputs:
+                        # as in Halide, an output is realized over the requested box only; an update that
+                        # writes outside it is an error at realize time (see HalideKernel)
+                        info.update_writes.append((reg, what))
+                    else:
+                        stage_bnds = bounds.merge_bounds(stage_bnds, bounds.box_bounds(reg, context, what))
         for name, ip in list(self.image_params.items()) + list(self.const_buffers.items()):
             kind = "image" if name in self.image_params else "buffer"
             bnds = self.regions.get((kind, name))
@@ -337,7 +344,23 @@ class PipelineTranslation:
         positions = {next(i for i, v in enumerate(var_list) if v is ms_vars[h]): dim for h, dim in pure}
         for comp in comps:
             comp.domain = bounds.restrict_to_box(comp.domain, info.stage_exact[k], positions).coalesce()
+            if k and is_output:
+                comp.domain = self._writes_in_output(info, comp)
         return comps
+
+    def _writes_in_output(self, info, update):
+        """The update's instances that write inside the output's box. realize refuses sizes for which
+        others exist; restricting the domain too keeps the output buffer the requested size."""
+        texts = [affine_text(as_index_expr(a)) for a in update.update_at]
+        if any(t is None for t in texts):
+            return update.domain   # a data-dependent scatter: only realize's check applies
+        extents = list(reversed(self.out_params[info.index]))
+        idx = [f"i{d}" for d in range(len(texts))]
+        params = sorted(self.params)
+        inside = isl.Map(f"[{', '.join(params)}] -> {{ {update.name}[{', '.join(v.name for v in update.vars)}] -> "
+                         f"W[{', '.join(idx)}] : {' and '.join(f'{t} = {i}' for t, i in zip(texts, idx))} and "
+                         f"{' and '.join(f'0 <= {i} < {p.name}' for i, p in zip(idx, extents))} }}").domain()
+        return update.domain.intersect(inside).coalesce()
 
     def _check_tuple_update(self, info, k, v, value):
         if len(info.dtypes) == 1:

@@ -77,7 +77,7 @@ class HalideKernel:
         for cb in tr.const_buffers.values():
             if cb.input is not None:
                 args[cb.ms_name] = cb.array
-        self._check_regions(values)
+        self._check_regions(values, per_output)
         lowered_params = set(self.kernel.lowered.params)
         args.update({k: v for k, v in values.items() if k in lowered_params})
         result = self.kernel(**args)
@@ -102,8 +102,9 @@ class HalideKernel:
                                     f"[width, height, ...], got {sz}")
         return [[int(s) for s in sz] for sz in per_output]
 
-    def _check_regions(self, values):
-        """Every ImageParam and Buffer must cover the region the pipeline reads, as Halide checks."""
+    def _check_regions(self, values, per_output):
+        """Every ImageParam and Buffer must cover the region the pipeline reads, and every output the region
+        its updates write, as Halide checks."""
         key = tuple(sorted(values.items()))
         if key in self._checked:
             return
@@ -112,21 +113,34 @@ class HalideKernel:
                           [("Buffer", cb) for cb in tr.const_buffers.values()]:
             if info.region is None:
                 continue
-            reg = info.region
-            for k in range(reg.dim(_isl().dim_type.param)):
-                reg = reg.fix_val(_isl().dim_type.param, k, _isl().Val(values[reg.get_dim_name(_isl().dim_type.param, k)]))
-            if reg.is_empty():
-                continue
-            mins = getattr(info, "mins", [0] * reg.dim(_isl().dim_type.set))
+            box = _fixed_box(info.region, values)
+            mins = getattr(info, "mins", [0] * len(box))
             exts = getattr(info, "extents", None) or [values[p.name] for p in info.extent_params]
-            for d in range(reg.dim(_isl().dim_type.set)):
-                lo, hi = reg.dim_min_val(d).to_python(), reg.dim_max_val(d).to_python()
+            for d, (lo, hi) in enumerate(box):
                 if lo < mins[d] or hi >= mins[d] + exts[d]:
                     raise ArgumentError(
                         f"{what} {info.name} is accessed over [{lo}, {hi}] in dimension {d} (Halide's order) but "
                         f"covers [{mins[d]}, {mins[d] + exts[d] - 1}]; pass a larger input or realize a smaller "
                         f"output")
+        for o, sizes in zip(tr.outputs, per_output):
+            for reg, what in o.update_writes:
+                for d, (lo, hi) in enumerate(_fixed_box(reg, values)):
+                    if lo < 0 or hi >= sizes[d]:
+                        raise ArgumentError(
+                            f"{what} writes {o.name} over [{lo}, {hi}] in dimension {d} (Halide's order), outside "
+                            f"the output's [0, {sizes[d] - 1}]; realize a larger output")
         self._checked[key] = True
+
+
+def _fixed_box(region, values):
+    """Per dimension, the (min, max) of `region` with its parameters set to `values`; empty: []."""
+    isl = _isl()
+    for k in range(region.dim(isl.dim_type.param)):
+        region = region.fix_val(isl.dim_type.param, k, isl.Val(values[region.get_dim_name(isl.dim_type.param, k)]))
+    if region.is_empty():
+        return []
+    return [(region.dim_min_val(d).to_python(), region.dim_max_val(d).to_python())
+            for d in range(region.dim(isl.dim_type.set))]
 
 
 def _isl():
