@@ -17,6 +17,7 @@ from .errors import ScheduleError
 from .expr import Access, Cast, Sym, binop, simplify, transform, walk
 from .layout import inline_reads, read_index, write_index
 from .schedule import fresh_name
+from .index_split import edges, piecewise_indices, steady_state
 from .separation import full_piece
 from .types import int64
 
@@ -95,10 +96,11 @@ def statement_body(stmt, locals_by_comp):
 class _Leaves:
     """Loop IR statements built at each AST leaf, found again by the leaf's annotation."""
 
-    def __init__(self, stmts, bodies, pieces):
+    def __init__(self, stmts, bodies, pieces, times):
         self.by_name = {s.name: s for s in stmts}
         self.by_name.update({piece: self.by_name[name] for piece, name in pieces.items()})
         self.pieces = pieces
+        self.times = times
         self.bodies = bodies
         self.made = []
         self.error = None
@@ -167,19 +169,42 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
     schedule = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
     taken = {s.name for s in stmts}
     pieces = {}
+
+    times = {}   # piece name -> its instances in time space
+
+    def add_piece(base, time):
+        name = fresh_name(base, taken)
+        taken.add(name)
+        pieces[name] = s.name
+        times[name] = time.range()
+        return schedule.union(isl.UnionMap.from_map(time.set_tuple_name(isl.dim_type.in_, name)))
+
     for s in stmts:
         time = s.time.intersect_domain(s.domain).intersect_params(context)
-        full = full_piece(time.range(), _separated_dims(s)) if s.name not in unseparated else None
-        if full is not None:
-            # the full tiles become a statement of their own, so isl generates them with constant bounds
-            full_name = fresh_name(s.name + "_full", taken)
-            taken.add(full_name)
-            pieces[full_name] = s.name
-            schedule = schedule.union(isl.UnionMap.from_map(
-                time.intersect_range(full).set_tuple_name(isl.dim_type.in_, full_name)))
-            time = time.subtract_range(full)
-        schedule = schedule.union(isl.UnionMap.from_map(time))
-    leaves = _Leaves(stmts, bodies, pieces)
+        separate = s.name not in unseparated
+        _, index, value, predicate = bodies[s.name]
+        steady = steady_state(s.domain.intersect_params(context), s.time,
+                              piecewise_indices([*index, value, predicate])) if separate else None
+        parts = [("", time)]
+        if steady is not None:
+            # clamped indices become affine in the steady part, and its vector loops contiguous loads;
+            # the edges get loops of their own around it
+            steady_time = time.intersect_domain(steady)
+            parts = [("_steady", steady_time)] + [(suffix, time.intersect_range(piece))
+                                                  for suffix, piece in edges(time.range(), steady_time.range())]
+        for suffix, part in parts:
+            # edges are a thin slice of the instances: not worth more pieces
+            full = full_piece(part.range(), _separated_dims(s)) if separate and suffix in ("", "_steady") else None
+            if full is not None:
+                # the full tiles become a statement of their own, so isl generates them with constant bounds
+                schedule = add_piece(s.name + suffix + "_full", part.intersect_range(full))
+                part = part.subtract_range(full)
+            if not suffix:
+                times[s.name] = part.range()
+                schedule = schedule.union(isl.UnionMap.from_map(part))
+            elif not part.is_empty():
+                schedule = add_piece(s.name + suffix, part)
+    leaves = _Leaves(stmts, bodies, pieces, times)
     # atomic: each statement (piece) gets one loop per dimension, rather than isl splitting its domain
     # into a copy per case of the sizes; the full/partial pieces already give the useful split
     build = isl.AstBuild.from_context(context).set_options(_atomic_options(stmts))
@@ -310,19 +335,41 @@ def _rename(s, scope):
 
 
 def broken_tiles(allocations, stmts, bodies, leaves):
-    """Tile buffers whose producer and consumers did not all land in one allocating loop.
+    """Tile buffers whose producer and consumers did not land in the same allocating loop.
 
-    A statement's full and partial pieces are separate statements for isl, which may generate
-    them in different loop nests (a last, partial tile after the loop of full ones); a tile's
-    users must share the loop that allocates it, so such statements are generated again whole."""
+    A statement's pieces (full and partial tiles, steady state and edges) are separate statements
+    for isl, which may generate them in different loop nests (the edge tiles in a loop of their
+    own). A tile may be allocated in several loops, but the pieces that use one tile instance (the
+    same values of the loops around the allocation) must share its loop; statements that break
+    this are generated again whole."""
     broken = set()
+    made = {piece for _, _, piece in leaves.made}
     for local in {s.local for s in stmts if s.local is not None}:
         users = statements_using(stmts, bodies, {local.buffer.name})
-        expected = users | {piece for piece, name in leaves.pieces.items() if name in users}
-        scopes = [pieces for tile, pieces in allocations if tile is local]
-        if len(scopes) != 1 or not expected <= scopes[0]:
+        expected = {piece for piece in made if leaves.pieces.get(piece, piece) in users}
+        scopes = [pieces & expected for tile, pieces in allocations if tile is local]
+        if not expected <= set().union(*scopes) or not _apart(scopes, leaves.times, local.time_dim + 1):
             broken.add(local.buffer.name)
     return broken
+
+
+def _apart(scopes, times, depth):
+    """Whether pieces in different scopes never share the values of the outer `depth` loops."""
+    def prefixes(piece):
+        t = times[piece]
+        return t.project_out(isl.dim_type.set, depth, t.dim(isl.dim_type.set) - depth)
+    spans = []
+    for sc in scopes:
+        span = None
+        for piece in sc:
+            p = prefixes(piece)
+            span = p if span is None else span.union(p)
+        spans.append(span)
+    for i, a in enumerate(spans):
+        for b in spans[i + 1:]:
+            if a is not None and b is not None and not a.intersect(b).is_empty():
+                return False
+    return True
 
 
 def statements_using(stmts, bodies, buffer_names):

@@ -1,0 +1,144 @@
+"""Index-set splitting: a clamp-free steady state for statements with piecewise indices.
+
+A boundary condition reads `in[min(max(x - 1, 0), W - 1)]`: a piecewise affine
+index. Generated as is, every access is a select chain, and a vector of such
+accesses is a gather. Halide marks the interior with `likely` and partitions
+the loop; here each statement's instances are split into the *steady* part,
+where every piecewise index takes its main piece (`x - 1`), and the rest. At
+code generation each piece's indices are simplified over the piece's own
+instances, so the steady part gets plain affine accesses (contiguous vector
+loads) and only the edges keep the clamps.
+
+The rest is cut, as Halide's loop partitioning does, loop by loop around the
+steady part (`edges`): at each loop level the instances before and after the
+steady range get loops of their own, so no guard is left in the steady loops.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from .affine import IslAff
+from .expr import walk
+
+#: the size parameters take this value when pieces are compared by how many instances they cover
+_SAMPLE_SIZE = 1024
+
+
+def piecewise_indices(exprs):
+    """The isl functions with more than one piece among the IslAff nodes of `exprs`."""
+    out = []
+    for e in exprs:
+        if e is None:
+            continue
+        for n in walk(e):
+            if isinstance(n, IslAff) and n.pwaff.n_piece() > 1:
+                out.append(n.pwaff)
+    return out
+
+
+def _volume(s: isl.Set) -> int:
+    """Roughly how many points `s` holds at sample sizes: the volume of its bounding box."""
+    for k in range(s.dim(isl.dim_type.param)):
+        s = s.fix_val(isl.dim_type.param, k, isl.Val(_SAMPLE_SIZE))
+    if s.is_empty():
+        return 0
+    volume = 1
+    for d in range(s.dim(isl.dim_type.set)):
+        lo, hi = s.dim_min_val(d), s.dim_max_val(d)
+        if not (lo.is_int() and hi.is_int()):
+            return 0
+        volume *= hi.to_python() - lo.to_python() + 1
+    return volume
+
+
+def _main_piece(pwaff: isl.PwAff, domain: isl.Set) -> isl.Set:
+    """Where `pwaff` takes its main piece: the one that depends on the most loop variables (the
+    clamp's `x - 1`, not its constant edges), then the one covering the most instances."""
+    by_aff = {}
+    for dom, aff in pwaff.get_pieces():
+        key = str(aff)
+        prev = by_aff.get(key)
+        by_aff[key] = (aff, dom if prev is None else prev[1].union(dom))
+    n_in = pwaff.dim(isl.dim_type.in_)
+
+    def weight(item):
+        aff, dom = item
+        depends = sum(1 for i in range(n_in) if not aff.get_coefficient_val(isl.dim_type.in_, i).is_zero())
+        return depends, _volume(dom.intersect(domain))
+    return max(by_aff.values(), key=weight)[1]
+
+
+def _varies_in_loop(pwaff: isl.PwAff, to_instance: isl.PwMultiAff, dim: int) -> bool:
+    """Whether the pieces of `pwaff` (a function of the instance) move differently along time
+    dimension `dim`: only then does the loop at `dim` see a gather instead of a strided access. A
+    clamp on the row of a pixel, or the corner of a tile, is the same for a whole row."""
+    in_time = pwaff.pullback_pw_multi_aff(to_instance)
+    slopes = set()
+    for _, aff in in_time.get_pieces():
+        slopes.add((aff.involves_dims(isl.dim_type.in_, dim, 1),
+                    aff.get_coefficient_val(isl.dim_type.in_, dim).to_python()))
+    return len(slopes) > 1
+
+
+def steady_state(domain: isl.Set, time: isl.Map, pwaffs) -> isl.Set | None:
+    """The instances of `domain` where each of `pwaffs` that varies along the innermost loop of
+    `time` (the statement's schedule) takes its main piece, or None when that is all of the domain
+    or none of it (nothing to split)."""
+    n_time = time.dim(isl.dim_type.out)
+    if n_time < 2:
+        return None
+    to_instance = isl.PwMultiAff.from_map(time.intersect_domain(domain).reverse())
+    inner = n_time - 2   # time dims alternate constants and loops: [c0, l0, c1, ..., l_last, c_last]
+    steady = domain
+    for pa in pwaffs:
+        if _varies_in_loop(pa, to_instance, inner):
+            steady = steady.intersect(_main_piece(pa, domain))
+    steady = steady.coalesce()
+    if steady.is_empty() or steady.is_equal(domain):
+        return None
+    if steady.n_basic_set() > 1:
+        hull = isl.Set.from_basic_set(steady.simple_hull())
+        if hull.is_equal(steady):
+            return hull
+    return steady
+
+
+def _prefix(s: isl.Set, k: int) -> isl.Set:
+    """The first k dims of `s` (its projection onto the outer k loops)."""
+    n = s.dim(isl.dim_type.set)
+    return s.project_out(isl.dim_type.set, k, n - k)
+
+
+def _with_prefix_in(s: isl.Set, prefixes: isl.Set, k: int) -> isl.Set:
+    """The points of `s` whose first k dims lie in `prefixes`."""
+    n = s.dim(isl.dim_type.set)
+    return s.intersect(prefixes.insert_dims(isl.dim_type.set, k, n - k).set_tuple_id(s.get_tuple_id())
+                       if s.has_tuple_id() else prefixes.insert_dims(isl.dim_type.set, k, n - k))
+
+
+def edges(time_set: isl.Set, steady: isl.Set):
+    """The instances of `time_set` outside `steady` (both in time space), as disjoint pieces
+    [(name suffix, set)]: for loop level k, those whose outer loops (dims < k) reach the steady part
+    but whose loop k does not, split into the ones before and after the steady range of that loop."""
+    n = time_set.dim(isl.dim_type.set)
+    rest = time_set.subtract(steady)
+    out = []
+    for k in range(n):
+        if rest.is_empty():
+            break
+        outer = _prefix(steady, k)
+        here = _with_prefix_in(rest, outer, k).subtract(_with_prefix_in(rest, _prefix(steady, k + 1), k + 1))
+        rest = rest.subtract(here)
+        if here.is_empty():
+            continue
+        # before: some steady point shares the outer loops and comes later in loop k
+        later = isl.Map(f"{{ [{', '.join(f't{i}' for i in range(k + 1))}] -> "
+                        f"[{', '.join(f't{i}' for i in range(k))}{', ' if k else ''}s] : s > t{k} }}")
+        steady_later = later.intersect_range(_prefix(steady, k + 1)).domain()
+        before = _with_prefix_in(here, steady_later, k + 1).coalesce()
+        after = here.subtract(before).coalesce()
+        out += [(f"_edge{k}a", p) for p in (before,) if not p.is_empty()]
+        out += [(f"_edge{k}b", p) for p in (after,) if not p.is_empty()]
+    if not rest.is_empty():
+        out.append(("_edge", rest.coalesce()))
+    return out
