@@ -140,6 +140,24 @@ def test_vector_access_patterns():
         np.testing.assert_array_equal(p, ref_p)
 
 
+@pytest.mark.parametrize("stride", [2, 3, 4, 5])
+@pytest.mark.parametrize("dt,width", [(uint8, 16), (float32, 8)])
+def test_vector_strided_loads_and_stores(stride, dt, width):
+    """Down-sampling reads (dense loads and a shuffle) and strided writes, on buffers that end at the
+    last lane's element."""
+    src = Buffer("src", [stride * (N - 1) + 1], dt, "input")
+    out = Buffer("out", [N], dt, "output")
+    up = Buffer("up", [stride * (N - 1) + 1], dt, "output")
+    body = Block([loop("j", 0, N, Store(out, (j,), src[j * stride] + src[j * stride]), "vector", width),
+                  loop("j", 0, N, Store(up, (j * stride,), src[j * stride]), "vector", width)])
+    kern = compile_cpu(LoweredFunction(f"strided{stride}", ["N"], [src], [out, up], body))
+    for n in (1, width - 1, width, 3 * width + 5):
+        x = (np.arange(stride * (n - 1) + 1) % 97).astype(dt.numpy)
+        o, u = kern(src=x)
+        np.testing.assert_array_equal(o, x[::stride] + x[::stride])
+        np.testing.assert_array_equal(u[::stride], x[::stride])
+
+
 def test_vector_uniform_store_keeps_last_lane():
     a = Buffer("a", [N], int64, "input")
     out = Buffer("out", [c64(1)], int64, "output")

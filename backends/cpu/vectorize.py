@@ -8,6 +8,8 @@ how its indices move with the loop variable:
 
   * no dependence            -> one scalar load (broadcast when combined);
   * unit stride in the last index only -> one contiguous vector load/store;
+  * a small constant stride in the last index (a down-sampling read) -> a few
+                                contiguous loads and a shuffle;
   * other affine strides     -> one scalar load/store per lane at a fixed step;
   * anything else            -> the index is computed as a vector and each lane
                                 is loaded/stored on its own (gather/scatter).
@@ -36,6 +38,10 @@ from .llvm_types import I1, I32, I64, i64, is_vector, memory_type, type_suffix, 
 from .loops import counted_loop, if_then_else, loop_metadata
 from .ops import declare
 from .stmtgen import check_store_type
+
+
+#: strides up to this many elements are loaded as contiguous vectors and shuffled (a gather beyond)
+MAX_DENSE_STRIDE = 4
 
 
 def vectorizable(s, var) -> bool:
@@ -122,6 +128,8 @@ class VectorEmitter(ExprEmitter):
             ptr0 = memory.element_ptr(B, view, flat0, inb)
             if _contiguous(strides):
                 return "contiguous", ptr0
+            if self.mask is None and all(st == 0 for st in strides[:-1]) and 2 <= strides[-1] <= MAX_DENSE_STRIDE:
+                return "strided", (ptr0, strides[-1])
             step = i64(0)
             for d, st in enumerate(strides):
                 if st:
@@ -158,12 +166,34 @@ class VectorEmitter(ExprEmitter):
             if self.mask is None:
                 return memory.load(B, view, ptr, self.width)
             return self._masked_load(view, ptr)
+        if how == "strided":
+            return self._strided_load(view, *ptr)
         vt = ir.VectorType(value_type(view.dtype), self.width)
         out = ir.Constant(vt, ir.Undefined)
         for k, p in enumerate(ptr):
             lane = (memory.load(B, view, p) if self.mask is None
                     else self._guarded_load(view, p, self.lane_bit(k)))
             out = B.insert_element(out, lane, ir.Constant(I32, k))
+        return out
+
+    def _strided_load(self, view, ptr0, stride):
+        """Lanes `ptr0[stride * k]` from a few contiguous vector loads and shuffles: the loads cover
+        exactly the elements from the first lane to the last (the last load ends at the last lane), so
+        none reads outside what the scalar iterations read."""
+        B, w = self.B, self.width
+        span = stride * (w - 1) + 1
+        starts = [j * w for j in range((span - 1) // w)] + [span - w]
+        mty = memory_type(view.dtype)
+        loads = [memory.load(B, view, B.gep(ptr0, [i64(o)], inbounds=True, source_etype=mty), w) for o in starts]
+
+        def source(k):  # (load, lane in it) holding lane k's element
+            j = min(stride * k // w, len(starts) - 1)
+            return j, stride * k - starts[j]
+        out = loads[0]
+        for j in range(1, len(loads)):
+            mask = [w + source(k)[1] if source(k)[0] == j else (k if j > 1 else source(k)[1])
+                    for k in range(w)]
+            out = B.shuffle_vector(out, loads[j], ir.Constant(ir.VectorType(I32, w), mask))
         return out
 
     def _any(self, mask):
@@ -257,6 +287,10 @@ class VectorBody:
         how, ptr = em.lane_pointers(view, s.indices)
         B = self.fs.builder
         ops = self.fs.ops
+        if how == "strided":   # stored lane by lane: a dense store would write the elements in between
+            ptr0, stride = ptr
+            mty = memory_type(view.dtype)
+            ptr = [B.gep(ptr0, [i64(stride * k)], inbounds=True, source_etype=mty) for k in range(self.width)]
         if how == "contiguous":
             value = ops.broadcast(value, self.width)
             if mask is None:
