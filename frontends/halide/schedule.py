@@ -199,11 +199,22 @@ def apply_placements(tr, context):
                 var = info.stage_vars[0].get(sd.var)
                 for comp in info.comps[0]:
                     comp.storage_fold(var.name, factor)
+        if len(info.dtypes) > 1:
+            _fuse_tuple_elements(info)
         for k, comps in enumerate(info.comps):
             fl = info.stages[k].stage_schedule.fuse_level if info.stages[k].stage_schedule else None
             level = fl.fuse_level if fl is not None else None
             if level is not None and level.func_name:
                 _compute_with(tr, info, k, level)
+
+
+def _fuse_tuple_elements(info):
+    """Halide computes the elements of a Tuple in one loop nest; so does each stage here (sharing
+    every loop), unless compute_at already placed the elements in a consumer's tile."""
+    for comps in info.comps:
+        for prev, comp in zip(comps, comps[1:]):
+            if comp.compute_at_target is None and prev.compute_at_target is None:
+                comp.after(prev, prev.loops[-1])
 
 
 def _place(tr, info, level):
