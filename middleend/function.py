@@ -24,6 +24,7 @@ class Function:
         self.param_names = set()
         self._history = []     # (command text, snapshot of every computation, ordering length)
         self._ordering = []    # (how, computation, other, level name or None)
+        self._assumptions = []  # isl constraint texts on the parameters, checked at each call
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -100,13 +101,33 @@ class Function:
                 c.restore(state)
             self._ordering = ordering
 
+    def assume(self, constraint: str):
+        """Promise a relation between size parameters, in isl syntax (`"N = M"`, `"N >= 2M"`).
+
+        Code is generated for the sizes that satisfy it (two outputs of one size fuse without
+        guards, for instance); the compiled kernel refuses a call that breaks it."""
+        params = sorted(self.param_names)
+        try:
+            cons = isl.Set(f"[{', '.join(params)}] -> {{ : {constraint} }}")
+        except isl.Error:
+            raise DomainError(f"assume({constraint!r}): not a constraint on the parameters {params} "
+                              f"(isl syntax: =, <=, >=, and, or)") from None
+        if cons.intersect(self.context()).is_empty():
+            raise DomainError(f"assume({constraint!r}): no sizes satisfy it")
+        self._assumptions.append(constraint)
+        self._record(f"assume({constraint!r})")
+        return self
+
     # analysis --------------------------------------------------------------------
-    def context(self):
-        """Constraints on the parameters: every size is at least 1, and fixed ones have their value."""
+    def context(self, with_assumptions=True):
+        """Constraints on the parameters: every size is at least 1, fixed ones have their value, and
+        the `assume`d relations hold."""
         params = sorted(self.param_names)
         fixed = getattr(self, "_fixed", {})
-        cons = " and ".join(f"{p} = {fixed[p]}" if p in fixed else f"{p} >= 1" for p in params) or "true"
-        return isl.Set(f"[{', '.join(params)}] -> {{ : {cons} }}")
+        cons = [f"{p} = {fixed[p]}" if p in fixed else f"{p} >= 1" for p in params]
+        if with_assumptions:
+            cons += [f"({a})" for a in self._assumptions]
+        return isl.Set(f"[{', '.join(params)}] -> {{ : {' and '.join(cons) or 'true'} }}")
 
     def outputs(self):
         """Computations returned to the caller: those marked output=True, else the ones nobody reads."""
@@ -180,7 +201,7 @@ class Function:
         for b in reversed(temps):
             body = L.Allocate(b, body)
         return L.LoweredFunction(self.name, params, [i.buffer for i in self.inputs], outputs, body, temps,
-                                 fixed)
+                                 fixed, list(self._assumptions))
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
         """Lower, check and compile for `target` ('cpu'); returns a callable kernel.

@@ -360,3 +360,29 @@ def test_compute_at_with_a_scan_across_the_tile_raises():
     s.compute_at(out, x0)
     with pytest.raises(ms.IllegalScheduleError, match=r"s\.compute_at\(out, x0\)"):
         f.lower()
+
+
+def test_assume_relates_sizes_and_is_checked_at_each_call():
+    """Two outputs fused with `after` over sizes N and M: promising N = M removes the guards, and
+    the kernel refuses a call that breaks the promise."""
+    with ms.Function("twin") as f:
+        N, M = ms.Param("N"), ms.Param("M")
+        a = ms.Input("a", [N], ms.float32)
+        i, j = ms.Var("i", 0, N), ms.Var("j", 0, M)
+        p = ms.Computation("p", [i], a[i] * 2.0, output=True)
+        q = ms.Computation("q", [j], a[j] + 1.0, output=True)
+    q.after(p, "i")
+    guarded = str(f.lower())
+    f.assume("N = M")
+    kernel = f.compile("cpu")
+    assert "if (" in guarded and "if (" not in str(f.lower())
+    x = np.arange(7, dtype=np.float32)
+    out_p, out_q = kernel(a=x, N=7, M=7)
+    np.testing.assert_array_equal(out_p, x * 2)
+    np.testing.assert_array_equal(out_q, x + 1)
+    with pytest.raises(ms.ArgumentError, match="assuming N = M"):
+        kernel(a=x, N=7, M=5)
+    with pytest.raises(ms.DomainError, match="not a constraint"):
+        f.assume("N === M")
+    with pytest.raises(ms.DomainError, match="no sizes"):
+        f.assume("N < 0")

@@ -47,6 +47,30 @@ def test_nb_four_stages():
     realize_both([h, k], [37, 19], {inp: u8(19, 37)})
 
 
+def test_nb_fused_with_after_beyond_halide():
+    """The benchmark's fused nb: f, g inlined, h and k in one loop nest; Halide's values, no guards in
+    the fused loops, and sizes that break the promised single output size are refused."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("halide_bench", Path(__file__).resolve().parents[1] /
+                                                  "benchmarks" / "halide" / "run.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    img = u8(21, 70)
+    inp, outs = pipelines.nb_pipeline("root")
+    inp.set(hl.Buffer(img))
+    expected = [np.asarray(b) for b in hl.Pipeline(outs).realize([70, 21])]
+    inp, outs = pipelines.nb_pipeline("stages")
+    f = ms.from_halide(hl.Pipeline(outs))
+    bench.fuse_nb(f)
+    kernel = f.compile("cpu")
+    for got, want in zip(kernel.realize([70, 21], img=img), expected):
+        np.testing.assert_array_equal(got, want)
+    guards = [line for line in str(kernel.kernel.lowered).splitlines() if "if (" in line]
+    assert len(guards) == 1 and "floormod" in guards[0]   # only the tail of a row
+    with pytest.raises(ms.ArgumentError, match="assuming"):
+        kernel.realize([[70, 21], [64, 21]], img=img)
+
+
 def test_conv3x3_with_kernel_input():
     inp = hl.ImageParam(hl.Float(32), 2, "inp")
     ker = hl.ImageParam(hl.Float(32), 2, "ker")

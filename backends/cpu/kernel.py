@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import ctypes
 
+import islpy as isl
+
 from middleend.errors import ArgumentError
 
 from .arguments import Binder
@@ -39,6 +41,10 @@ class CpuKernel:
         self._threads = ctypes.c_int32.from_address(jit.global_address(f"{self.name}.num_threads"))
         self._single = len(lowered.outputs) == 1
         self._fixed = [(params.index(p), p, v) for p, v in lowered.fixed_params.items()]
+        self._assumed = None
+        if lowered.assumptions:
+            self._assumed = isl.Set(f"[{', '.join(params)}] -> {{ : {' and '.join(f'({a})' for a in lowered.assumptions)} }}")
+            self._assumed_ok = set()
 
     def _check_fixed(self, values):
         for pos, name, expected in self._fixed:
@@ -46,10 +52,25 @@ class CpuKernel:
                 raise ArgumentError(f"{self.name} was compiled for {name} = {expected} (fixed=...), "
                                     f"called with {name} = {values[pos]}")
 
+    def _check_assumed(self, values):
+        key = tuple(values)
+        if key in self._assumed_ok:
+            return
+        point = self._assumed
+        for k, v in enumerate(values):
+            point = point.fix_val(isl.dim_type.param, k, isl.Val(int(v)))
+        if point.is_empty():
+            names = param_names(self.lowered)
+            raise ArgumentError(f"{self.name} was compiled assuming {' and '.join(self.lowered.assumptions)}; "
+                                f"called with {', '.join(f'{n} = {v}' for n, v in zip(names, values))}")
+        self._assumed_ok.add(key)
+
     def __call__(self, **kwargs):
         arrays, params, outputs = self._binder.bind(kwargs)
         if self._fixed:
             self._check_fixed(params)
+        if self._assumed is not None:
+            self._check_assumed(params)
         self._threads.value = self.num_threads or get_num_threads()
         status = self._fn(*[a.ctypes.data for a in arrays], *params)
         if status:

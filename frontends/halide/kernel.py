@@ -17,6 +17,15 @@ class HalideFunction(Function):
 
     translation = None
 
+    def assume_same_output_sizes(self):
+        """Promise that every output is realized with the same sizes (as `realize(sizes)` does), so
+        that outputs computed in one loop nest (with `after`) need no guards; realize refuses others."""
+        outs = [self.translation.out_params[o.index] for o in self.translation.outputs]
+        same = [f"{a.name} = {b.name}" for first, other in zip(outs, outs[1:]) for a, b in zip(first, other)]
+        if same:
+            self.assume(" and ".join(same))
+        return self
+
     def compile(self, target="cpu", check=True, fixed=None, **options):
         """Lower, check and compile; the result has `realize(sizes, **inputs)` like `hl.Pipeline`."""
         return HalideKernel(super().compile(target, check=check, fixed=fixed, **options), self.translation)
