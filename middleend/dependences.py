@@ -150,6 +150,48 @@ class Dependences:
         return "\n".join(f"{kind}: {m}" for kind, m in self.items())
 
 
+def _maps(umap: isl.UnionMap):
+    out = []
+    umap.foreach_map(out.append)
+    return out
+
+
+def _on_buffers(umap: isl.UnionMap, names) -> isl.UnionMap:
+    """The part of an access relation on the named buffers."""
+    out = isl.UnionMap.empty(umap.get_space())
+    for m in _maps(umap):
+        if m.get_tuple_name(isl.dim_type.out) in names:
+            out = out.union(isl.UnionMap.from_map(m))
+    return out
+
+
+def _reuse_candidates(computations, writes: isl.UnionMap, reads: isl.UnionMap):
+    """Buffers that may carry write-after-write and write-after-read dependences.
+
+    A buffer written by one computation, each cell once, has no write-after-write; if, besides,
+    every reader comes after that writer in the original order (declaration order), it has no
+    write-after-read either. Leaving such buffers (most of a pipeline) out of the flow analysis
+    keeps it fast; the test is conservative, so the dependences are the same."""
+    writers = {}
+    for m in _maps(writes):
+        writers.setdefault(m.get_tuple_name(isl.dim_type.out), []).append(m)
+    nested = getattr(computations[0].function, "original_ordering", None) if computations else None
+    position = {c.name: k for k, c in enumerate(computations)}
+    waw, war = set(), set()
+    for buf, ms in writers.items():
+        if len(ms) > 1 or not ms[0].is_injective():
+            waw.add(buf)
+    for m in _maps(reads):
+        buf = m.get_tuple_name(isl.dim_type.out)
+        if buf not in writers:
+            continue
+        reader = position.get(m.get_tuple_name(isl.dim_type.in_), -1)
+        if nested or buf in waw or any(position.get(w.get_tuple_name(isl.dim_type.in_), -1) >= reader
+                                       for w in writers[buf]):
+            war.add(buf)
+    return waw, war
+
+
 def compute_dependences(computations, context) -> Dependences:
     """Exact (isl flow analysis) dependences of the computations in their original order."""
     acc = collect_accesses(computations, context, folded=False)
@@ -157,10 +199,14 @@ def compute_dependences(computations, context) -> Dependences:
     writes = acc.must_writes.union(acc.may_writes)
     raw = (isl.UnionAccessInfo.from_sink(acc.reads).set_must_source(acc.must_writes)
            .set_may_source(acc.may_writes).set_schedule_map(sched).compute_flow().get_may_dependence())
-    war = (isl.UnionAccessInfo.from_sink(writes).set_may_source(acc.reads).set_kill(acc.must_writes)
+    waw_bufs, war_bufs = _reuse_candidates(computations, writes, acc.reads)
+    war = (isl.UnionAccessInfo.from_sink(_on_buffers(writes, war_bufs))
+           .set_may_source(_on_buffers(acc.reads, war_bufs)).set_kill(_on_buffers(acc.must_writes, war_bufs))
            .set_schedule_map(sched).compute_flow().get_may_dependence())
-    waw = (isl.UnionAccessInfo.from_sink(writes).set_must_source(acc.must_writes)
-           .set_may_source(acc.may_writes).set_schedule_map(sched).compute_flow().get_may_dependence())
+    waw = (isl.UnionAccessInfo.from_sink(_on_buffers(writes, waw_bufs))
+           .set_must_source(_on_buffers(acc.must_writes, waw_bufs))
+           .set_may_source(_on_buffers(acc.may_writes, waw_bufs)).set_schedule_map(sched)
+           .compute_flow().get_may_dependence())
     deps = Dependences(raw.coalesce(), war.coalesce(), waw.coalesce())
     if any(c.folds for c in computations):
         folded = collect_accesses(computations, context, folded=True)
