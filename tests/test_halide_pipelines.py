@@ -221,3 +221,23 @@ def test_tutorial_schedules(schedule):
         prod.store_root().compute_at(cons, y)
     img = rng.integers(-1000, 1000, (22, 33), dtype=np.int32)
     realize_both(cons, [32, 21], {inp: img})
+
+
+def test_realize_into_given_outputs():
+    """Like Pipeline.realize(buffers): numpy arrays and hl.Buffers are filled in place."""
+    spec = pipelines.rgbyuv420(40, 18, rng)
+    for ip, a in spec["images"].items():
+        ip.set(hl.Buffer(a))
+    bufs = [hl.Buffer(hl.UInt(8), s) for s in spec["sizes"]]
+    hl.Pipeline(spec["outputs"]).realize(bufs)
+    expected = [np.asarray(b).copy() for b in bufs]
+    kernel = ms.from_halide(hl.Pipeline(spec["outputs"])).compile("cpu")
+    inputs = {ip.name(): a for ip, a in spec["images"].items()}
+    outs = [np.zeros((18, 40), np.uint8), np.zeros((9, 20), np.uint8), hl.Buffer(hl.UInt(8), [20, 9])]
+    kernel.realize(outs, **inputs)
+    for got, want in zip(outs, expected):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    with pytest.raises(ms.ArgumentError, match="3: "):
+        kernel.realize(outs[:2], **inputs)
+    with pytest.raises(ms.ArgumentError, match="not a mix"):
+        kernel.realize([outs[0], [20, 9], [20, 9]], **inputs)

@@ -42,7 +42,9 @@ class HalideKernel:
     Halide's dimension 0, so an image of width W and height H has shape (H, W)
     (and (C, H, W) with channels as Halide's dimension 2). One output gives an
     array, several a list in the pipeline's output order (Tuple elements in
-    order).
+    order). Instead of sizes, `realize` takes the output(s) to fill in place, as
+    `Pipeline.realize(buffers)` does: a numpy array or `hl.Buffer` for one output,
+    else a list of them (one per output and Tuple element, in that order).
     """
 
     def __init__(self, kernel, translation):
@@ -54,10 +56,13 @@ class HalideKernel:
         return self.realize(sizes, **inputs)
 
     def realize(self, sizes, **inputs):
-        """Compute the outputs over [0, size) per dimension, as `hl.Pipeline.realize(sizes)` does."""
+        """Compute the outputs over [0, size) per dimension, as `hl.Pipeline.realize(sizes)` does, or
+        into given output arrays or buffers (see the class)."""
         tr = self.tr
-        per_output = self._sizes(sizes)
-        args, values = {}, {}
+        dests = self._destinations(sizes)
+        per_output = self._sizes(sizes) if dests is None else \
+            [list(reversed(dests[o.ms_names[0]].shape)) for o in tr.outputs]
+        args, values = dict(dests or {}), {}
         for o, sz in zip(tr.outputs, per_output):
             values.update({p.name: s for p, s in zip(tr.out_params[o.index], sz)})
         unknown = set(inputs) - set(tr.image_params) - set(tr.scalar_params)
@@ -69,7 +74,7 @@ class HalideKernel:
                 continue
             if name not in inputs:
                 raise ArgumentError(f"realize is missing the ImageParam {name!r}")
-            a = _as_array(inputs[name], name)
+            a = _as_array(inputs[name], f"ImageParam {name}")
             if a.ndim != ip.ndim or a.dtype != ip.dtype.numpy:
                 raise ArgumentError(f"ImageParam {name}: expected {ip.ndim} dimension(s) of {ip.dtype}, got shape "
                                     f"{a.shape} and dtype {a.dtype}")
@@ -95,6 +100,26 @@ class HalideKernel:
         outs = [by_name[n][tuple(slice(0, s) for s in reversed(sz))]
                 for o, sz in zip(tr.outputs, per_output) for n in o.ms_names]
         return outs[0] if len(outs) == 1 else outs
+
+    def _destinations(self, sizes):
+        """{output buffer name: array to fill} when `sizes` gives the outputs themselves, else None."""
+        given = sizes if isinstance(sizes, (list, tuple)) else [sizes]
+        if not given or not all(_is_image(g) for g in given):
+            if any(_is_image(g) for g in given):
+                raise ArgumentError("realize takes either sizes or output arrays/buffers, not a mix")
+            return None
+        names = [n for o in self.tr.outputs for n in o.ms_names]
+        labels = [o.name if len(o.ms_names) == 1 else f"{o.name}[{v}]" for o in self.tr.outputs
+                  for v in range(len(o.ms_names))]
+        if len(given) != len(names):
+            raise ArgumentError(f"realize got {len(given)} output buffer(s) for the pipeline's {len(names)}: "
+                                f"{labels}")
+        dests = {n: _as_array(g, f"output {label}") for n, g, label in zip(names, given, labels)}
+        for o in self.tr.outputs:
+            shapes = {dests[n].shape for n in o.ms_names}
+            if len(shapes) > 1:
+                raise ArgumentError(f"the Tuple elements of output {o.name} need buffers of one size, got {shapes}")
+        return dests
 
     def _sizes(self, sizes):
         """One list of sizes per output, checked."""
@@ -157,7 +182,17 @@ def _isl():
     return islpy
 
 
-def _as_array(value, name):
+def _is_image(value):
+    if isinstance(value, np.ndarray):
+        return True
+    try:
+        import halide as hl
+    except ImportError:  # pragma: no cover - halide is installed with the front-end's extras
+        return False
+    return isinstance(value, hl.Buffer)
+
+
+def _as_array(value, what):
     if isinstance(value, np.ndarray):
         return value
     try:
@@ -166,7 +201,7 @@ def _as_array(value, name):
         hl = None
     if hl is not None and isinstance(value, hl.Buffer):
         if any(value.dim(d).min() != 0 for d in range(value.dimensions())):
-            raise ArgumentError(f"ImageParam {name}: buffers with a nonzero min are not supported; crop it to a "
+            raise ArgumentError(f"{what}: buffers with a nonzero min are not supported; crop it to a "
                                 f"zero-based buffer")
         return np.asarray(value)
-    raise ArgumentError(f"ImageParam {name}: expected a numpy array or hl.Buffer, got {type(value).__name__}")
+    raise ArgumentError(f"{what}: expected a numpy array or hl.Buffer, got {type(value).__name__}")
