@@ -30,19 +30,24 @@ from benchlog import append_results  # noqa: E402
 
 
 
-def paired_medians(fns, repeat, pause=0.02):
-    """Medians of `repeat` rounds that run each of `fns` once, in turn: on a shared machine whose
-    load drifts, each runs under the same conditions. The pause lets one runtime's worker threads
-    stop spinning before the other starts."""
-    for fn in fns:
-        fn()
+def paired_medians(fns, repeat, burst=3, warmup=0.5):
+    """Medians over `repeat` rounds after `warmup` seconds of runs of each; each round runs each of `fns` `burst` times in a row and keeps
+    all but the first run. Rounds interleave the contenders, so a load that drifts on a shared
+    machine affects them alike; within a burst the worker threads are awake and the caches warm,
+    as in a steady stream of frames (the first run of a burst pays for waking the threads of an
+    idle virtual machine, which can take longer than the pipeline itself)."""
+    for fn in fns:   # warm up: caches, page tables and the threads' first wake-ups
+        start = time.perf_counter()
+        while time.perf_counter() - start < warmup:
+            fn()
     times = [[] for _ in fns]
     for _ in range(repeat):
         for fn, out in zip(fns, times):
-            time.sleep(pause)
-            start = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - start)
+            for k in range(burst):
+                start = time.perf_counter()
+                fn()
+                if k:
+                    out.append(time.perf_counter() - start)
     return [float(np.median(t)) for t in times]
 
 
@@ -144,7 +149,7 @@ def main():
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
     w, h = (512, 512) if args.quick else (2112, 3520)
-    repeat = 3 if args.quick else 15
+    repeat = 3 if args.quick else 11
     rows = []
     for name, build in pipelines.ALL.items():
         if args.only and name not in args.only:
@@ -167,7 +172,7 @@ def main():
     print(table)
     if not args.no_append:
         append_results(f"Halide front-end, {w}x{h}{' (quick)' if args.quick else ''}", table,
-                       f"`benchmarks/halide/run.py`: medians of {repeat} rounds after a warm-up, each round running Halide and mascarpone in turn, Halide 21 JIT and "
+                       f"`benchmarks/halide/run.py`: medians of {repeat} interleaved rounds, each running Halide and then mascarpone three times in a row (the first run of each not counted), Halide 21 JIT and "
                        f"mascarpone with the same schedule in one process; ratio ours / Halide (below 1: faster).")
 
 
