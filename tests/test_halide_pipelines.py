@@ -241,3 +241,32 @@ def test_realize_into_given_outputs():
         kernel.realize(outs[:2], **inputs)
     with pytest.raises(ms.ArgumentError, match="not a mix"):
         kernel.realize([outs[0], [20, 9], [20, 9]], **inputs)
+
+
+def test_compute_at_of_a_func_with_updates():
+    """A row sum over an RDom, computed per tile of its consumer: each tile runs the pure definition
+    and the whole reduction for its points, as Halide does."""
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    r = hl.RDom([(0, 5)], "r")
+    box, out = hl.Func("box"), hl.Func("out")
+    box[x, y] = hl.f32(0)
+    box[x, y] += inp[x + r, y]
+    out[x, y] = box[x, y] * 2 + box[x, y + 1]
+    out.tile(x, y, xo, yo, xi, yi, 16, 4).parallel(yo).vectorize(xi, 8)
+    box.compute_at(out, xo).vectorize(x, 8)
+    box.update(0).vectorize(x, 8)
+    f = ms.from_halide(out)
+    assert any("box_tile" in line for line in str(f.lower()).splitlines())
+    realize_both(out, [37, 19], {inp: f32(20, 41)}, rtol=1e-6)
+
+
+def test_compute_at_of_a_scan_is_computed_at_root_with_a_warning():
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    r = hl.RDom([(1, 9)], "r")
+    scan, out = hl.Func("scan"), hl.Func("out")
+    scan[x, y] = inp[x, y]
+    scan[x, r] = scan[x, r - 1] * 0.5 + inp[x, r]
+    out[x, y] = scan[x, y] + 1
+    scan.compute_at(out, y)
+    with pytest.warns(UserWarning, match="scan.*computed at root"):
+        realize_both(out, [13, 10], {inp: f32(10, 13)}, rtol=1e-6)

@@ -228,9 +228,13 @@ def _place(tr, info, level):
     if level.var_name == "__root" or level.var_name == "__outermost":
         return
     consumer, k = _consumer_stage(tr, info, level)
-    if len(info.stages) > 1:
-        warnings.warn(f"{where}: compute_at of a Func with update definitions is computed at root instead "
-                      f"(same values, no locality)", stacklevel=3)
+    scans = [info.stage_name(j) for j in range(1, len(info.stages))
+             if len(tr.stage_vars(info, j)[0]) < info.ndim]
+    if scans:
+        # Halide grows each tile by the whole range such an update writes (a scan runs over all of its
+        # reduction domain in every tile); mascarpone's tiles hold what the consumer reads
+        warnings.warn(f"{where}: compute_at of a Func whose update {scans[0]} writes at reduction variables "
+                      f"is computed at root instead (same values, no locality)", stacklevel=3)
         return
     var = _match_loop(consumer.loop_names[k], level.var_name, f"{where}.compute_at({consumer.name})")
     targets = [c for c in consumer.comps[k] if _reads(c, info)]
