@@ -186,7 +186,14 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         steady = steady_state(s.domain.intersect_params(context), s.time,
                               piecewise_indices([*index, value, predicate])) if separate else None
         parts = [("", time)]
-        if steady is not None:
+        if getattr(s.comp, "stored_at_root", False):
+            # a sliding window is a union (the first iteration's points, then each later one's new
+            # points); each part gets its own loops instead of one guarded loop over their hull
+            disjoint = time.range().make_disjoint().get_basic_sets()
+            if len(disjoint) > 1:
+                parts = [(f"_slide{i}", time.intersect_range(isl.Set.from_basic_set(b)))
+                         for i, b in enumerate(disjoint)]
+        elif steady is not None:
             # clamped indices become affine in the steady part, and its vector loops contiguous loads;
             # the edges get loops of their own around it
             steady_time = time.intersect_domain(steady)
@@ -194,7 +201,8 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
                                                   for suffix, piece in edges(time.range(), steady_time.range())]
         for suffix, part in parts:
             # edges are a thin slice of the instances: not worth more pieces
-            full = full_piece(part.range(), _separated_dims(s)) if separate and suffix in ("", "_steady") else None
+            full = full_piece(part.range(), _separated_dims(s)) if separate and not suffix.startswith("_edge") \
+                else None
             if full is not None:
                 # the full tiles become a statement of their own, so isl generates them with constant bounds
                 schedule = add_piece(s.name + suffix + "_full", part.intersect_range(full))

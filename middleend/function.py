@@ -193,7 +193,8 @@ class Function:
             body, _ = codegen.to_loop_ir(ast, leaves, params)
         outputs, temps = [], []
         for c in self.computations:
-            if c.updated is None and not c.inlined and c.compute_at_target is None and c.buffer not in outputs:
+            at_root = c.compute_at_target is None or c.stored_at_root
+            if c.updated is None and not c.inlined and at_root and c.buffer not in outputs:
                 (outputs if c.buffer.kind == "output" else temps).append(c.buffer)
         for b in self.buffers:
             if b not in outputs and b not in temps:

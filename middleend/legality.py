@@ -5,7 +5,8 @@ Each original instance maps to the times it executes at: one time normally,
 several for a producer recomputed per consumer tile, the consumers' times for
 an inlined computation. A dependence a -> b is respected when every time of a
 comes before every time of b. The reads a consumer makes of a producer it
-recomputes or inlines are satisfied by construction and are not checked.
+recomputes or inlines are satisfied by construction and are not checked (a
+sliding window's are: its values come from earlier consumer iterations).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def _exempt(kind, src, snk, function):
     if producer.inlined:
         return True
     target = producer.compute_at_target
-    return target is not None and target[0].name == snk
+    return target is not None and target[0].name == snk and not producer.stored_at_root
 
 
 def _maps(umap):

@@ -72,6 +72,7 @@ class Schedulable:
         self.loop_map = isl.Map(f"{{ {self.name}[{dims}] -> [{dims}] }}")
         self.tags = {}
         self.compute_at_target = None   # (consumer, loop name)
+        self.stored_at_root = False     # with compute_at: a sliding window, each instance computed once
         self.inlined = False
         self.user_buffer = None          # set by store_in
         self.user_store_index = None
@@ -361,6 +362,19 @@ class Schedulable:
             self.function._history.pop()
         self._record(cmd)
 
+    def store_root(self):
+        """With compute_at: keep the whole buffer at the root, so each instance is computed once, in
+        the first consumer iteration that needs it, and later iterations reuse it (Halide's
+        `store_root().compute_at(...)` sliding window). The consumer's loops down to the compute_at
+        level must then run in order: a parallel one raises IllegalScheduleError."""
+        cmd = "store_root()"
+        if self.updated is not None or self.updates:
+            raise ScheduleError(f"{self.name}.{cmd}: a sliding window of a computation with updates is not "
+                                f"supported; compute it at the root")
+        self.stored_at_root = True
+        self._record(cmd)
+        return self
+
     def inline(self):
         """Substitute this computation's expression into every reader; it gets no loops or storage."""
         cmd = "inline()"
@@ -399,8 +413,9 @@ class Schedulable:
 
     def snapshot(self):
         """The scheduling state, for replay when an error must name the command that caused it."""
-        return (list(self.loops), self.loop_map, dict(self.tags), self.compute_at_target, self.inlined)
+        return (list(self.loops), self.loop_map, dict(self.tags), self.compute_at_target, self.inlined,
+                self.stored_at_root)
 
     def restore(self, state):
-        self.loops, self.loop_map, self.tags, self.compute_at_target, self.inlined = (
-            list(state[0]), state[1], dict(state[2]), state[3], state[4])
+        self.loops, self.loop_map, self.tags, self.compute_at_target, self.inlined, self.stored_at_root = (
+            list(state[0]), state[1], dict(state[2]), state[3], state[4], state[5])

@@ -3,7 +3,8 @@
 A statement's instances are its computation's domain, except for a producer
 computed at a consumer's loop: its instances are pairs (consumer loop values,
 producer point), so a point needed by several consumer iterations runs once
-per iteration (Halide's and Tiramisu's redundant tiles).
+per iteration (Halide's and Tiramisu's redundant tiles), or, stored at the
+root, once in the first iteration that needs it (a sliding window).
 """
 from __future__ import annotations
 
@@ -150,6 +151,8 @@ def _expand(comp, consumer_stmt, level, function, context):
     if reads is None:
         raise ScheduleError(f"{cmd}: {consumer_stmt.name} does not read {comp.name}")
     need = consumer_stmt.to_original.apply_range(reads).apply_domain(prefix).coalesce()
+    if comp.stored_at_root:
+        need = _first_needed(need)
     prefix_names = [fresh_name(level_name, {v.name for v in comp.vars})
                     for level_name in consumer_stmt.loops[:lvl + 1]]
     own = [v.name for v in comp.vars]
@@ -162,9 +165,17 @@ def _expand(comp, consumer_stmt, level, function, context):
     loop_map = pref.flat_range_product(to_original.apply_range(comp.loop_map))
     tags = {nm: consumer_stmt.tags[nm] for nm in consumer_stmt.loops[:lvl + 1] if nm in consumer_stmt.tags}
     tags.update(comp.tags)
-    local = _local_buffer(comp, need, prefix, context, time_dim=2 * lvl + 1)
+    local = None if comp.stored_at_root else _local_buffer(comp, need, prefix, context, time_dim=2 * lvl + 1)
     return Statement(comp, domain, consumer_stmt.loops[:lvl + 1] + list(comp.loops), loop_map, to_original,
                      tags, local)
+
+
+def _first_needed(need):
+    """Each point of `need` (consumer loop values -> producer points) only at the first loop values,
+    in execution order, that need it."""
+    earlier = isl.Map.lex_gt(need.get_space().domain())   # p -> p' with p' before p
+    seen = earlier.intersect_domain(need.domain()).apply_range(need)
+    return need.subtract(seen).coalesce()
 
 
 def _expand_update(update, base, context):

@@ -430,3 +430,19 @@ def _last_indices(line, buffer):
         out.append(cur)
         start = k + 1
     return out
+
+
+def test_sliding_window_computes_each_row_once():
+    f, bx, by = examples.blur()
+    bx.compute_at(by, "y")
+    bx.store_root()
+    bx.storage_fold("y", 3)
+    text = str(f.lower())
+    # three rows of storage; rows 0-2 before the first output row, then one new row per output row
+    assert "float32 bx[3, W]" in text and "for (y = 0; y < 3; y++)" in text and "bx_tile" not in text, text
+    img = rng.random((40, 29), dtype=np.float32)
+    rows = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / 3
+    np.testing.assert_allclose(f.compile("cpu")(img=img), (rows[:-2] + rows[1:-1] + rows[2:]) / 3, rtol=1e-6)
+    by.parallelize("y")
+    with pytest.raises(ms.IllegalScheduleError, match="parallel"):
+        f.lower()

@@ -1,4 +1,5 @@
 """Halide pipelines with their own schedules, realized by Halide and by mascarpone on random inputs."""
+import re
 import sys
 from pathlib import Path
 
@@ -195,7 +196,7 @@ def test_expressions_and_boundary_conditions():
 
 
 @pytest.mark.parametrize("schedule", ["split_reorder", "fuse_parallel", "tile_unroll", "reorder_vectorize",
-                                      "compute_at_inner", "store_root_compute_at"])
+                                      "compute_at_inner", "store_root_compute_at", "sliding_window_folded"])
 def test_tutorial_schedules(schedule):
     inp = hl.ImageParam(hl.Int(32), 2, "inp")
     prod, cons = hl.Func("producer"), hl.Func("consumer")
@@ -219,8 +220,14 @@ def test_tutorial_schedules(schedule):
         prod.compute_at(cons, yi)
     elif schedule == "store_root_compute_at":
         prod.store_root().compute_at(cons, y)
+    elif schedule == "sliding_window_folded":
+        prod.store_root().compute_at(cons, y).fold_storage(y, 2)
     img = rng.integers(-1000, 1000, (22, 33), dtype=np.int32)
     realize_both(cons, [32, 21], {inp: img})
+    if schedule.startswith(("store_root", "sliding")):
+        # a sliding window: no tile; the first row computes two producer rows, later rows one each
+        text = str(ms.from_halide(cons).lower())
+        assert "_tile" not in text and re.search(r"int32 producer\w*\[\(out_extent_1 \+ 1\)|int32 producer\w*\[2,", text), text
 
 
 def test_realize_into_given_outputs():

@@ -246,6 +246,18 @@ def _place(tr, info, level):
             comp.compute_at(targets[0], var)
         except ScheduleError as err:
             raise NotSupportedError(f"{where}.compute_at({consumer.name}, {level.var_name}): {err}") from None
+    store = info.schedule.store_level if info.schedule is not None else None
+    if store is not None and store.var_name == "__root" and _serial_down_to(targets[0], var) \
+            and len(info.stages) == 1:
+        for comp in info.comps[0]:
+            comp.store_root()   # Halide's sliding window: each value computed once, reused by later rows
+
+
+def _serial_down_to(consumer, loop):
+    """Whether the consumer's loops down to `loop` all run in order (a sliding window needs that;
+    Halide does not slide across a parallel loop either, and neither loses values)."""
+    loops = consumer.loops[:consumer.loops.index(loop) + 1]
+    return all(consumer.tags.get(name, ("serial", 1))[0] in ("serial", "unroll") for name in loops)
 
 
 def _compute_with(tr, info, k, level):
