@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .errors import DomainError
-from .expr import Access, Cast, Const, Expr, Sym, lift, simplify, to_c, transform
+from .expr import Access, Cast, Const, Expr, Sym, lift, simplify, to_c
 from .types import as_dtype, int64
 
 BUFFER_KINDS = ("input", "output", "temporary")
@@ -20,17 +20,41 @@ def as_index_expr(e) -> Expr:
     e = lift(e)
     if not e.dtype.is_int:
         raise DomainError(f"sizes and indices must be integers, got {to_c(e)} of type {e.dtype}")
+    return simplify(_widen(e))
 
-    def widen(n):
-        if isinstance(n, Sym):
-            return Sym(n.name, int64)
-        if isinstance(n, Const):
-            return Const(n.value, int64) if n.dtype.is_int else None
-        if n.dtype.is_int and n.dtype != int64 and isinstance(n, (Access, Cast)):
-            return Cast(int64, n)
-        return None  # other nodes are rebuilt from widened children and take their type
 
-    return simplify(transform(e, widen))
+def _widen(n: Expr) -> Expr:
+    """Integer index arithmetic at int64; float parts keep their types (see `_keep_types`)."""
+    if isinstance(n, Sym):
+        return Sym(n.name, int64)
+    if isinstance(n, Const):
+        return Const(n.value, int64) if n.dtype.is_int else n
+    if n.dtype.is_float:
+        return _keep_types(n)
+    kids = n.children
+    if kids:
+        new = tuple(_widen(k) for k in kids)
+        if any(a is not b for a, b in zip(new, kids)):
+            n = n.rebuild(new)
+    if n.dtype.is_int and n.dtype != int64 and isinstance(n, (Access, Cast)):
+        return Cast(int64, n)
+    return n    # other nodes are rebuilt from widened children and take their type
+
+
+def _keep_types(n: Expr) -> Expr:
+    """A float part of an index at its own types, with each narrow variable the value it has there
+    (`(int32)v` of the int64 loop variable): a coordinate computed in float from int32 variables
+    converts 32-bit integers, as the source program does, which vectorizes (int64 to float does not)."""
+    if isinstance(n, Sym):
+        return n if n.dtype == int64 or not n.dtype.is_int else Cast(n.dtype, Sym(n.name, int64))
+    if isinstance(n, Access):
+        return n
+    kids = n.children
+    if kids:
+        new = tuple(_keep_types(k) for k in kids)
+        if any(a is not b for a, b in zip(new, kids)):
+            n = n.rebuild(new)
+    return n
 
 
 class Buffer:
