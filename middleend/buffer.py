@@ -47,8 +47,9 @@ def _keep_types(n: Expr) -> Expr:
     converts 32-bit integers, as the source program does, which vectorizes (int64 to float does not)."""
     if isinstance(n, Sym):
         return n if n.dtype == int64 or not n.dtype.is_int else Cast(n.dtype, Sym(n.name, int64))
-    if isinstance(n, Access):
-        return n
+    if isinstance(n, Access):   # its indices are index arithmetic again
+        new = tuple(_widen(k) for k in n.children)
+        return n.rebuild(new) if any(a is not b for a, b in zip(new, n.children)) else n
     kids = n.children
     if kids:
         new = tuple(_keep_types(k) for k in kids)

@@ -88,6 +88,8 @@ def statement_body(stmt, locals_by_comp):
         index = [_local_index(stmt, stmt.local, d, w) for d, w in enumerate(written)]
         return stmt.local.buffer, index, value, predicate
     buf, idx = write_index(comp)
+    # a scatter's index reads data: lowered like the value's reads, so both compute it alike
+    idx = [i if affine_text(i) is not None else _lower_reads(stmt, i, locals_by_comp) for i in idx]
     return buf, [_index(stmt, i) for i in idx], value, predicate
 
 
