@@ -19,6 +19,7 @@ import islpy as isl
 
 from .affine import IslAff
 from .expr import walk
+from .separation import proper_piece
 
 #: the size parameters take this value when pieces are compared by how many instances they cover
 _SAMPLE_SIZE = 1024
@@ -93,14 +94,7 @@ def steady_state(domain: isl.Set, time: isl.Map, pwaffs) -> isl.Set | None:
     for pa in pwaffs:
         if _varies_in_loop(pa, to_instance, inner):
             steady = steady.intersect(_main_piece(pa, domain))
-    steady = steady.coalesce()
-    if steady.is_empty() or steady.is_equal(domain):
-        return None
-    if steady.n_basic_set() > 1:
-        hull = isl.Set.from_basic_set(steady.simple_hull())
-        if hull.is_equal(steady):
-            return hull
-    return steady
+    return proper_piece(steady, domain)
 
 
 def _prefix(s: isl.Set, k: int) -> isl.Set:

@@ -36,13 +36,18 @@ def full_piece(time_set, dims):
             continue
         prefixes = _section_is_full(time_set, k, extent)
         full = full.intersect(prefixes.insert_dims(isl.dim_type.set, k, n - k))
-    full = full.coalesce()
-    if full.is_empty() or full.is_equal(time_set):
+    return proper_piece(full, time_set)
+
+
+def proper_piece(piece: isl.Set, whole: isl.Set):
+    """`piece` of `whole`, convex when that is exact, or None when it is empty or all of `whole`."""
+    piece = piece.coalesce()
+    if piece.is_empty() or piece.is_equal(whole):
         return None
     # a convex piece keeps the generated bounds tight (isl gives a disjunction one loop over its hull);
     # the simple hull is cheap, where the exact convex hull can take minutes on many parameters
-    if full.n_basic_set() > 1:
-        hull = isl.Set.from_basic_set(full.simple_hull())
-        if hull.is_equal(full):
+    if piece.n_basic_set() > 1:
+        hull = isl.Set.from_basic_set(piece.simple_hull())
+        if hull.is_equal(piece):
             return hull
-    return full
+    return piece
