@@ -181,8 +181,9 @@ class PipelineTranslation:
                         self._add_region(key, reg, context, what)
                 for reg in writes:
                     if info in self.outputs:
-                        # as in Halide, an output is realized over the requested box only; an update that
-                        # writes outside it is an error at realize time (see HalideKernel)
+                        # an output is realized over the requested box only (its buffer is the caller's);
+                        # an update that writes outside it is refused at realize time (see HalideKernel),
+                        # where Halide 21 would grow the realized region and return the requested part
                         info.update_writes.append((reg, what))
                     else:
                         stage_bnds = bounds.merge_bounds(stage_bnds, bounds.box_bounds(reg, context, what))
