@@ -188,7 +188,7 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         steady = steady_state(s.domain.intersect_params(context), s.time,
                               piecewise_indices([*index, value, predicate])) if separate else None
         parts = [("", time)]
-        if getattr(s.comp, "stored_at_root", False):
+        if s.comp.stored_at_root:
             # a sliding window is a union (the first iteration's points, then each later one's new
             # points); each part gets its own loops instead of one guarded loop over their hull
             disjoint = time.range().make_disjoint().get_basic_sets()

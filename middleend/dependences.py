@@ -150,7 +150,8 @@ class Dependences:
         return "\n".join(f"{kind}: {m}" for kind, m in self.items())
 
 
-def _maps(umap: isl.UnionMap):
+def union_maps(umap: isl.UnionMap):
+    """The maps of a union map, as a list."""
     out = []
     umap.foreach_map(out.append)
     return out
@@ -159,7 +160,7 @@ def _maps(umap: isl.UnionMap):
 def _on_buffers(umap: isl.UnionMap, names) -> isl.UnionMap:
     """The part of an access relation on the named buffers."""
     out = isl.UnionMap.empty(umap.get_space())
-    for m in _maps(umap):
+    for m in union_maps(umap):
         if m.get_tuple_name(isl.dim_type.out) in names:
             out = out.union(isl.UnionMap.from_map(m))
     return out
@@ -173,7 +174,7 @@ def _reuse_candidates(computations, writes: isl.UnionMap, reads: isl.UnionMap):
     write-after-read either. Leaving such buffers (most of a pipeline) out of the flow analysis
     keeps it fast; the test is conservative, so the dependences are the same."""
     writers = {}
-    for m in _maps(writes):
+    for m in union_maps(writes):
         writers.setdefault(m.get_tuple_name(isl.dim_type.out), []).append(m)
     nested = getattr(computations[0].function, "original_ordering", None) if computations else None
     position = {c.name: k for k, c in enumerate(computations)}
@@ -181,7 +182,7 @@ def _reuse_candidates(computations, writes: isl.UnionMap, reads: isl.UnionMap):
     for buf, ms in writers.items():
         if len(ms) > 1 or not ms[0].is_injective():
             waw.add(buf)
-    for m in _maps(reads):
+    for m in union_maps(reads):
         buf = m.get_tuple_name(isl.dim_type.out)
         if buf not in writers:
             continue

@@ -119,14 +119,13 @@ class Function:
         return self
 
     # analysis --------------------------------------------------------------------
-    def context(self, with_assumptions=True):
+    def context(self):
         """Constraints on the parameters: every size is at least 1, fixed ones have their value, and
         the `assume`d relations hold."""
         params = sorted(self.param_names)
         fixed = getattr(self, "_fixed", {})
         cons = [f"{p} = {fixed[p]}" if p in fixed else f"{p} >= 1" for p in params]
-        if with_assumptions:
-            cons += [f"({a})" for a in self._assumptions]
+        cons += [f"({a})" for a in self._assumptions]
         return isl.Set(f"[{', '.join(params)}] -> {{ : {' and '.join(cons) or 'true'} }}")
 
     def outputs(self):

@@ -106,8 +106,7 @@ def _prefix(s: isl.Set, k: int) -> isl.Set:
 def _with_prefix_in(s: isl.Set, prefixes: isl.Set, k: int) -> isl.Set:
     """The points of `s` whose first k dims lie in `prefixes`."""
     n = s.dim(isl.dim_type.set)
-    return s.intersect(prefixes.insert_dims(isl.dim_type.set, k, n - k).set_tuple_id(s.get_tuple_id())
-                       if s.has_tuple_id() else prefixes.insert_dims(isl.dim_type.set, k, n - k))
+    return s.intersect(prefixes.insert_dims(isl.dim_type.set, k, n - k))
 
 
 def edges(time_set: isl.Set, steady: isl.Set):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .errors import IllegalScheduleError
+from .dependences import union_maps
 from .statements import reads_of
 
 PARALLEL_KINDS = ("parallel", "vector", "gpu_block", "gpu_thread", "distribute")
@@ -50,12 +51,6 @@ def _exempt(kind, src, snk, function):
     return target is not None and target[0].name == snk and not producer.stored_at_root
 
 
-def _maps(umap):
-    out = []
-    umap.foreach_map(out.append)
-    return out
-
-
 def _checked_pairs(stmts, deps, function, context):
     """(kind, dependence, source times, sink times, instance pairs to check) per dependence.
 
@@ -66,7 +61,7 @@ def _checked_pairs(stmts, deps, function, context):
     by_name = {s.name: s for s in stmts}
     out = []
     for kind, umap in deps.items():
-        for m in _maps(umap):
+        for m in union_maps(umap):
             src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
             if src not in times or snk not in times or _exempt(kind, src, snk, function):
                 continue
@@ -136,7 +131,7 @@ def recompute_violations(stmts, deps):
     across the tile edge): those reads would see another tile's data, or none."""
     out = []
     by_name = {s.name: s for s in stmts}
-    for m in _maps(deps.raw):
+    for m in union_maps(deps.raw):
         a = by_name.get(m.get_tuple_name(isl.dim_type.in_))
         b = by_name.get(m.get_tuple_name(isl.dim_type.out))
         if a is None or b is None or not a.recomputed_with(b):
