@@ -116,6 +116,9 @@ class HalideKernel:
                                 f"{labels}")
         dests = {n: _as_array(g, f"output {label}") for n, g, label in zip(names, given, labels)}
         for o in self.tr.outputs:
+            wrong = [dests[n].shape for n in o.ms_names if dests[n].ndim != o.ndim]
+            if wrong:
+                raise ArgumentError(f"output {o.name} has {o.ndim} dimension(s); got an array of shape {wrong[0]}")
             shapes = {dests[n].shape for n in o.ms_names}
             if len(shapes) > 1:
                 raise ArgumentError(f"the Tuple elements of output {o.name} need buffers of one size, got {shapes}")
