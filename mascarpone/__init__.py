@@ -13,7 +13,8 @@ from middleend.algorithm import Computation, Input, Param, Var
 from middleend.buffer import Buffer
 from middleend.errors import (ArgumentError, DomainError, ExprTypeError, IllegalScheduleError, MascarponeError,
                               NotSupportedError, ScheduleError)
-from middleend.expr import Expr, abs_ as abs, call, cast, clamp, floordiv, floormod, max_ as max, min_ as min, select
+from middleend.expr import (Expr, abs_ as abs, call, cast, clamp, floordiv, floormod, max_ as max, min_ as min,
+                             reinterpret, select)
 from middleend.function import Function
 from middleend.schedule import LoopVar, root
 from middleend.types import (DType, bool_, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,

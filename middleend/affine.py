@@ -2,7 +2,8 @@
 
 An expression is affine when it is built from integer constants, loop variables
 and parameters with +, -, negation, multiplication by a constant, min/max, and
-Euclidean division or modulo by a positive constant. isl reads those exactly.
+Euclidean division or modulo by a positive constant (also written as a shift by a
+constant, or `& (2**k - 1)`). isl reads those exactly.
 """
 from __future__ import annotations
 
@@ -63,6 +64,18 @@ def affine_text(e: Expr) -> str | None:
             return None
         if e.op in ("min", "max"):
             return f"{e.op}({a}, {b})"
+        if e.op in ("shl", "shr"):
+            k = const_value(e.b)
+            if k is None or abs(k) >= e.dtype.bits:
+                return None   # beyond the width a shift saturates
+            if (e.op == "shl") == (k >= 0):
+                return f"({a} * {1 << abs(k)})"
+            return f"floor(({a}) / {1 << abs(k)})"
+        if e.op == "bitand":
+            for value, mask in ((a, const_value(e.b)), (b, const_value(e.a))):
+                if mask is not None and mask >= 0 and mask & (mask + 1) == 0:
+                    return f"(({value}) mod {mask + 1})"   # two's complement: x & (2**k - 1) == x mod 2**k
+            return None
         divisor = const_value(e.b)
         if divisor is not None and divisor > 0:
             if e.op == "ediv":

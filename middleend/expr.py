@@ -9,6 +9,13 @@ Integer semantics (documented, identical on every back-end):
   * ``//`` and ``floormod`` are Halide's kind: the quotient rounds so that the
     remainder is never negative (Euclidean division).
   * Division or remainder by zero gives 0 in both kinds (Halide's definition).
+  * ``& | ^ ~`` are bitwise on integers (logical on bools). ``a << b`` and
+    ``a >> b`` are ``a * 2**b`` wrapped and ``floor(a / 2**b)`` for every
+    amount: ``b`` is an integer of any type, read with its own signedness, a
+    negative amount shifts the other way, and amounts of the width or more
+    give 0 (or -1 for a negative ``a`` shifted right). ``>>`` of signed values
+    is thus arithmetic, of unsigned values logical.
+  * ``reinterpret`` reads the bits of a value as another type of the same width.
 Floats follow IEEE; nothing is reassociated.
 """
 from __future__ import annotations
@@ -22,13 +29,17 @@ from .types import DType, as_dtype, bool_, float32, float64, index_type, int64
 ARITH_OPS = ("add", "sub", "mul", "div", "mod", "ediv", "emod", "min", "max")
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 LOGIC_OPS = ("and", "or")
+BIT_OPS = ("bitand", "bitor", "bitxor")
+SHIFT_OPS = ("shl", "shr")
 MATH_FUNCS = {
     "sqrt": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
     "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "fabs": 1, "pow": 2, "atan2": 2,
 }
+#: bit counts of integers, of the argument's type; clz and ctz of 0 are the width
+INT_FUNCS = {"popcount": 1, "clz": 1, "ctz": 1}
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "ediv": "//",
            "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
-           "and": "&&", "or": "||"}
+           "and": "&&", "or": "||", "bitand": "&", "bitor": "|", "bitxor": "^", "shl": "<<", "shr": ">>"}
 
 
 class Expr:
@@ -67,12 +78,18 @@ class Expr:
     def __eq__(self, o): return binop("eq", self, o)
     def __ne__(self, o): return binop("ne", self, o)
 
-    # logic on bool expressions
-    def __and__(self, o): return binop("and", self, o)
-    def __rand__(self, o): return binop("and", o, self)
-    def __or__(self, o): return binop("or", self, o)
-    def __ror__(self, o): return binop("or", o, self)
-    def __invert__(self): return UnOp("not", self)
+    # logic on bool expressions, bitwise operations on integers
+    def __and__(self, o): return binop(_logic_or_bits("and", self), self, o)
+    def __rand__(self, o): return binop(_logic_or_bits("and", self), o, self)
+    def __or__(self, o): return binop(_logic_or_bits("or", self), self, o)
+    def __ror__(self, o): return binop(_logic_or_bits("or", self), o, self)
+    def __xor__(self, o): return binop(_logic_or_bits("xor", self), self, o)
+    def __rxor__(self, o): return binop(_logic_or_bits("xor", self), o, self)
+    def __invert__(self): return UnOp("not" if self.dtype.is_bool else "bitnot", self)
+    def __lshift__(self, o): return binop("shl", self, o)
+    def __rlshift__(self, o): return binop("shl", o, self)
+    def __rshift__(self, o): return binop("shr", self, o)
+    def __rrshift__(self, o): return binop("shr", o, self)
 
     def __bool__(self):
         raise ExprTypeError(
@@ -134,7 +151,9 @@ class Access(Expr):
 
 
 class BinOp(Expr):
-    """A binary operation; `op` is one of ARITH_OPS, COMPARE_OPS, LOGIC_OPS."""
+    """A binary operation; `op` is one of ARITH_OPS, COMPARE_OPS, LOGIC_OPS, BIT_OPS, SHIFT_OPS.
+
+    Both operands have one type, except for shifts, whose amount `b` may be any integer type."""
 
     __slots__ = ("op", "a", "b")
 
@@ -151,13 +170,15 @@ class BinOp(Expr):
 
 
 class UnOp(Expr):
-    """Negation ('neg') or logical not ('not')."""
+    """Negation ('neg'), logical not of a bool ('not') or bitwise not of an integer ('bitnot')."""
 
     __slots__ = ("op", "a")
 
     def __init__(self, op, a):
         if op == "not" and not a.dtype.is_bool:
             raise ExprTypeError(f"~ needs a bool expression, got {a.dtype}: {a}")
+        if op == "bitnot" and not a.dtype.is_int:
+            raise ExprTypeError(f"bitwise not needs an integer expression, got {a.dtype}: {a}")
         self.op, self.a = op, a
         self.dtype = a.dtype
 
@@ -203,8 +224,25 @@ class Cast(Expr):
         return Cast(self.dtype, children[0])
 
 
+class Reinterpret(Expr):
+    """The bits of `a` read as `dtype`, a type of the same width (a float's bits as an int, ...)."""
+
+    __slots__ = ("a",)
+
+    def __init__(self, dtype, a):
+        self.dtype = as_dtype(dtype)
+        self.a = a
+
+    @property
+    def children(self):
+        return (self.a,)
+
+    def rebuild(self, children):
+        return Reinterpret(self.dtype, children[0])
+
+
 class Call(Expr):
-    """A pure math function of MATH_FUNCS on floating-point arguments."""
+    """A pure function: one of MATH_FUNCS on floats or of INT_FUNCS on integers."""
 
     __slots__ = ("fn", "args")
 
@@ -245,11 +283,24 @@ def lift(value, like: DType | None = None) -> Expr:
     raise ExprTypeError(f"not an expression: {value!r}")
 
 
+def _logic_or_bits(op, e):
+    """The operation `&`, `|` or `^` stands for on `e`: logic on bools, bitwise on integers."""
+    if e.dtype.is_bool:
+        return {"and": "and", "or": "or", "xor": "ne"}[op]
+    return "bit" + op
+
+
 def binop(op, a, b) -> Expr:
     """Build a type-checked binary operation from expressions or Python numbers."""
     if not isinstance(a, Expr) and not isinstance(b, Expr):
         raise ExprTypeError(f"{op} needs at least one expression operand")
     like = a.dtype if isinstance(a, Expr) else b.dtype
+    if op in SHIFT_OPS:
+        # a Python amount keeps its sign (x << -1 shifts right): it becomes an int32 constant
+        a, b = lift(a, like), lift(b)
+        if not (a.dtype.is_int and b.dtype.is_int):
+            raise ExprTypeError(f"'{_SYMBOL[op]}' needs integer operands, got {a.dtype} and {b.dtype}")
+        return BinOp(op, a, b)
     a, b = lift(a, like), lift(b, like)
     if a.dtype != b.dtype:
         raise ExprTypeError(
@@ -257,6 +308,8 @@ def binop(op, a, b) -> Expr:
             f"{to_c(a)} {_SYMBOL.get(op, op)} {to_c(b)}; insert ms.cast(...) on one side")
     if op in LOGIC_OPS and not a.dtype.is_bool:
         raise ExprTypeError(f"'{_SYMBOL[op]}' needs bool operands, got {a.dtype}")
+    if op in BIT_OPS and not a.dtype.is_int:
+        raise ExprTypeError(f"'{_SYMBOL[op]}' needs integer operands, got {a.dtype}")
     if op in ("ediv", "emod") and not a.dtype.is_int:
         if a.dtype.is_float and op == "ediv":
             return Call("floor", [BinOp("div", a, b)])
@@ -305,6 +358,19 @@ def cast(dtype, e) -> Expr:
     return e if e.dtype == dtype else Cast(dtype, e)
 
 
+def reinterpret(dtype, e) -> Expr:
+    """The bits of `e` read as `dtype`, which must have the same width (no bools)."""
+    dtype = as_dtype(dtype)
+    e = lift(e)
+    if dtype.bits != e.dtype.bits or dtype.is_bool or e.dtype.is_bool:
+        raise ExprTypeError(f"reinterpret needs two non-bool types of one width, got {e.dtype} to {dtype}")
+    if dtype == e.dtype:
+        return e
+    if dtype.is_int and e.dtype.is_int:
+        return Cast(dtype, e)   # integer casts of one width keep the bits
+    return Reinterpret(dtype, e)
+
+
 def floordiv(a, b) -> Expr:
     """Halide's integer division (rounds so the remainder is never negative)."""
     return binop("ediv", a, b)
@@ -316,9 +382,14 @@ def floormod(a, b) -> Expr:
 
 
 def call(fn, *args) -> Expr:
-    """A math function call on floating-point arguments."""
+    """A math function call on floating-point arguments, or a bit count (INT_FUNCS) of an integer."""
+    if fn in INT_FUNCS:
+        if len(args) != 1 or not isinstance(args[0], Expr) or not args[0].dtype.is_int:
+            raise ExprTypeError(f"{fn} takes one integer expression, got {args}")
+        return Call(fn, args)
     if fn not in MATH_FUNCS:
-        raise ExprTypeError(f"unknown math function {fn!r}; known: {', '.join(sorted(MATH_FUNCS))}")
+        known = sorted(MATH_FUNCS) + sorted(INT_FUNCS)
+        raise ExprTypeError(f"unknown function {fn!r}; known: {', '.join(known)}")
     if len(args) != MATH_FUNCS[fn]:
         raise ExprTypeError(f"{fn} takes {MATH_FUNCS[fn]} argument(s), got {len(args)}")
     like = next((a.dtype for a in args if isinstance(a, Expr)), float32)
@@ -377,6 +448,9 @@ def _const_str(c: Const):
     return str(c.value)
 
 
+_UNARY = {"neg": "-", "not": "!", "bitnot": "~"}
+
+
 def to_c(e: Expr) -> str:
     """A readable C-like rendering of an expression."""
     if isinstance(e, Const):
@@ -392,11 +466,13 @@ def to_c(e: Expr) -> str:
             return f"floormod({to_c(e.a)}, {to_c(e.b)})"
         return f"({to_c(e.a)} {_SYMBOL[e.op]} {to_c(e.b)})"
     if isinstance(e, UnOp):
-        return f"{'-' if e.op == 'neg' else '!'}{to_c(e.a)}"
+        return f"{_UNARY[e.op]}{to_c(e.a)}"
     if isinstance(e, Select):
         return f"({to_c(e.cond)} ? {to_c(e.t)} : {to_c(e.f)})"
     if isinstance(e, Cast):
         return f"({e.dtype}){to_c(e.a)}"
+    if isinstance(e, Reinterpret):
+        return f"reinterpret<{e.dtype}>({to_c(e.a)})"
     if isinstance(e, Call):
         return f"{e.fn}({', '.join(to_c(a) for a in e.args)})"
     name = getattr(e, "name", None)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from backends.cpu import compile_cpu, emit_object, get_num_threads, set_num_threads
-from backends.cpu.evaluate import euclid_div, euclid_mod, trunc_div, trunc_mod, wrap
+from backends.cpu.evaluate import euclid_div, euclid_mod, evaluate, trunc_div, trunc_mod, wrap
 from middleend.buffer import Buffer
 from middleend.errors import ArgumentError
-from middleend.expr import Const, Sym, call, cast, floordiv, floormod, max_, min_, select
+from middleend.expr import Const, Sym, call, cast, floordiv, floormod, max_, min_, reinterpret, select
 from middleend.loopir import Allocate, Block, For, If, LoweredFunction, Store
 from middleend.types import (bool_, float32, float64, int8, int16, int32, int64, uint8,
                              uint16, uint32, uint64)
@@ -283,6 +283,66 @@ def test_division_by_constants(dt):
             for u, d in enumerate(divs):
                 np.testing.assert_array_equal(got[t * len(divs) + u], reference(op, dt, x, [d] * len(x)),
                                               err_msg=f"{op} {dt} by {d} ({kind})")
+
+
+def _bit_exprs(a, b, s, u):
+    """Bitwise ops, shifts by a signed and an unsigned amount and by constants, and bit counts."""
+    return [a & b, a | b, a ^ b, ~a, a << s, a >> s, a << u, a >> u, a << 3, a >> -2, a >> 200,
+            call("popcount", a), call("clz", a), call("ctz", a)]
+
+
+@pytest.mark.parametrize("dt", INT_TYPES, ids=str)
+def test_bitwise_ops_shifts_and_bit_counts(dt):
+    """Against the Python evaluator: shift amounts from -(width + 2) to width + 2 (negative ones shift
+    the other way, the width or more saturates) as int8, and up to 255 as uint8."""
+    x, y = int_operands(dt, seed=6), int_operands(dt, seed=7)
+    amounts = [k % (2 * dt.bits + 5) - dt.bits - 2 for k in range(len(x))]
+    unsigned_amounts = [abs(v) if k % 7 else 255 for k, v in enumerate(amounts)]
+    a, b = Buffer("a", [N], dt, "input"), Buffer("b", [N], dt, "input")
+    s, u = Buffer("s", [N], int8, "input"), Buffer("u", [N], uint8, "input")
+    exprs = _bit_exprs(a[i], b[i], s[i], u[i])
+    symbolic = _bit_exprs(Sym("a", dt), Sym("b", dt), Sym("s", int8), Sym("u", uint8))
+    out = Buffer("out", [c64(len(exprs)), N], dt, "output")
+    body = Block([Store(out, (c64(t), i), e) for t, e in enumerate(exprs)])
+    ref = np.array([[evaluate(e, {"a": p, "b": q, "s": v, "u": w}) for p, q, v, w
+                     in zip(x, y, amounts, unsigned_amounts)] for e in symbolic], dtype=dt.numpy)
+    arrays = dict(a=np.array(x, dtype=dt.numpy), b=np.array(y, dtype=dt.numpy),
+                  s=np.array(amounts, dtype=np.int8), u=np.array(unsigned_amounts, dtype=np.uint8))
+    for kind in ("serial", "vector"):
+        kern = compile_cpu(LoweredFunction(f"bits_{dt}_{kind}", ["N"], [a, b, s, u], [out],
+                                           loop("i", 0, N, body, kind, 8)))
+        got = kern(**arrays)
+        for t, e in enumerate(symbolic):
+            np.testing.assert_array_equal(got[t], ref[t], err_msg=f"{e} ({kind})")
+
+
+def test_shift_and_bit_count_reference_values():
+    """The evaluator's definitions on a few values worked out by hand."""
+    i8, u8 = (lambda v: Const(v, int8)), (lambda v: Const(v, uint8))
+    cases = [(i8(-5) >> 1, -3), (i8(-5) >> 100, -1), (i8(-5) << 100, 0), (i8(3) << -1, 1),
+             (i8(64) << 1, -128), (u8(200) >> 9, 0), (u8(3) << Const(-1, int8), 1),
+             (call("clz", u8(0)), 8), (call("ctz", i8(-128)), 7), (call("popcount", i8(-1)), 8)]
+    for e, value in cases:
+        assert evaluate(e, {}) == value, e
+
+
+@pytest.mark.parametrize("src,dst", [(float32, int32), (float32, uint32), (int32, float32),
+                                     (float64, int64), (uint64, float64), (int8, uint8)], ids=str)
+def test_reinterpret(src, dst):
+    a = Buffer("a", [N], src, "input")
+    out = Buffer("out", [N], dst, "output")
+    body = Store(out, (i,), reinterpret(dst, a[i]))
+    if src.is_float:
+        x = np.array([0.0, -0.0, 1.5, -2.25, np.inf, np.nan, 1e-40, 3.0e38], dtype=src.numpy)
+    else:
+        x = np.array(int_operands(src, 19, seed=8), dtype=src.numpy)
+    for kind in ("serial", "vector"):
+        kern = compile_cpu(LoweredFunction(f"bitcast_{src}_{dst}_{kind}", ["N"], [a], [out],
+                                           loop("i", 0, N, body, kind, 4)))
+        got = kern(a=x)
+        assert got.dtype == dst.numpy
+        # compared as integers: the bits, NaN's payload included
+        np.testing.assert_array_equal(*((got.view(src.numpy), x) if dst.is_float else (got, x.view(dst.numpy))))
 
 
 def test_uint8_add_wraps():

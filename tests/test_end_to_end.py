@@ -446,3 +446,23 @@ def test_sliding_window_computes_each_row_once():
     by.parallelize("y")
     with pytest.raises(ms.IllegalScheduleError, match="parallel"):
         f.lower()
+
+
+def test_bitwise_operators_and_shifted_indices():
+    """`^ & | ~ << >>` on integer expressions; the indices `x >> 1` and `x & 3` are a floor division
+    and a modulo for isl, so the producer's footprint under compute_at is exact."""
+    N = ms.Param("N")
+    x = ms.Var("x", 0, N)
+    with ms.Function("bits") as f:
+        img = ms.Input("img", [N], ms.uint8)
+        p = ms.Computation("p", [x], img[x] ^ 0x5A)
+        c = ms.Computation("c", [x], ((p[x >> 1] << 1) | (p[x & 3] >> 2)) & ~p[x])
+    x0, x1 = c.split("x", 16)
+    c.vectorize(x1, 16)
+    p.compute_at(c, x0)
+    assert "floormod" in str(f.lower())
+    k = f.compile("cpu")
+    for n in (100, 5):
+        a = rng.integers(0, 256, n, dtype=np.uint8)
+        pv, idx = a ^ 0x5A, np.arange(n)
+        np.testing.assert_array_equal(k(img=a), ((pv[idx >> 1] << 1) | (pv[idx & 3] >> 2)) & ~pv)

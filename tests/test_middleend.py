@@ -187,3 +187,21 @@ def test_vector_loops_of_full_tiles_have_constant_trip_counts():
     trips = {str(simplify(binop("sub", s.hi, s.lo))) for s in vector_loops}
     assert "8" in trips                      # the full tiles
     assert any(not t.isdigit() for t in trips)   # and a guarded partial tile
+
+
+def test_bitwise_expressions_print_and_check_types():
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    with ms.Function("bitexprs"):
+        a = ms.Input("a", [N], ms.int16)
+        f = ms.Input("f", [N], ms.float32)
+        assert str((a[i] & 7) | ~a[i] ^ (a[i] << ms.u8(a[i]))) == "((a[i] & 7) | (~a[i] ^ (a[i] << (uint8)a[i])))"
+        assert str(a[i] >> -1) == "(a[i] >> -1)" and (a[i] >> -1).b.dtype == ms.int32   # the sign is kept
+        assert str(ms.reinterpret(ms.int32, f[i])) == "reinterpret<int32>(f[i])"
+        assert str(ms.call("popcount", a[i])) == "popcount(a[i])"
+        with pytest.raises(ms.ExprTypeError, match="integer"):
+            f[i] & f[i]
+        with pytest.raises(ms.ExprTypeError, match="integer"):
+            f[i] << 1
+        with pytest.raises(ms.ExprTypeError, match="one width"):
+            ms.reinterpret(ms.int64, f[i])

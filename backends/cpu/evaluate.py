@@ -6,9 +6,10 @@ before a call.
 from __future__ import annotations
 
 import math
+import struct
 
 from middleend.errors import NotSupportedError
-from middleend.expr import BinOp, Cast, Const, Expr, Select, Sym, UnOp, to_c
+from middleend.expr import BinOp, Call, Cast, Const, Expr, Reinterpret, Select, Sym, UnOp, to_c
 from middleend.types import DType
 
 
@@ -53,6 +54,34 @@ def euclid_mod(a: int, b: int) -> int:
     return 0 if b == 0 else a - b * euclid_div(a, b)
 
 
+def shift(a: int, b: int, dt: DType, left: bool) -> int:
+    """`a << b` or `a >> b` in `dt`: a negative `b` shifts the other way, amounts of the width or
+    more saturate (0, or -1 for a negative `a` shifted right)."""
+    if b < 0:
+        left, b = not left, -b
+    b = min(b, dt.bits)
+    return wrap(a << b, dt) if left else a >> b   # Python's >> floors: arithmetic for negative a
+
+
+def bit_count(fn: str, a: int, dt: DType) -> int:
+    """popcount, clz or ctz of the integer `a` of type `dt` (clz and ctz of 0 are the width)."""
+    u = a & ((1 << dt.bits) - 1)
+    if fn == "popcount":
+        return bin(u).count("1")
+    if fn == "clz":
+        return dt.bits - u.bit_length()
+    return dt.bits if u == 0 else (u & -u).bit_length() - 1
+
+
+_STRUCT = {"int": "bhiq", "uint": "BHIQ", "float": "  fd"}
+
+
+def reinterpret(value, src: DType, dst: DType):
+    """The bits of `value` (of type `src`) read as `dst`, a type of the same width."""
+    k = {8: 0, 16: 1, 32: 2, 64: 3}[src.bits]
+    return struct.unpack(_STRUCT[dst.kind][k], struct.pack(_STRUCT[src.kind][k], value))[0]
+
+
 _ARITH = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
@@ -63,6 +92,9 @@ _ARITH = {
     "emod": euclid_mod,
     "min": min,
     "max": max,
+    "bitand": lambda a, b: a & b,
+    "bitor": lambda a, b: a | b,
+    "bitxor": lambda a, b: a ^ b,
 }
 _COMPARE = {
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
@@ -89,12 +121,16 @@ def evaluate(e: Expr, env: dict) -> int:
             return bool(a or b)
         if e.dtype.is_float:
             raise NotSupportedError(f"floating-point arithmetic in a size expression: {to_c(e)}")
+        if e.op in ("shl", "shr"):
+            return shift(a, b, e.dtype, e.op == "shl")
         if e.op in ("ediv", "emod") and not e.dtype.is_signed:
             return wrap(_ARITH["div" if e.op == "ediv" else "mod"](a, b), e.dtype)
         return wrap(_ARITH[e.op](a, b), e.dtype)
     if isinstance(e, UnOp):
         a = evaluate(e.a, env)
-        return (not a) if e.op == "not" else wrap(-a, e.dtype)
+        if e.op == "not":
+            return not a
+        return wrap(~a if e.op == "bitnot" else -a, e.dtype)
     if isinstance(e, Select):
         return evaluate(e.t, env) if evaluate(e.cond, env) else evaluate(e.f, env)
     if isinstance(e, Cast):
@@ -104,6 +140,10 @@ def evaluate(e: Expr, env: dict) -> int:
         if isinstance(a, float):
             a = math.trunc(a)
         return wrap(a, e.dtype)
+    if isinstance(e, Reinterpret):
+        return reinterpret(evaluate(e.a, env), e.a.dtype, e.dtype)
+    if isinstance(e, Call) and e.dtype.is_int:
+        return bit_count(e.fn, evaluate(e.args[0], env), e.dtype)
     raise NotSupportedError(f"cannot evaluate {to_c(e)} before the call (sizes may use only parameters)")
 
 

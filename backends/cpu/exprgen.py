@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from middleend.errors import NotSupportedError
-from middleend.expr import (COMPARE_OPS, LOGIC_OPS, Access, BinOp, Call, Cast, Const, Select, Sym,
-                            UnOp, to_c)
+from middleend.expr import (BIT_OPS, COMPARE_OPS, LOGIC_OPS, SHIFT_OPS, Access, BinOp, Call, Cast, Const,
+                            Reinterpret, Select, Sym, UnOp, to_c)
 from middleend.types import int64
 
 from . import memory
@@ -57,14 +57,22 @@ class ExprEmitter:
             a, b = self.emit(e.a, index), self.emit(e.b, index)
             if e.op in COMPARE_OPS:
                 return self.ops.compare(e.op, e.a.dtype, a, b)
+            if e.op in BIT_OPS:
+                return self.ops.bitwise(e.op, a, b)
+            if e.op in SHIFT_OPS:
+                return self.ops.shift(e.op, e.dtype, e.b.dtype, a, b)
             return self.ops.binary(e.op, e.dtype, a, b, index=index)
         if isinstance(e, UnOp):
             a = self.emit(e.a, index)
-            return self.ops.not_(a) if e.op == "not" else self.ops.neg(e.dtype, a)
+            if e.op == "not":
+                return self.ops.not_(a)
+            return self.ops.bitnot(a) if e.op == "bitnot" else self.ops.neg(e.dtype, a)
         if isinstance(e, Select):
             return self.ops.select(self.emit(e.cond), self.emit(e.t, index), self.emit(e.f, index))
         if isinstance(e, Cast):
             return self.ops.cast(e.a.dtype, e.dtype, self.emit(e.a))
+        if isinstance(e, Reinterpret):
+            return self.ops.reinterpret(e.dtype, self.emit(e.a))
         if isinstance(e, Call):
             return self.ops.call(e.fn, e.dtype, [self.emit(a) for a in e.args])
         raise NotSupportedError(f"the CPU back-end cannot generate {type(e).__name__} nodes: {to_c(e)}")

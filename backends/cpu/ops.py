@@ -15,6 +15,8 @@ Choices where the IR leaves room:
     fixed value (never undefined behaviour).
   * `round` rounds half to even (`llvm.roundeven`), like Halide and numpy.
   * float `%` is C's `fmod`.
+  * shifts compare the amount with the width first, so LLVM never sees an
+    amount that would make its result poison.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from .llvm_types import I1, I32, is_vector, lanes, scalar_type, type_suffix, val
 
 _INTRINSICS = {"sqrt", "exp", "log", "sin", "cos", "pow", "floor", "ceil", "trunc", "fabs"}
 _LIBM = {"tan", "tanh", "atan2"}
+_BIT_COUNTS = {"popcount": "llvm.ctpop", "clz": "llvm.ctlz", "ctz": "llvm.cttz"}
 _ICMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _FCMP_ORDERED = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "=="}
 
@@ -210,6 +213,55 @@ class Ops:
             q = B.add(q, B.select(neg_r, adj, zero))
         return B.select(is_zero, zero, q)
 
+    def bitwise(self, op: str, a, b):
+        """`a & b`, `a | b` or `a ^ b` for op in BIT_OPS."""
+        a, b = self.unify(a, b)
+        return {"bitand": self.b.and_, "bitor": self.b.or_, "bitxor": self.b.xor}[op](a, b)
+
+    def bitnot(self, a):
+        """`~a` of an integer."""
+        return self.b.xor(a, self.splat_const(scalar_type(a.type), -1, a))
+
+    def shift(self, op: str, dt: DType, amount_dt: DType, a, b):
+        """`a << b` ('shl') or `a >> b` ('shr') with the IR's semantics: `b`, of type `amount_dt`, shifts
+        the other way when negative, and amounts of the width or more saturate."""
+        a, b = self.unify(a, b)
+        B = self.b
+        ety, bty = scalar_type(a.type), scalar_type(b.type)
+        bits = dt.bits
+        left = op == "shl"
+        c = const_int(b)
+        if c is not None:  # the common case: one plain shift, or a constant
+            c &= (1 << amount_dt.bits) - 1
+            if amount_dt.is_signed and c >> (amount_dt.bits - 1):
+                c -= 1 << amount_dt.bits
+            if c < 0:
+                left, c = not left, -c
+            if left or not dt.is_signed:
+                if c >= bits:
+                    return self.splat_const(ety, 0, a)
+                return (B.shl if left else B.lshr)(a, self.splat_const(ety, c, a))
+            return B.ashr(a, self.splat_const(ety, min(c, bits - 1), a))
+        negative = None
+        magnitude = b  # read as unsigned from here on
+        if amount_dt.is_signed:
+            negative = B.icmp_signed("<", b, self.splat_const(bty, 0, b))
+            magnitude = B.select(negative, B.sub(self.splat_const(bty, 0, b), b), b)
+        # the width fits the amount's type (8 bits or more), and a clamped amount fits the value's
+        too_far = B.icmp_unsigned(">=", magnitude, self.splat_const(bty, bits, b))
+        n = B.select(too_far, self.splat_const(bty, bits - 1, b), magnitude)
+        if bty.width > ety.width:
+            n = B.trunc(n, a.type)
+        elif bty.width < ety.width:
+            n = B.zext(n, a.type)
+        zero = self.splat_const(ety, 0, a)
+        shifted_left = B.select(too_far, zero, B.shl(a, n))
+        shifted_right = B.ashr(a, n) if dt.is_signed else B.select(too_far, zero, B.lshr(a, n))
+        if negative is None:
+            return shifted_left if left else shifted_right
+        return B.select(negative, shifted_right, shifted_left) if left else \
+            B.select(negative, shifted_left, shifted_right)
+
     def compare(self, op: str, dt: DType, a, b):
         """`a op b` for op in COMPARE_OPS; a bool (i1) result."""
         a, b = self.unify(a, b)
@@ -277,6 +329,10 @@ class Ops:
             return B.trunc(v, dty)
         return B.sext(v, dty) if src.is_signed else B.zext(v, dty)
 
+    def reinterpret(self, dst: DType, v):
+        """The bits of `v` as a value of `dst` (same width, no bools)."""
+        return self.b.bitcast(v, self._retype(value_type(dst), v))
+
     def _freeze(self, v):
         instr = Freeze(self.b.block, v)
         self.b._insert(instr)
@@ -284,9 +340,15 @@ class Ops:
 
     # math ------------------------------------------------------------------------
     def call(self, fn: str, dt: DType, args):
-        """A MATH_FUNCS call on float values."""
+        """A MATH_FUNCS call on float values, or an INT_FUNCS bit count."""
         args = self.unify(*args)
         ty = args[0].type
+        if fn in _BIT_COUNTS:
+            # ctlz and cttz of 0 give the width when their second argument (is_zero_poison) is false
+            extra = [] if fn == "popcount" else [ir.Constant(I1, 0)]
+            f = declare(self.module, f"{_BIT_COUNTS[fn]}.{type_suffix(ty)}",
+                        ir.FunctionType(ty, [ty] + [I1] * len(extra)))
+            return self.b.call(f, list(args) + extra)
         if fn in _INTRINSICS or fn == "round":
             name = "llvm.roundeven" if fn == "round" else f"llvm.{fn}"
             f = declare(self.module, f"{name}.{type_suffix(ty)}", ir.FunctionType(ty, [ty] * len(args)))
