@@ -74,6 +74,16 @@ class IndexText:
                 return f"floor(({self.text(e.a)}) / {divisor})"
             if e.op == "emod" and divisor is not None and divisor > 0:
                 return f"(({self.text(e.a)}) mod {divisor})"
+            shift = _const(e.b) if e.op in ("shl", "shr") else None
+            if shift is not None and abs(shift) < e.dtype.bits:
+                a = self.text(e.a)
+                if (e.op == "shl") == (shift >= 0):
+                    return f"({1 << abs(shift)} * ({a}))"
+                return f"floor(({a}) / {1 << abs(shift)})"
+            if e.op == "bitand":
+                mask = next((c for c in (_const(e.b), _const(e.a)) if c is not None and c >= 0), None)
+                if mask is not None:
+                    return self._unknown(0, mask)   # x & c lies in [0, c] when c >= 0
             if e.op == "emod":
                 # Halide's modulo lies in [0, |b| - 1] (and is 0 when b is 0)
                 b = self.text(e.b)

@@ -4,12 +4,15 @@ Halide's IR is already explicitly typed, so the translation is node for node:
 integer `/` and `%` become the floor kinds (`ediv`, `emod`), float `%` is
 `a - b * floor(a / b)`, intrinsics that only guide Halide's compiler
 (`likely`, `strict_float`) vanish, `promise_clamped` becomes the clamp it
-promises. Accesses to Funcs and images reverse the argument order, because
-Halide's dimension 0 is the innermost and mascarpone's buffers are row-major.
+promises, bitwise intrinsics become the IR's bitwise operations and `lerp` is
+expanded into the arithmetic Halide lowers it to. Accesses to Funcs and images
+reverse the argument order, because Halide's dimension 0 is the innermost and
+mascarpone's buffers are row-major.
 """
 from __future__ import annotations
 
 import middleend.expr as E
+from middleend.affine import const_value
 from middleend.errors import NotSupportedError
 from middleend.types import DType, bool_, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64
 
@@ -25,6 +28,11 @@ _MATH = {"sqrt": "sqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
          "abs": "fabs"}
 _IDENTITY_INTRINSICS = {"likely", "likely_if_innermost", "strict_float", "promise_clamped_identity"}
 _CLAMP_INTRINSICS = {"promise_clamped", "unsafe_promise_clamped"}
+_BITWISE = {"bitwise_and": "bitand", "bitwise_or": "bitor", "bitwise_xor": "bitxor"}
+#: on bools (UInt(1)) the bitwise intrinsics are logic
+_BOOL_BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "ne"}
+_SHIFTS = {"shift_left": "shl", "shift_right": "shr"}
+_BIT_COUNTS = {"popcount": "popcount", "count_leading_zeros": "clz", "count_trailing_zeros": "ctz"}
 
 
 def dtype_of(t, what="a value") -> DType:
@@ -177,6 +185,18 @@ class Translator:
             if a.dtype.is_float:
                 return E.call("fabs", a - b)
             return E.select(a < b, E.cast(out, b) - E.cast(out, a), E.cast(out, a) - E.cast(out, b))
+        if name in _BITWISE:
+            a, b = self(n.args[0]), self(n.args[1])
+            return E.binop((_BOOL_BITWISE if a.dtype.is_bool else _BITWISE)[name], a, b)
+        if name == "bitwise_not":
+            return ~self(n.args[0])
+        if name in _SHIFTS:
+            return self._shift(_SHIFTS[name], n)
+        if name in _BIT_COUNTS:
+            a = self(n.args[0])
+            if a.dtype.is_bool:   # counts of one bit: popcount is the bit, clz and ctz its negation
+                return a if name == "popcount" else ~a
+            return E.cast(dtype_of(n.type, self.where), E.call(_BIT_COUNTS[name], a))
         if name == "lerp":
             return self._lerp(n)
         if name == "mux":
@@ -192,12 +212,67 @@ class Translator:
             return self(n.args[1])
         raise self.unsupported(f"the intrinsic {name}")
 
+    def _shift(self, op, n):
+        a, b = self(n.args[0]), self(n.args[1])
+        amount = const_value(b)
+        if amount is not None and abs(amount) >= a.dtype.bits:
+            # Halide refuses these when it compiles (its shifts are undefined there); ours would saturate
+            raise self.unsupported(f"shifting a {a.dtype} value by {amount} (Halide rejects constant shifts by "
+                                   f"the width or more)")
+        return E.binop(op, a, b)
+
     def _lerp(self, n):
         zero, one, weight = (self(a) for a in n.args)
-        if zero.dtype.is_float and weight.dtype.is_float:
-            one_w = E.Const(1.0, weight.dtype)
-            return zero * (one_w - weight) + one * weight
-        raise self.unsupported(f"lerp of {zero.dtype} values with a {weight.dtype} weight")
+        vt, wt = zero.dtype, weight.dtype
+        if vt.is_bool:
+            half = E.Const(0.5, wt) if wt.is_float else E.Const(wt.max_value() // 2, wt)
+            return E.select(weight > half, one, zero)
+        if vt.is_float:
+            if wt.is_float:
+                # a weight of another width makes Halide compute in the wider type
+                t = vt if vt.bits >= wt.bits else wt
+                zero, one, w = E.cast(t, zero), E.cast(t, one), E.cast(t, weight)
+            else:
+                t, w = vt, E.cast(vt, weight) / E.Const(2.0 ** wt.bits - 1, vt)
+            return E.cast(vt, zero * (E.Const(1.0, t) - w) + one * w)
+        if vt.bits not in (8, 16, 32):
+            raise self.unsupported(f"lerp of {vt} values")
+        return _integer_lerp(zero, one, weight)
 
     def _Reinterpret(self, n):
-        raise self.unsupported("reinterpret")
+        dtype = dtype_of(n.type, self.where)
+        value = self(n.value)
+        if dtype.is_bool or value.dtype.is_bool or dtype.bits != value.dtype.bits:
+            raise self.unsupported(f"reinterpret between {value.dtype} and {dtype}")
+        return E.reinterpret(dtype, value)
+
+
+def _integer_lerp(zero, one, weight):
+    """Halide's integer lerp: `round((zero * (M - w) + one * w) / M)` with M = 2**bits - 1, computed on
+    unsigned values (signed ones offset by 2**(bits-1)) with the weight rescaled to `bits` bits."""
+    vt, wt = zero.dtype, weight.dtype
+    bits = vt.bits
+    u, wide = _UINTS[bits], _UINTS[2 * bits]
+    top = (1 << bits) - 1
+    if vt.is_signed:
+        # offset binary keeps the order, so the unsigned result maps back by the same offset
+        bias = E.Const(1 << (bits - 1), u)
+        zero, one = E.cast(u, zero) + bias, E.cast(u, one) + bias
+    if wt.is_float:
+        # Halide multiplies by 2**32 - 1 in double for 32-bit values, in the weight's type otherwise
+        scale = E.cast(float64, weight) * E.Const(float(top), float64) if bits == 32 else E.Const(top, wt) * weight
+        w = E.cast(u, scale)
+    elif wt.bits == bits:
+        w = weight
+    elif wt.bits < bits:
+        # (2**bits - 1) / (2**m - 1) is an integer: 257 for 8 to 16 bits, 65537 for 16 to 32, ...
+        w = E.cast(u, weight) * E.Const(top // ((1 << wt.bits) - 1), u)
+    else:
+        w = E.cast(u, weight / E.Const(((1 << wt.bits) - 1) // top, wt))
+    inverse = E.Const(top, u) - w
+    total = E.cast(wide, zero) * E.cast(wide, inverse) + E.cast(wide, one) * E.cast(wide, w)
+    # round to nearest; M is odd, so there are no ties
+    out = E.cast(u, (total + E.Const(top // 2, wide)) / E.Const(top, wide))
+    if vt.is_signed:
+        out = E.cast(vt, out + bias)
+    return out
