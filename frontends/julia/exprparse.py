@@ -6,18 +6,20 @@ import re
 from .ir import Call, Global, JuliaParseError, Lit, NOTHING, SSA, Slot
 
 _OPERATORS = sorted([
-    "===", "!==", "==", "!=", "<=", ">=", "≤", "≥", "≠", "<:", "&&", "||", "::", "//",
-    "<", ">", "+", "-", "*", "/", "÷", "%", "^", "&", "|", "⊻", "!", ":", "=", ",", "(", ")", "[", "]",
+    "===", "!==", "==", "!=", "<=", ">=", "≤", "≥", "≠", "<:", "&&", "||", "::", "//", ">>>", "<<", ">>",
+    "<", ">", "+", "-", "*", "/", "÷", "%", "^", "&", "|", "⊻", "!", "~", ":", "=", ",", "(", ")", "[", "]",
     "{", "}", "\\", "$", ".",
 ], key=len, reverse=True)
 
-_TOKEN = re.compile(r"""
+# Python's regex counts Julia's non-ASCII operators as letters: they must not start or continue a name
+_LETTER = r"(?![÷≤≥≠⊻])[A-Za-z_\u00a1-\uffff]"
+_TOKEN = re.compile(rf"""
     (?P<ws>\s+)
   | (?P<ssa>%\d+)
   | (?P<slot>@_\d+)
   | (?P<num>(?:0x[0-9a-fA-F]+)|(?:\d+\.\d*(?:[eE][+-]?\d+)?(?:f[+-]?\d+)?)|(?:\d+(?:[eE][+-]?\d+|f[+-]?\d+))|(?:\d+))
   | (?P<str>"(?:[^"\\]|\\.)*")
-  | (?P<name>(?:\#self\#)|(?:[A-Za-z_\u00a1-\uffff][A-Za-z0-9_!\u00a1-\uffff]*(?:@_\d+)?))
+  | (?P<name>(?:\#self\#)|(?:{_LETTER}(?:{_LETTER}|[0-9!])*(?:@_\d+)?))
 """, re.VERBOSE)
 
 # binary operators by precedence (higher binds tighter); Julia's own levels
@@ -26,6 +28,7 @@ _BINARY = {
     "<": 3, ">": 3, "<=": 3, ">=": 3, "==": 3, "!=": 3, "===": 3, "!==": 3, "≤": 3, "≥": 3, "≠": 3, "<:": 3,
     ":": 4,
     "+": 5, "-": 5, "|": 5, "⊻": 5,
+    "<<": 5.5, ">>": 5.5, ">>>": 5.5,   # Julia's bit shifts bind between + and *
     "*": 6, "/": 6, "÷": 6, "%": 6, "&": 6, "\\": 6,
     "//": 7,
     "^": 9,
@@ -132,7 +135,7 @@ class ExprParser:
 
     def parse_unary(self):
         kind, op = self.peek()
-        if kind == "op" and op in ("-", "!", "+"):
+        if kind == "op" and op in ("-", "!", "+", "~"):
             self.take()
             operand = self.parse_expr(_UNARY_LEVEL)
             if op == "-" and isinstance(operand, Lit) and operand.jtype in ("Int64", "Float64", "Float32"):

@@ -105,6 +105,20 @@ def _arith(op, a, b):
     raise AssertionError(op)
 
 
+def _shift(name, x, n):
+    """Julia's shifts of an Int64 `x`: the operators shift the other way for a negative count, the
+    intrinsics read the count as unsigned; counts of 64 or more give 0 (or -1 for a negative x and >>)."""
+    if name.endswith("_int"):
+        name, n = {"shl_int": "<<", "ashr_int": ">>", "lshr_int": ">>>"}[name], n % _I64
+    elif n < 0:
+        name, n = (">>" if name == "<<" else "<<"), -n
+    if name == "<<":
+        return _wrap(x << n) if n < 64 else 0
+    if name == ">>":
+        return x >> min(n, 63)
+    return _wrap((x % _I64) >> n) if n < 64 else 0
+
+
 def _call(name, args, arrays):
     if name in ("+", "*") and len(args) >= 2:
         out = args[0]
@@ -138,10 +152,16 @@ def _call(name, args, arrays):
         a, b = _promote(_num(a), _num(b))
         return bool({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "===": a == b,
                      "!=": a != b, "!==": a != b, "≤": a <= b, "≥": a >= b, "≠": a != b}[name])
-    if name in ("!", "not_int"):
-        return not args[0]
-    if name in ("&", "|"):
-        return (args[0] and args[1]) if name == "&" else (args[0] or args[1])
+    if name in ("!", "not_int", "~"):
+        a = _num(args[0])
+        return (not a) if isinstance(a, bool) else ~a
+    if name in ("&", "|", "⊻", "xor", "and_int", "or_int", "xor_int"):
+        a, b = _promote(_num(args[0]), _num(args[1]))   # Python's & | ^ are bitwise on ints, logic on bools
+        if name in ("&", "and_int"):
+            return a & b
+        return a | b if name in ("|", "or_int") else a ^ b
+    if name in ("<<", ">>", ">>>", "shl_int", "ashr_int", "lshr_int"):
+        return _shift(name, _num(args[0]), _num(args[1]))
     if name in ("min", "max"):
         out = _num(args[0])
         for b in args[1:]:

@@ -97,7 +97,9 @@ KNOWN = {"+", "-", "*", "/", "÷", "div", "%", "rem", "^", "<", "<=", ">", ">=",
          "===", "!==", "!", "&", "|", "min", "max", "abs", "zero", "one", "float", "convert", "muladd", "fma",
          "ifelse", "getindex", "setindex!", "size", "length", "eachindex", "axes", "OneTo", ":", "eltype",
          "iterate", "getfield", "not_int", "literal_pow", "apply_type", "typeassert", "tuple", "oftype",
-         "firstindex", "lastindex", "Val", "sub_int", "add_int", "mul_int", "slt_int", "sle_int"} | MATH \
+         "firstindex", "lastindex", "Val", "sub_int", "add_int", "mul_int", "slt_int", "sle_int",
+         "~", "⊻", "xor", "<<", ">>", ">>>", "and_int", "or_int", "xor_int", "shl_int", "lshr_int", "ashr_int"} \
+    | MATH \
     | set(TYPE_NAMES)
 
 
@@ -770,6 +772,15 @@ _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"
             "≠": "ne", "===": "eq", "!==": "ne", "slt_int": "lt", "sle_int": "le"}
 
 
+_BITWISE = {"&": "and", "and_int": "and", "|": "or", "or_int": "or", "⊻": "xor", "xor": "xor", "xor_int": "xor"}
+#: `>>` is arithmetic on signed integers, `>>>` logical; counts of the width or more saturate, as in the IR
+_SHIFTS = {"<<": "shl", "shl_int": "shl", ">>": "shr", "ashr_int": "shr", ">>>": "lshr", "lshr_int": "lshr"}
+
+
+def _unsigned(dtype):
+    return T.as_dtype("u" + dtype.name) if dtype.is_signed else dtype
+
+
 def apply_function(tr, name, args, s):
     """The expression of a supported Julia call, or JuliaNotSupportedError naming it."""
     from middleend.expr import BinOp
@@ -806,16 +817,26 @@ def apply_function(tr, name, args, s):
                 if name in ("===", "==") else Const(not (isinstance(a, NothingValue) and isinstance(b, NothingValue)), T.bool_)
         a, b = _promote(*_numbers(args, s, 2, name), s)
         return BinOp(_COMPARE[name], a, b)
-    if name in ("!", "not_int"):
+    if name in ("!", "not_int", "~"):
         (a,) = _numbers(args, s, 1, name)
-        if not a.dtype.is_bool:
-            raise JuliaNotSupportedError(f"! of a {a.dtype}", s)
-        return ~a
-    if name in ("&", "|"):
+        if not a.dtype.is_bool and (name == "!" or not a.dtype.is_int):
+            raise JuliaNotSupportedError(f"{name} of a {a.dtype}", s)
+        return ~a   # logical on Bool, bitwise on integers
+    if name in _BITWISE:
         a, b = _promote(*_numbers(args, s, 2, name), s)
-        if not a.dtype.is_bool:
-            raise JuliaNotSupportedError(f"bitwise {name} of integers", s)
-        return (a & b) if name == "&" else (a | b)
+        if a.dtype.is_float:
+            raise JuliaNotSupportedError(f"{name} of floating-point numbers", s)
+        op = _BITWISE[name]
+        return a & b if op == "and" else (a | b if op == "or" else a ^ b)
+    if name in _SHIFTS:
+        a, n = _numbers(args, s, 2, name)
+        if not (a.dtype.is_int and n.dtype.is_int):
+            raise JuliaNotSupportedError(f"{name} of {a.dtype} by {n.dtype}", s)
+        if name.endswith("_int"):   # the intrinsics read the count as unsigned (a negative one is too large)
+            n = cast(_unsigned(n.dtype), n)
+        if _SHIFTS[name] == "lshr" and a.dtype.is_signed:
+            return cast(a.dtype, cast(_unsigned(a.dtype), a) >> n)
+        return a << n if _SHIFTS[name] == "shl" else a >> n
     if name in ("min", "max"):
         _numbers(args, s, name=name)
         out = args[0]
