@@ -24,6 +24,7 @@ class Function:
         self.param_names = set()
         self._history = []     # (command text, snapshot of every computation, ordering length)
         self._ordering = []    # (how, computation, other, level name or None)
+        self.assumptions = []  # isl constraints on the sizes the code may rely on (see assume)
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -101,12 +102,30 @@ class Function:
             self._ordering = ordering
 
     # analysis --------------------------------------------------------------------
+    def assume(self, constraint):
+        """Let the generated code rely on a constraint on the sizes: isl text such as `N >= 8`, or an
+        isl set of the sizes. The code is then wrong for sizes that break it: the caller must not
+        call the kernel with those (a kernel specialized for large sizes beside a general one)."""
+        if isinstance(constraint, str):
+            params = sorted(self.param_names)
+            constraint = isl.Set(f"[{', '.join(params)}] -> {{ : {constraint} }}")
+        self.assumptions.append(constraint)
+
     def context(self):
-        """Constraints on the parameters: every size is at least 1, and fixed ones have their value."""
+        """Constraints on the parameters: every size is at least 1, fixed ones have their value, and
+        the assumptions hold."""
         params = sorted(self.param_names)
         fixed = getattr(self, "_fixed", {})
         cons = " and ".join(f"{p} = {fixed[p]}" if p in fixed else f"{p} >= 1" for p in params) or "true"
-        return isl.Set(f"[{', '.join(params)}] -> {{ : {cons} }}")
+        context = isl.Set(f"[{', '.join(params)}] -> {{ : {cons} }}")
+        for a in self.assumptions:
+            # (an assumption on a size the function does not use says nothing about the others)
+            unused = [a.get_dim_name(isl.dim_type.param, k) for k in range(a.dim(isl.dim_type.param))
+                      if a.get_dim_name(isl.dim_type.param, k) not in self.param_names]
+            for name in unused:
+                a = a.project_out(isl.dim_type.param, a.find_dim_by_name(isl.dim_type.param, name), 1)
+            context = context.intersect(a)
+        return context
 
     def outputs(self):
         """Computations returned to the caller: those marked output=True, else the ones nobody reads."""

@@ -51,6 +51,8 @@ def from_halide(pipeline_or_func, name=None) -> HalideFunction:
         tr.declare_inputs()
         tr.declare_computations()
     f.translation = tr
+    if tr.steady is not None and not tr.context().is_subset(tr.steady):
+        f.assume(tr.steady)   # general code for the other sizes: see HalideFunction.compile
     context = tr.context()
     apply_loop_schedules(tr, context)
     apply_placements(tr, context)
