@@ -36,8 +36,17 @@ def _index(stmt, expr):
         return expr
     rest, sizes_only = _size_terms(expr, set(stmt.params))
     if sizes_only is not None and rest is not None:
-        return binop("add", IslAff(pwaff_on(stmt.domain, affine_text(rest), stmt.params)), sizes_only)
-    return IslAff(pwaff_on(stmt.domain, text, stmt.params))
+        return binop("add", _isl_aff(stmt, affine_text(rest)), sizes_only)
+    return _isl_aff(stmt, text)
+
+
+def _isl_aff(stmt, text):
+    """The IslAff of `text` on the statement's instances, one object per text (an index repeats
+    across a body, and each object is turned into loop IR once per leaf)."""
+    cache = stmt.__dict__.setdefault("_isl_affs", {})
+    if text not in cache:
+        cache[text] = IslAff(pwaff_on(stmt.domain, text, stmt.params))
+    return cache[text]
 
 
 def _size_terms(expr, params):
@@ -159,12 +168,16 @@ class _Leaves:
                 args[i] = arg if better is None else better
         coords = dict(zip(dims, args))
 
+        done = {}   # id(IslAff) -> its loop IR at this leaf
+
         def concretize(e):
             def repl(n):
                 if isinstance(n, IslAff):
-                    pa = n.pwaff.pullback_pw_multi_aff(iterators).gist(leaf_range)
-                    e = _min_max_expr(pa, build)
-                    return e if e is not None else from_ast_expr(build.expr_from_pw_aff(pa))
+                    if id(n) not in done:
+                        pa = n.pwaff.pullback_pw_multi_aff(iterators).gist(leaf_range)
+                        e = _min_max_expr(pa, build)
+                        done[id(n)] = (n, e if e is not None else from_ast_expr(build.expr_from_pw_aff(pa)))
+                    return done[id(n)][1]
                 if isinstance(n, Var) and n.name in coords:
                     return Cast(n.dtype, coords[n.name])
                 if type(n) is Sym and n.dtype == int64 and n.name in coords:
