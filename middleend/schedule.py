@@ -241,6 +241,9 @@ class Schedulable:
             for p in pair:
                 if m.find_dim_by_name(isl.dim_type.param, p) < 0:
                     raise ScheduleError(f"{cmd}: the bound parameter {p!r} of {var} does not occur in the map")
+                if p in self.function.param_names:
+                    raise ScheduleError(f"{cmd}: the bound parameter {p!r} of {var} is a size of the function; "
+                                        f"name it apart")
         tile_map = m if bounds else None
         if bounds:
             m = _bind_at_root(m, bounds, self._root_bounds(root_bounds or {}, bounds, cmd))

@@ -135,8 +135,8 @@ def per_time(s):
     the point followed by its loop values. A consumer of tiles needs it: which tile it reads, at
     which offset, depends on the time."""
     # the computation's own map tells (cheaper than the statement's, which holds the tiles)
-    own = s.comp.tile_map if s.comp.tile_map is not None else s.comp.loop_map.intersect_domain(s.comp.domain)
-    if own.is_single_valued():
+    schedule = s.comp.tile_map if s.comp.tile_map is not None else s.comp.loop_map.intersect_domain(s.comp.domain)
+    if schedule.is_single_valued():
         return s
     runs = s.loop_map.intersect_domain(s.domain)
     own = [s.domain.get_dim_name(isl.dim_type.set, i) for i in range(s.domain.dim(isl.dim_type.set))]

@@ -358,8 +358,10 @@ def test_shift_inwards_gives_full_vectors():
 
 # what is not supported -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("tail", ["PredicateLoads", "PredicateStores"])
-def test_predicated_loads_or_stores_are_refused(tail):
+@pytest.mark.parametrize("tail", ["PredicateLoads", "PredicateStores", "ShiftInwardsAndBlend", "RoundUpAndBlend"])
+def test_predicated_or_blended_tails_are_refused(tail):
+    """These guard only the loads or only the stores of the last tile, or blend its values: not the
+    iterations of any strategy above."""
     f = hl.Func(f"guarded_{tail}")
     f[x] = x * 2
     f.split(x, xo, xi, 8, getattr(T, tail))

@@ -15,9 +15,8 @@ import numpy as np
 import middleend.expr as E
 from middleend.affine import affine_text, constraint_text
 from middleend.algorithm import Computation, Input, Param, Var
-from middleend.buffer import as_index_expr
+from middleend.buffer import Buffer, as_index_expr
 from middleend.errors import DomainError, NotSupportedError
-from middleend.buffer import Buffer
 from middleend.types import int32, int64
 
 from . import bounds
@@ -461,10 +460,11 @@ class PipelineTranslation:
         if storage.is_subset(written):
             return
         box = bounds.box(info.storage, context, self.params, f"Func {info.name}")
+        var_of = {dim: info.stage_vars[0][h] for h, dim in self.stage_vars(info, 0)[0]}
+        # mascarpone's order: Halide's dimension 0 last
+        shape = [box[d][1] - box[d][0] for d in reversed(range(info.ndim))]
+        index = [E.cast(int64, var_of[d]) - box[d][0] for d in reversed(range(info.ndim))]
         for owner in info.comps[0]:
-            by_dim = {dim: v for h, dim in self.stage_vars(info, 0)[0] for v in [info.stage_vars[0][h]]}
-            shape = [box[d][1] - box[d][0] for d in reversed(range(info.ndim))]
-            index = [E.cast(int64, by_dim[d]) - box[d][0] for d in reversed(range(info.ndim))]
             owner.store_in(Buffer(self.names.fresh(f"{owner.name}_storage"), shape, owner.dtype, "temporary"), index)
 
     def _declare_stage(self, info, k):

@@ -1,6 +1,8 @@
 """The Function a Halide pipeline becomes, and its compiled kernel with Halide's `realize` convention."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from middleend.errors import ArgumentError
@@ -28,12 +30,23 @@ class HalideFunction(Function):
             return HalideKernel(kernel, self.translation)
 
         def general():
-            assumed, self.assumptions = self.assumptions, []
-            try:
+            with self._general():
                 return Function.compile(self, target, check=check, fixed=fixed, **options)
-            finally:
-                self.assumptions = assumed
         return HalideKernel(kernel, self.translation, self.translation.steady, general)
+
+    def compile_to_object(self, path, check=True):
+        """An object file and header; its callers may pass any size, so it gets the general code."""
+        with self._general():
+            return super().compile_to_object(path, check=check)
+
+    @contextlib.contextmanager
+    def _general(self):
+        """Without the steady regime's assumption, for the time of a `with` block."""
+        assumed, self.assumptions = self.assumptions, []
+        try:
+            yield
+        finally:
+            self.assumptions = assumed
 
 
 class HalideKernel:

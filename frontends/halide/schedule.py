@@ -38,8 +38,7 @@ from __future__ import annotations
 
 import warnings
 
-import islpy as isl
-
+from middleend.affine import affine_text
 from middleend.errors import NotSupportedError, ScheduleError
 
 from .names import NameTable
@@ -180,7 +179,6 @@ class StageScheduler:
 
 def affine_of(e, where):
     """isl text of an RDom bound (an affine expression of the sizes)."""
-    from middleend.affine import affine_text
     text = affine_text(e)
     if text is None:
         raise NotSupportedError(f"{where}: the bounds of its reduction variables must be affine in the sizes")
