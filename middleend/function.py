@@ -1,6 +1,8 @@
 """A Function: the container of inputs, computations and their schedule, and the entry to lowering."""
 from __future__ import annotations
 
+import contextlib
+
 import islpy as isl
 
 from . import algorithm, codegen, legality
@@ -24,7 +26,7 @@ class Function:
         self.param_names = set()
         self._history = []     # (command text, snapshot of every computation, ordering length)
         self._ordering = []    # (how, computation, other, level name or None)
-        self._assumptions = []  # isl constraint texts on the parameters, checked at each call
+        self._assumptions = []  # (text, isl set of the parameters): promised sizes, checked at each call
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -101,22 +103,37 @@ class Function:
                 c.restore(state)
             self._ordering = ordering
 
-    def assume(self, constraint: str):
-        """Promise a relation between size parameters, in isl syntax (`"N = M"`, `"N >= 2M"`).
+    def assume(self, constraint):
+        """Promise a relation between size parameters: isl text (`"N = M"`, `"N >= 2M"`) or an isl
+        set of the sizes.
 
         Code is generated for the sizes that satisfy it (two outputs of one size fuse without
         guards, for instance); the compiled kernel refuses a call that breaks it."""
         params = sorted(self.param_names)
-        try:
-            cons = isl.Set(f"[{', '.join(params)}] -> {{ : {constraint} }}")
-        except isl.Error:
-            raise DomainError(f"assume({constraint!r}): not a constraint on the parameters {params} "
-                              f"(isl syntax: =, <=, >=, and, or)") from None
+        if isinstance(constraint, isl.Set):
+            cons, text = _on_params(constraint, self.param_names), str(constraint)
+        else:
+            text = constraint
+            try:
+                cons = isl.Set(f"[{', '.join(params)}] -> {{ : {constraint} }}")
+            except isl.Error:
+                raise DomainError(f"assume({constraint!r}): not a constraint on the parameters {params} "
+                                  f"(isl syntax: =, <=, >=, and, or)") from None
         if cons.intersect(self.context()).is_empty():
-            raise DomainError(f"assume({constraint!r}): no sizes satisfy it")
-        self._assumptions.append(constraint)
-        self._record(f"assume({constraint!r})")
+            raise DomainError(f"assume({text!r}): no sizes satisfy it")
+        self._assumptions.append((text, cons))
+        self._record(f"assume({text!r})")
         return self
+
+    @contextlib.contextmanager
+    def assuming(self, constraint):
+        """`assume(constraint)` for the time of a `with` block (a kernel specialized beside a general one)."""
+        saved = list(self._assumptions)
+        self.assume(constraint)
+        try:
+            yield self
+        finally:
+            self._assumptions = saved
 
     # analysis --------------------------------------------------------------------
     def context(self):
@@ -124,9 +141,11 @@ class Function:
         the `assume`d relations hold."""
         params = sorted(self.param_names)
         fixed = getattr(self, "_fixed", {})
-        cons = [f"{p} = {fixed[p]}" if p in fixed else f"{p} >= 1" for p in params]
-        cons += [f"({a})" for a in self._assumptions]
-        return isl.Set(f"[{', '.join(params)}] -> {{ : {' and '.join(cons) or 'true'} }}")
+        cons = " and ".join(f"{p} = {fixed[p]}" if p in fixed else f"{p} >= 1" for p in params) or "true"
+        context = isl.Set(f"[{', '.join(params)}] -> {{ : {cons} }}")
+        for _, a in self._assumptions:
+            context = context.intersect(_on_params(a, self.param_names))
+        return context
 
     def outputs(self):
         """Computations returned to the caller: those marked output=True, else the ones nobody reads."""
@@ -219,3 +238,12 @@ class Function:
         """Write an object file and a C header (path with .h) for use outside Python."""
         from backends.cpu import emit_object
         return emit_object(self.lower(check=check), path)
+
+
+def _on_params(constraint, names):
+    """An isl set of sizes restricted to the parameters `names` (a constraint on a size the function
+    does not use says nothing about the others)."""
+    for k in reversed(range(constraint.dim(isl.dim_type.param))):
+        if constraint.get_dim_name(isl.dim_type.param, k) not in names:
+            constraint = constraint.project_out(isl.dim_type.param, k, 1)
+    return constraint

@@ -77,7 +77,7 @@ class LoweredFunction:
     temporaries: list = field(default_factory=list)
     #: parameters whose values the code was specialized for; a call must pass exactly these
     fixed_params: dict = field(default_factory=dict)
-    #: isl constraints on the parameters (Function.assume) that the code relies on
+    #: (text, isl set) constraints on the parameters (Function.assume) that the code relies on
     assumptions: list = field(default_factory=list)
 
     @property

@@ -35,6 +35,36 @@ def test_blur(schedule):
         np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
 
 
+def test_blur_with_shifted_tiles_anchored_per_tile():
+    """by's rows in tiles of 8, the last one shifted back over the one before (its rows computed twice:
+    a schedule that is not single-valued); bx computed per tile of by and split by 4 from the first
+    row of each tile (a schedule relative to the tile's bounds), its last piece shifted back too."""
+    f, bx, by = examples.blur()
+    by.set_schedule("[H, W] -> { by[y, x] -> [yo, yi, x] : 0 <= yi < 8 and 0 <= 8*yo < H and "
+                    "y = min(8*yo, H - 8) + yi }", names=["yo", "yi", "x"])
+    by.vectorize("x", 8)
+    bx.set_schedule("[lo, hi] -> { bx[y, x] -> [yo, yi, x] : 0 <= yi < 4 and 0 <= 4*yo <= hi - lo and "
+                    "y = lo + min(4*yo, hi - lo + 1 - 4) + yi }", names=["yo", "yi", "x"],
+                    bounds={"y": ("lo", "hi")})
+    bx.compute_at(by, "yo")
+    f.assume("H >= 8")   # the code may rely on it: every tile is whole
+    text = str(f.lower())
+    assert "by[(yi + min((H - 8), (8 * yo)))" in text    # one expression for the steady and the last tile
+    assert "bx_tile[10, W]" in text                       # 10 rows of bx per tile: 0..3, 4..7, 6..9
+    k = f.compile("cpu")
+    for H, W in ((29, 37), (8, 9), (64, 16)):
+        img = rng.random((H + 2, W + 2), dtype=np.float32)
+        np.testing.assert_allclose(k(img=img, H=H, W=W), blur_reference(img), rtol=1e-6)
+
+
+def test_relative_schedule_bounds_must_be_parameters_of_the_map():
+    f, bx, by = examples.blur()
+    with pytest.raises(ms.ScheduleError, match="lo2"):
+        bx.set_schedule("[lo, hi] -> { bx[y, x] -> [y, x] : lo <= y <= hi }", bounds={"y": ("lo2", "hi")})
+    with pytest.raises(ms.ScheduleError, match="z"):
+        bx.set_schedule("[lo, hi] -> { bx[y, x] -> [y, x] : lo <= y <= hi }", bounds={"z": ("lo", "hi")})
+
+
 def test_blur_params_inferred_from_shapes():
     f, bx, by = examples.blur()
     img = rng.random((20, 30), dtype=np.float32)

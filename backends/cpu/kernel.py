@@ -43,7 +43,10 @@ class CpuKernel:
         self._fixed = [(params.index(p), p, v) for p, v in lowered.fixed_params.items()]
         self._assumed = None
         if lowered.assumptions:
-            self._assumed = isl.Set(f"[{', '.join(params)}] -> {{ : {' and '.join(f'({a})' for a in lowered.assumptions)} }}")
+            assumed = isl.Set(f"[{', '.join(params)}] -> {{ : }}")
+            for _, a in lowered.assumptions:
+                assumed = assumed.intersect(a.align_params(assumed.get_space()))
+            self._assumed = assumed
             self._assumed_ok = set()
 
     def _check_fixed(self, values):
@@ -61,7 +64,7 @@ class CpuKernel:
             point = point.fix_val(isl.dim_type.param, k, isl.Val(int(v)))
         if point.is_empty():
             names = param_names(self.lowered)
-            raise ArgumentError(f"{self.name} was compiled assuming {' and '.join(self.lowered.assumptions)}; "
+            raise ArgumentError(f"{self.name} was compiled assuming {' and '.join(text for text, _ in self.lowered.assumptions)}; "
                                 f"called with {', '.join(f'{n} = {v}' for n, v in zip(names, values))}")
         self._assumed_ok.add(key)
 
