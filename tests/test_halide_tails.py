@@ -65,15 +65,20 @@ def halide_stores(outputs, sizes, traced, images=()):
     return out
 
 
+def lower_steady(function):
+    """The loop IR of `function` for the steady regime of its ShiftInwards splits (see
+    HalideFunction.compile), or for all sizes when it has none."""
+    steady = function.translation.steady
+    if steady is None:
+        return function.lower()
+    with function.assuming(steady):
+        return function.lower()
+
+
 def our_stores(function, values, buffer, steady=False):
     """Counter of the indices of a buffer (see buffer_of) that the code of `function` stores to for the
     size parameters `values` (the general code, or the steady regime's): its loop IR, run without values."""
-    steady_regime = function.translation.steady
-    if steady and steady_regime is not None:
-        with function.assuming(steady_regime):
-            lowered = function.lower()
-    else:
-        lowered = function.lower()
+    lowered = lower_steady(function) if steady else function.lower()
     buffer_name = buffer()
     counts = collections.Counter()
 
@@ -162,7 +167,7 @@ def vector_trips(function, buffer_name):
             visit(s.body, vectors)
         elif isinstance(s, L.Store) and s.buffer.name == buffer_name:
             out.extend(constant_difference(v.hi, v.lo) for v in vectors)
-    body = function.lower().body
+    body = lower_steady(function).body
     buffer_name = buffer_name()
     visit(body, [])
     return out

@@ -48,6 +48,7 @@ def from_halide(pipeline_or_func, name=None) -> HalideFunction:
     if current_function(required=False) is not None:
         raise HalideFormatError("call from_halide outside of a `with ms.Function(...)` block")
     with HalideFunction(fname) as f:
+        tr.function = f
         tr.declare_inputs()
         tr.declare_computations()
     f.translation = tr

@@ -24,7 +24,7 @@ from .errors import HalideFormatError
 from .exprs import Translator, dtype_of
 from .names import NameTable
 from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first
-from .schedule import computed_at_root, computed_per_tile
+from .schedule import placement
 from .splits import Variable, bind, constant_value, loop_nest
 
 
@@ -119,6 +119,9 @@ class PipelineTranslation:
         # sizes for which every ShiftInwards loop at the root has at least its factor of points (the
         # steady regime, see _note_steady); None: all sizes
         self.steady = None
+        # derived sizes (see symbolic_bounds): {text of a piecewise bound: PwAff of its name}, {name: Param}
+        self.derived, self.derived_params = {}, {}
+        self.function = None   # the HalideFunction being declared
 
     def context(self):
         names = sorted(self.params)
@@ -173,8 +176,8 @@ class PipelineTranslation:
             if accessed is None:
                 continue
             space = isl.Set(f"[{', '.join(params)}] -> {{ F{info.index}[{', '.join(f'd{d}' for d in range(info.ndim))}] }}").get_space()
-            at_root = computed_at_root(info, self.outputs)
-            inlined = not at_root and not computed_per_tile(info, self.outputs)
+            where = placement(self, info)
+            at_root, inlined = where == "root", where == "inline"
             # the box its loops run over: what is required of a Func computed at the root; what is
             # accessed of one computed per tile or inlined (evaluated wherever it is accessed)
             bnds = required if at_root and required is not None else accessed
@@ -468,11 +471,41 @@ class PipelineTranslation:
         for owner in info.comps[0]:
             owner.store_in(Buffer(self.names.fresh(f"{owner.name}_storage"), shape, owner.dtype, "temporary"), index)
 
+    def symbolic_bounds(self, info, bnds):
+        """`bnds` (per dimension (min, max) PwAffs of the sizes) with each piecewise bound replaced by
+        a derived size of the Function, computed on entry (Function.derived_size), as Halide names a
+        Func's bounds. A Func at the root whose box is the max of two consumers' needs, or has a
+        boundary condition's cases, then gets domains and schedules in one piece: a split of its loop
+        shifted back from the derived max is `min(8*o, max - min - 7)`, not a case per piece."""
+        if placement(self, info) != "root" or info in self.outputs:
+            return bnds
+        context = self.context()
+        out = []
+        for d, pair in enumerate(bnds):
+            sides = []
+            for side, pa in zip(("min", "max"), pair):
+                pa = pa.gist(context).coalesce()
+                if pa.n_piece() > 1:
+                    key = str(pa)
+                    if key not in self.derived:
+                        name = self.names.fresh(f"{info.ms_names[0]}_{side}_{d}")
+                        self.derived_params[name] = self.function.derived_size(name, pa)
+                        self.derived[key] = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
+                    pa = self.derived[key]
+                sides.append(pa)
+            out.append(tuple(sides))
+        return out
+
     def _declare_stage(self, info, k):
         pure, rvars = self.stage_vars(info, k)
         names = NameTable(set(self.params) | set(self.names.taken))
         ms_vars = {}
-        box = info.stage_boxes[k]
+        box, exact = info.stage_boxes[k], info.stage_exact[k]
+        context = self.context()
+        symbolic = self.symbolic_bounds(info, bounds.box_bounds(exact, context, info.stage_name(k)))
+        if self.derived_params:
+            exact = bounds.box_set(symbolic, exact.get_space())
+            box = bounds.box(symbolic, context, {**self.params, **self.derived_params}, info.stage_name(k))
         for h, dim in pure:
             lo, hi = box[dim]
             ms_vars[h] = Var(names.fresh(h), lo, hi)
@@ -509,7 +542,7 @@ class PipelineTranslation:
         # the variables' bounds above may be loose (max of pieces); the box isl computed is exact
         positions = {next(i for i, v in enumerate(var_list) if v is ms_vars[h]): dim for h, dim in pure}
         for comp in comps:
-            comp.domain = bounds.restrict_to_box(comp.domain, info.stage_exact[k], positions).coalesce()
+            comp.domain = bounds.restrict_to_box(comp.domain, exact, positions).coalesce()
             if k and is_output:
                 comp.domain = self._writes_in_output(info, comp)
         return comps

@@ -69,24 +69,23 @@ def _loop_range(comp, loop, context):
     return tuple(out)
 
 
-def computed_at_root(info, outputs):
-    """Whether the Func's loops run once over its whole region: an output, a Func with updates
-    (computed at the root even when Halide computes it at a consumer's loop, see _place), or
-    compute_root; not an inlined Func, or one computed per tile."""
-    if info in outputs or len(info.stages) > 1:
-        return True
+def placement(tr, info):
+    """Where the Func is computed: "root" (its loops run once over its whole region: an output,
+    compute_root, an unscheduled Func with updates, or a compute_at Func whose updates scan along
+    reduction variables), "tile" (inside a consumer's loop) or "inline"."""
     level = info.schedule.compute_level if info.schedule is not None else None
-    return level is not None and level.var_name in ("__root", "__outermost")
-
-
-def computed_per_tile(info, outputs):
-    """Whether the Func is computed inside a consumer's loop (compute_at), where its loops run per tile."""
-    if info in outputs or len(info.stages) > 1 or info.schedule is None:
-        return False
-    level = info.schedule.compute_level
+    if info in tr.outputs:
+        return "root"
     if level is None or (not level.func_name and level.var_name in ("", "__inlined")):
-        return False
-    return level.var_name not in ("__root", "__outermost")
+        return "root" if len(info.stages) > 1 else "inline"
+    if level.var_name in ("__root", "__outermost") or _scans(tr, info):
+        return "root"
+    return "tile"
+
+
+def _scans(tr, info):
+    """The updates that write at reduction variables (fewer pure variables than dimensions)."""
+    return [info.stage_name(j) for j in range(1, len(info.stages)) if len(tr.stage_vars(info, j)[0]) < info.ndim]
 
 
 def _constant_extent(lo, hi):
@@ -100,14 +99,14 @@ def _constant_extent(lo, hi):
 class StageScheduler:
     """Applies one stage's loop schedule to one computation (each Tuple element gets the same)."""
 
-    def __init__(self, info, k, comp, context, params, pure, per_tile):
-        self.info, self.k, self.comp = info, k, comp
+    def __init__(self, tr, info, k, comp, context, pure, per_tile):
+        self.tr, self.info, self.k, self.comp = tr, info, k, comp
         self.where = info.stage_name(k)
         self.context = context
-        self.params = sorted(params)
+        self.params = sorted(tr.params)
         self.pure = pure                  # Halide dimension of each pure variable, by Halide name
         self.per_tile = per_tile
-        self.names = NameTable(set(params) | set(comp.loops))
+        self.names = NameTable(set(tr.params) | set(tr.derived_params) | set(comp.loops))
 
     def _variables(self):
         """The computation's variables for loop_nest, and {variable: (lo, hi) parameter names}."""
@@ -136,7 +135,8 @@ class StageScheduler:
         nest = loop_nest(self.comp.name, variables, sched, self.params + box_params, self.where,
                          self.k == 0, self.names.fresh)
         halide_of = {v.name: h for h, v in self.info.stage_vars[self.k].items()}
-        root = {name: self.info.stage_anchor[self.k][self.pure[halide_of[name]]] for name in bounds}
+        anchor = self.tr.symbolic_bounds(self.info, self.info.stage_anchor[self.k])
+        root = {name: anchor[self.pure[halide_of[name]]] for name in bounds}
         try:
             self.comp.set_schedule(nest.relation, names=[lp.ident for lp in nest.loops], bounds=bounds,
                                    root_bounds=root)
@@ -191,12 +191,12 @@ def apply_loop_schedules(tr, context):
         if info.region is None:
             continue
         info.loop_names = []
-        per_tile = computed_per_tile(info, tr.outputs)
+        per_tile = placement(tr, info) == "tile"
         for k, comps in enumerate(info.comps):
             pure = {h: dim for h, dim in tr.stage_vars(info, k)[0]}
             names = None
             for comp in comps:
-                names = StageScheduler(info, k, comp, context, tr.params, pure, per_tile).apply()
+                names = StageScheduler(tr, info, k, comp, context, pure, per_tile).apply()
             info.loop_names.append(names)
 
 
@@ -276,8 +276,7 @@ def _place(tr, info, level):
     if level.var_name == "__root" or level.var_name == "__outermost":
         return
     consumer, k = _consumer_stage(tr, info, level)
-    scans = [info.stage_name(j) for j in range(1, len(info.stages))
-             if len(tr.stage_vars(info, j)[0]) < info.ndim]
+    scans = _scans(tr, info)
     if scans:
         # Halide grows each tile by the whole range such an update writes (a scan runs over all of its
         # reduction domain in every tile); mascarpone's tiles hold what the consumer reads
