@@ -225,10 +225,10 @@ def _shared_terms(affs):
     common = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(affs[0].get_domain_space()))
     for kind in (isl.dim_type.in_, isl.dim_type.param):
         for d in range(affs[0].dim(kind)):
-            coefficients = {a.get_coefficient_val(kind, d).to_python() for a in affs}
+            coefficients = {str(a.get_coefficient_val(kind, d)) for a in affs}   # (rational: 1/2)
             if len(coefficients) == 1 and not any(a.involves_dims(isl.dim_type.div, 0, a.dim(isl.dim_type.div))
                                                   for a in affs):
-                common = common.set_coefficient_val(kind, d, isl.Val(coefficients.pop()))
+                common = common.set_coefficient_val(kind, d, affs[0].get_coefficient_val(kind, d))
     return common
 
 

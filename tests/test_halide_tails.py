@@ -98,7 +98,10 @@ def our_stores(function, values, buffer, steady=False):
             run(s.body, env)
         elif isinstance(s, L.Store) and s.buffer.name == buffer_name:
             counts[tuple(evaluate(i, env) for i in s.indices)] += 1
-    run(lowered.body, {p: values[p] for p in lowered.params})
+    env = {p: values[p] for p in lowered.params}
+    for name, value in lowered.derived:   # the sizes the kernel computes on entry
+        env[name] = evaluate(value, env)
+    run(lowered.body, env)
     return counts
 
 

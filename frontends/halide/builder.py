@@ -474,9 +474,10 @@ class PipelineTranslation:
     def symbolic_bounds(self, info, bnds):
         """`bnds` (per dimension (min, max) PwAffs of the sizes) with each piecewise bound replaced by
         a derived size of the Function, computed on entry (Function.derived_size), as Halide names a
-        Func's bounds. A Func at the root whose box is the max of two consumers' needs, or has a
-        boundary condition's cases, then gets domains and schedules in one piece: a split of its loop
-        shifted back from the derived max is `min(8*o, max - min - 7)`, not a case per piece."""
+        Func's bounds. A Func at the root whose box is the max of two consumers' needs, has a
+        boundary condition's cases or a division (a downsampled image), then gets domains and
+        schedules in one piece: a split of its loop shifted back from the derived max is
+        `min(8*o, max - min - 7)`, not a case per piece."""
         if placement(self, info) != "root" or info in self.outputs:
             return bnds
         context = self.context()
@@ -485,7 +486,7 @@ class PipelineTranslation:
             sides = []
             for side, pa in zip(("min", "max"), pair):
                 pa = pa.gist(context).coalesce()
-                if pa.n_piece() > 1:
+                if pa.n_piece() > 1 or any(aff.dim(isl.dim_type.div) for _, aff in pa.get_pieces()):
                     key = str(pa)
                     if key not in self.derived:
                         name = self.names.fresh(f"{info.ms_names[0]}_{side}_{d}")
