@@ -114,11 +114,9 @@ class StageScheduler:
         out, bounds = [], {}
         for v in self.comp.vars:
             h = halide_of[v.name]
-            if h in self.pure and self.per_tile:
-                out.append(Variable(h, v.name, False, "0", "0", None))   # exact splits: no bounds needed
-            elif h in self.pure:
+            if h in self.pure:
                 lo, hi = self.names.fresh(f"{v.name}_min"), self.names.fresh(f"{v.name}_max")
-                extent = _constant_extent(*self.info.stage_anchor[self.k][self.pure[h]])
+                extent = None if self.per_tile else _constant_extent(*self.info.stage_anchor[self.k][self.pure[h]])
                 out.append(Variable(h, v.name, False, lo, hi, extent))
                 bounds[v.name] = (lo, hi)
             else:
@@ -135,16 +133,13 @@ class StageScheduler:
         variables, bounds = self._variables()
         box_params = [p for pair in bounds.values() for p in pair]
         nest = loop_nest(self.comp.name, variables, sched, self.params + box_params, self.where,
-                         self.k == 0, self.names.fresh, exact=self.per_tile)
+                         self.k == 0, self.names.fresh)
         halide_of = {v.name: h for h, v in self.info.stage_vars[self.k].items()}
         anchor = self.tr.symbolic_bounds(self.info, self.info.stage_anchor[self.k])
         root = {name: anchor[self.pure[halide_of[name]]] for name in bounds}
         try:
-            if bounds:
-                self.comp.set_schedule(nest.relation, names=[lp.ident for lp in nest.loops], bounds=bounds,
-                                       root_bounds=root)
-            else:
-                self.comp.set_schedule(nest.relation, names=[lp.ident for lp in nest.loops])
+            self.comp.set_schedule(nest.relation, names=[lp.ident for lp in nest.loops], bounds=bounds,
+                                   root_bounds=root)
         except ScheduleError as err:
             raise NotSupportedError(f"{self.where}: its loop nest {[lp.halide for lp in nest.loops]} "
                                     f"({err})") from None

@@ -135,8 +135,8 @@ def constant_value(text, params):
 class _Builder:
     """Applies a stage's splits, in order, to the identity relation of its variables."""
 
-    def __init__(self, tuple_name, variables, params, where, is_init, fresh, exact=False):
-        self.where, self.is_init, self.fresh, self.exact = where, is_init, fresh, exact
+    def __init__(self, tuple_name, variables, params, where, is_init, fresh):
+        self.where, self.is_init, self.fresh = where, is_init, fresh
         self.params = list(params)
         names = [v.ident for v in variables]
         self.relation = isl.Map(f"[{', '.join(self.params)}] -> {{ {tuple_name}[{', '.join(names)}] -> "
@@ -168,14 +168,6 @@ class _Builder:
         _check_strategy(strategy, old, s.exact, self.where, self.is_init)
         o, i = self.fresh(s.outer), self.fresh(s.inner)
         extent = f"(({old.hi}) - ({old.lo}) + 1)"
-        if self.exact:
-            # each point once, at `v = f*o + i`: the computation's domain bounds the loops
-            self._step([lp.ident for lp in self.loops[:k]] + [o, i] + [lp.ident for lp in self.loops[k + 1:]],
-                       [f"{old.ident} = {factor}*{o} + {i}", f"0 <= {i} < {factor}"])
-            self.loops[k:k + 1] = [Loop(s.outer, o, "0", "0", None, old.rvar, old.from_inner, bounded=True),
-                                   Loop(s.inner, i, "0", str(factor - 1), factor, old.rvar, True)]
-            self.tails.append((old.halide, factor, "exact"))
-            return
         base = f"{factor}*{o}" if strategy != "ShiftInwards" else f"min({factor}*{o}, {extent} - {factor})"
         constraints = [f"{old.ident} = ({old.lo}) + {base} + {i}", f"0 <= {i} < {factor}", f"0 <= {o}",
                        f"{factor}*{o} < {extent}"]
@@ -197,7 +189,7 @@ class _Builder:
     def bound(self, loops):
         """Keep these loops in their ranges (a variable's loop is free until then: a split's tail may
         take its values outside)."""
-        loops = [lp for lp in loops if not lp.bounded and not self.exact]
+        loops = [lp for lp in loops if not lp.bounded]
         if loops:
             ins = [lp.ident for lp in self.loops]
             self._step(ins, [f"({lp.lo}) <= {lp.ident} <= {lp.hi}" for lp in loops])
@@ -208,7 +200,7 @@ class _Builder:
         ko, ki = self.index(s.outer), self.index(s.inner)
         outer, inner = self.loops[ko], self.loops[ki]
         self.bound([outer, inner])
-        if inner.extent is None and not self.exact:
+        if inner.extent is None:
             inner.extent = constant_value(f"({inner.hi}) - ({inner.lo}) + 1", self.params)
         if inner.extent is None:
             raise NotSupportedError(f"{self.where}: fuse({s.inner}, {s.outer}) needs the inner loop {s.inner} to "
@@ -227,14 +219,13 @@ class _Builder:
         loop.halide = s.outer
 
 
-def loop_nest(tuple_name, variables, schedule, params, where, is_init, fresh, exact=False):
+def loop_nest(tuple_name, variables, schedule, params, where, is_init, fresh):
     """The loops of a stage (Variables in the order of `tuple_name`'s dimensions) after the splits
     of its serialized `schedule`, outermost first, and the relation from its variables to them.
 
     `params` are the parameters the variables' bounds use; `fresh(halide_name)` gives isl names
-    for new loops. `exact`: every split anchored at 0 and running each point of the domain once,
-    whatever its tail strategy (see schedule.StageScheduler)."""
-    b = _Builder(tuple_name, variables, params, where, is_init, fresh, exact)
+    for new loops."""
+    b = _Builder(tuple_name, variables, params, where, is_init, fresh)
     if schedule is None:
         b.bound(b.loops)
         return LoopNest(list(reversed(b.loops)), b.relation, [])
