@@ -146,6 +146,9 @@ class Function:
         if name in self.param_names:
             raise DomainError(f"function {self.name} already has a parameter named {name!r}")
         self._derived[name] = value
+        # the sizes it is computed from are the kernel's, whether or not anything else uses them
+        self.param_names |= {value.get_dim_name(isl.dim_type.param, k) for k in range(value.dim(isl.dim_type.param))
+                             if value.involves_dims(isl.dim_type.param, k, 1)}
         self.param_names.add(name)
         return algorithm.Param(name)
 
@@ -276,7 +279,7 @@ def _on_params(constraint, names):
 
 def _relation(name, value, context):
     """The constraints relating the derived size `name` to the sizes `value` computes it from: exact
-    when that is one convex set (a fixed size, an affine value), else its convex hull (`N_max >= N - 1
+    when that is one convex set (a fixed size, an affine value), else a convex hull (`N_max >= N - 1
     and N_max >= M - 1` for a max), which keeps every set built on the context in one piece. The
     hull holds wherever the exact relation does, so what isl proves under it stays true."""
     space = context.get_space()
@@ -285,7 +288,6 @@ def _relation(name, value, context):
     exact = me.eq_set(value.align_params(space)).intersect(context).coalesce()
     if exact.n_basic_set() <= 1:
         return exact
-    try:
-        return isl.Set.from_basic_set(exact.convex_hull())
-    except isl.Error:
-        return isl.Set.from_basic_set(exact.simple_hull())
+    # (isl's simple hull keeps the pieces' own constraints that hold for all: cheap, and for a max
+    # of affine pieces exactly the bounds above; the full convex hull costs seconds)
+    return isl.Set.from_basic_set(exact.simple_hull())

@@ -71,7 +71,7 @@ def lower_steady(function):
     steady = function.translation.steady
     if steady is None:
         return function.lower()
-    with function.assuming(steady):
+    with function.assuming(function.translation.symbolic_steady()):
         return function.lower()
 
 

@@ -119,6 +119,7 @@ class PipelineTranslation:
         # sizes for which every ShiftInwards loop at the root has at least its factor of points (the
         # steady regime, see _note_steady); None: all sizes
         self.steady = None
+        self.steady_loops = []   # (FuncInfo, loop min, loop max, factor) of each ShiftInwards split
         # derived sizes (see symbolic_bounds): {text of a piecewise bound: PwAff of its name}, {name: Param}
         self.derived, self.derived_params = {}, {}
         self.function = None   # the HalideFunction being declared
@@ -315,9 +316,20 @@ class PipelineTranslation:
         for old, factor, strategy in nest.tails:
             if strategy == "ShiftInwards" and old in dims:
                 lo, hi = bnds[dims[old]]
-                fewer = isl.PwAff(f"[{', '.join(sorted(self.params))}] -> {{ [{factor - 1}] }}")
-                steady = hi.sub(lo).ge_set(fewer).intersect_params(context).coalesce()
+                steady = _at_least(hi.sub(lo), factor - 1).intersect_params(context).coalesce()
                 self.steady = steady if self.steady is None else self.steady.intersect(steady).coalesce()
+                self.steady_loops.append((info, lo, hi, factor))
+
+    def symbolic_steady(self):
+        """The steady regime (see _note_steady) over the derived sizes where a loop's bounds have
+        them: a convex set where the regime over the sizes is a union of cases (an output grown to a
+        multiple of a split's factor only when its reduction domain is not empty)."""
+        out = None
+        for info, lo, hi, factor in self.steady_loops:
+            (lo, hi), = self.symbolic_bounds(info, [(lo, hi)])
+            steady = _at_least(hi.sub(lo), factor - 1)
+            out = steady if out is None else out.intersect(steady)
+        return out
 
     def _grown_output(self, info, region, space, context):
         """An output's region grown until its stages' splits compute nothing outside it.
@@ -478,7 +490,7 @@ class PipelineTranslation:
         boundary condition's cases or a division (a downsampled image), then gets domains and
         schedules in one piece: a split of its loop shifted back from the derived max is
         `min(8*o, max - min - 7)`, not a case per piece."""
-        if placement(self, info) != "root" or info in self.outputs:
+        if placement(self, info) == "inline":
             return bnds
         context = self.context()
         out = []
@@ -583,6 +595,12 @@ def _grown(box, reached, context, what):
     for (lo, hi), (_, rhi) in zip(box, bounds.box_bounds(reached, context, what)):
         out.append((lo, _larger(hi, rhi, context)))
     return out
+
+
+def _at_least(pa, value):
+    """The sizes where the PwAff `pa` is at least the integer `value`."""
+    return pa.ge_set(isl.PwAff.from_aff(isl.Aff.zero_on_domain(isl.LocalSpace.from_space(pa.get_domain_space()))
+                                        .set_constant_val(isl.Val(value))))
 
 
 def _larger(a, b, context):

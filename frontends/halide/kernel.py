@@ -35,7 +35,7 @@ class HalideFunction(Function):
         steady = self.translation.steady
         if steady is None:
             return HalideKernel(super().compile(target, check=check, fixed=fixed, **options), self.translation)
-        with self.assuming(steady):
+        with self.assuming(self.translation.symbolic_steady()):
             kernel = super().compile(target, check=check, fixed=fixed, **options)
 
         def general():
