@@ -19,10 +19,11 @@ class IslAff(Expr):
     """An isl piecewise affine function of a statement's instance, kept symbolic until
     code generation turns it into an expression of the loop iterators."""
 
-    __slots__ = ("pwaff",)
+    __slots__ = ("pwaff", "source")
 
-    def __init__(self, pwaff: isl.PwAff):
+    def __init__(self, pwaff: isl.PwAff, source: Expr | None = None):
         self.pwaff = pwaff
+        self.source = source   # the index expression it was made from, over the computation's variables
         self.dtype = int64
 
     @property

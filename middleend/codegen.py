@@ -36,16 +36,16 @@ def _index(stmt, expr):
         return expr
     rest, sizes_only = _size_terms(expr, set(stmt.params))
     if sizes_only is not None and rest is not None:
-        return binop("add", _isl_aff(stmt, affine_text(rest)), sizes_only)
-    return _isl_aff(stmt, text)
+        return binop("add", _isl_aff(stmt, affine_text(rest), rest), sizes_only)
+    return _isl_aff(stmt, text, expr)
 
 
-def _isl_aff(stmt, text):
-    """The IslAff of `text` on the statement's instances, one object per text (an index repeats
-    across a body, and each object is turned into loop IR once per leaf)."""
+def _isl_aff(stmt, text, source):
+    """The IslAff of `text` (the affine index `source`) on the statement's instances, one object per
+    text (an index repeats across a body, and each object is turned into loop IR once per leaf)."""
     cache = stmt.__dict__.setdefault("_isl_affs", {})
     if text not in cache:
-        cache[text] = IslAff(pwaff_on(stmt.domain, text, stmt.params))
+        cache[text] = IslAff(pwaff_on(stmt.domain, text, stmt.params), source)
     return cache[text]
 
 
@@ -164,10 +164,12 @@ class _Leaves:
         iterators = isl.PwMultiAff.from_map(schedule.reverse())
         # the leaf's iterator ranges let isl drop divisions it can decide (e.g. (6*a + b) mod 6 = b)
         leaf_range = schedule.range()
+        shifted = False
         for i, arg in enumerate(args):
             if iterators.get_pw_aff(i).n_piece() > 1:   # the instance of a shifted tile: min, not select
                 better = _min_max_expr(iterators.get_pw_aff(i).gist(leaf_range), build)
                 args[i] = arg if better is None else better
+                shifted = shifted or better is not None
         coords = dict(zip(dims, args))
 
         done = {}   # id(IslAff) -> its loop IR at this leaf
@@ -178,6 +180,10 @@ class _Leaves:
                     if id(n) not in done:
                         pa = n.pwaff.pullback_pw_multi_aff(iterators).gist(leaf_range)
                         e = _min_max_expr(pa, build)
+                        if e is None and shifted and pa.n_piece() > 1 and n.source is not None:
+                            # an index of a shifted tile's point that isl can only write as a select
+                            # (a division of the min): the index itself, at the point's coordinates
+                            e = transform(n.source, repl)
                         done[id(n)] = (n, e if e is not None else from_ast_expr(build.expr_from_pw_aff(pa)))
                     return done[id(n)][1]
                 if isinstance(n, Var) and n.name in coords:

@@ -476,3 +476,28 @@ def test_sliding_window_computes_each_row_once():
     by.parallelize("y")
     with pytest.raises(ms.IllegalScheduleError, match="parallel"):
         f.lower()
+
+
+def test_derived_size_keeps_a_piecewise_bound_in_one_piece():
+    """A computation over [0, max(N, M)) read by two outputs: with the max as a derived size, its
+    domain and loops are affine in it (no case per piece); the kernel computes it on entry."""
+    import islpy as isl
+    with ms.Function("widest") as f:
+        N, M = ms.Param("N"), ms.Param("M")
+        a = ms.Input("a", [N], ms.float32)
+        b = ms.Input("b", [M], ms.float32)
+        W = f.derived_size("W", isl.PwAff("[N, M] -> { [max(N, M)] }"))
+        i = ms.Var("i", 0, W)
+        s = ms.Computation("s", [i], ms.cast(ms.float32, i) * 0.5)
+        n, m = ms.Var("n", 0, N), ms.Var("m", 0, M)
+        ms.Computation("p", [n], a[n] + s[n], output=True)
+        ms.Computation("q", [m], b[m] - s[m], output=True)
+    lowered = f.lower()
+    assert lowered.params == ["M", "N"] and [name for name, _ in lowered.derived] == ["W"]
+    assert "max" not in str(lowered).split("\n", 2)[2]   # only in W's definition
+    kernel = f.compile("cpu")
+    for sizes in ((5, 9), (9, 5)):
+        x, y = np.arange(sizes[0], dtype=np.float32), np.ones(sizes[1], dtype=np.float32)
+        out_p, out_q = kernel(a=x, b=y)
+        np.testing.assert_array_equal(out_p, x + np.arange(sizes[0]) * 0.5)
+        np.testing.assert_array_equal(out_q, y - np.arange(sizes[1]) * 0.5)

@@ -332,19 +332,27 @@ def test_rdom_split_anchored_at_its_min():
 
 def test_split_of_a_compute_at_producer():
     """A producer computed per tile of its consumer and vectorized: its split is anchored at each
-    tile's min (18 points from 16x - 1), so ShiftInwards gives three full vectors per tile, and the
-    points stored per tile are Halide's."""
+    tile's min (18 points from 16x - 1). Where a tile is computed, ShiftInwards guards the last tile
+    instead (of the consumer's loop and of the producer's own): Halide's values, and the points
+    stored per tile are those Halide stores with GuardWithIf."""
     inp = hl.ImageParam(hl.Int(32), 2, "inp")
-    p, c = hl.Func("tile_p"), hl.Func("tile_c")
-    p[x, y] = inp[x + 1, y] * 3 - inp[x + 2, y]
-    c[x, y] = p[x - 1, y] + p[x, y] + p[x + 1, y]
-    c.split(x, xo, xi, 16).vectorize(xi, 8)
-    p.compute_at(c, xo).vectorize(x, 8)
+
+    def pipeline(tail):
+        p, c = hl.Func("tile_p"), hl.Func("tile_c")
+        p[x, y] = inp[x + 1, y] * 3 - inp[x + 2, y]
+        c[x, y] = p[x - 1, y] + p[x, y] + p[x + 1, y]
+        c.split(x, xo, xi, 16, tail).vectorize(xi, 8)
+        p.compute_at(c, xo).split(x, x, xi, 8, tail).vectorize(xi)
+        return p, c
+
     img = ints(5, 60)
+    p, c = pipeline(T.Auto)
     realize_both(c, [43, 4], {inp: img})
-    f = assert_same_stores([c], [43, 4], p, [(inp, img)], tile=True)
-    assert set(vector_trips(f, buffer_of(f, p, tile=True))) == {8}
-    assert set(vector_trips(f, buffer_of(f, c))) == {8}
+    f = ms.from_halide(c)
+    ours = our_stores(f, size_values(f, [43, 4], [(inp, img)]), buffer_of(f, p, tile=True))
+    guarded_p, guarded_c = pipeline(T.GuardWithIf)
+    theirs = halide_stores([guarded_c], [43, 4], [guarded_p], [(inp, img)])[guarded_p.name()]
+    assert sum(ours.values()) == sum(theirs.values()) == 4 * (18 + 18 + 13)   # tiles from -1, 15 and 31
 
 
 def test_shift_inwards_gives_full_vectors():
@@ -374,3 +382,27 @@ def test_predicated_or_blended_tails_are_refused(tail):
     f.split(x, xo, xi, 8, getattr(T, tail))
     with pytest.raises(ms.NotSupportedError, match=rf"guarded_{tail}.*{tail}"):
         ms.from_halide(f)
+
+
+def test_root_func_read_by_outputs_of_two_sizes_has_derived_bounds():
+    """A Func at the root read by two outputs covers the larger of their sizes: that bound becomes a
+    size computed on entry, so the shifted last tile of its vectorized loop indexes with one min,
+    not a select over the cases of the max, and the values are Halide's for either output larger."""
+    inp = hl.ImageParam(hl.UInt(8), 2, "inp")
+    f, h, k = hl.Func("two_f"), hl.Func("two_h"), hl.Func("two_k")
+    f[x, y] = 255 - inp[x, y]
+    h[x, y] = f[x, y] + 1
+    k[x, y] = f[x, y] * 2
+    f.compute_root().vectorize(x, 8)
+    function = ms.from_halide(hl.Pipeline([h, k]))
+    stores = [line for line in str(lower_steady(function)).splitlines() if line.strip().startswith("two_f")]
+    assert stores and all("?" not in line and "min(" in line for line in stores)
+    kernel = function.compile("cpu")
+    img = np.random.default_rng(3).integers(0, 256, (12, 40), dtype=np.uint8)
+    inp.set(hl.Buffer(img))
+    for size_h, size_k in (([37, 5], [21, 9]), ([19, 11], [40, 12])):
+        want = [hl.Buffer(hl.UInt(8), size_h), hl.Buffer(hl.UInt(8), size_k)]
+        hl.Pipeline([h, k]).realize(want)
+        got = kernel.realize([size_h, size_k], inp=img)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, np.asarray(w))

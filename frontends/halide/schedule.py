@@ -99,13 +99,14 @@ def _constant_extent(lo, hi):
 class StageScheduler:
     """Applies one stage's loop schedule to one computation (each Tuple element gets the same)."""
 
-    def __init__(self, tr, info, k, comp, context, pure, per_tile):
+    def __init__(self, tr, info, k, comp, context, pure, per_tile, guarded=False):
         self.tr, self.info, self.k, self.comp = tr, info, k, comp
         self.where = info.stage_name(k)
         self.context = context
         self.params = sorted(tr.params)
         self.pure = pure                  # Halide dimension of each pure variable, by Halide name
         self.per_tile = per_tile
+        self.guarded = guarded            # ShiftInwards splits guarded instead (see apply_loop_schedules)
         self.names = NameTable(set(tr.params) | set(tr.derived_params) | set(comp.loops))
 
     def _variables(self):
@@ -133,7 +134,7 @@ class StageScheduler:
         variables, bounds = self._variables()
         box_params = [p for pair in bounds.values() for p in pair]
         nest = loop_nest(self.comp.name, variables, sched, self.params + box_params, self.where,
-                         self.k == 0, self.names.fresh)
+                         self.k == 0, self.names.fresh, self.guarded)
         halide_of = {v.name: h for h, v in self.info.stage_vars[self.k].items()}
         anchor = self.tr.symbolic_bounds(self.info, self.info.stage_anchor[self.k])
         root = {name: anchor[self.pure[halide_of[name]]] for name in bounds}
@@ -187,16 +188,23 @@ def affine_of(e, where):
 
 def apply_loop_schedules(tr, context):
     """Splits, fuses, reorders and loop types of every stage of every translated Func."""
+    hosts = {f.schedule.compute_level.func_name for f in tr.order
+             if f.region is not None and placement(tr, f) == "tile"}
     for info in tr.order:
         if info.region is None:
             continue
         info.loop_names = []
         per_tile = placement(tr, info) == "tile"
+        # a tile computed inside a loop that ShiftInwards shifts back is bounded by a min of the loop
+        # counter, and a producer's loop shifted back within a tile by a min of the tile's bounds:
+        # a case per piece, through every producer. Both guard their last tile instead
+        # (GuardWithIf's iterations, the same values)
+        guarded = per_tile or info.name in hosts
         for k, comps in enumerate(info.comps):
             pure = {h: dim for h, dim in tr.stage_vars(info, k)[0]}
             names = None
             for comp in comps:
-                names = StageScheduler(tr, info, k, comp, context, pure, per_tile).apply()
+                names = StageScheduler(tr, info, k, comp, context, pure, per_tile, guarded).apply()
             info.loop_names.append(names)
 
 

@@ -135,8 +135,8 @@ def constant_value(text, params):
 class _Builder:
     """Applies a stage's splits, in order, to the identity relation of its variables."""
 
-    def __init__(self, tuple_name, variables, params, where, is_init, fresh):
-        self.where, self.is_init, self.fresh = where, is_init, fresh
+    def __init__(self, tuple_name, variables, params, where, is_init, fresh, guarded=False):
+        self.where, self.is_init, self.fresh, self.guarded = where, is_init, fresh, guarded
         self.params = list(params)
         names = [v.ident for v in variables]
         self.relation = isl.Map(f"[{', '.join(self.params)}] -> {{ {tuple_name}[{', '.join(names)}] -> "
@@ -166,6 +166,8 @@ class _Builder:
         if strategy == "Auto":
             strategy = resolve_auto(old, factor, s.exact, self.is_init)
         _check_strategy(strategy, old, s.exact, self.where, self.is_init)
+        if self.guarded and strategy == "ShiftInwards":
+            strategy = "GuardWithIf"
         o, i = self.fresh(s.outer), self.fresh(s.inner)
         extent = f"(({old.hi}) - ({old.lo}) + 1)"
         base = f"{factor}*{o}" if strategy != "ShiftInwards" else f"min({factor}*{o}, {extent} - {factor})"
@@ -219,13 +221,14 @@ class _Builder:
         loop.halide = s.outer
 
 
-def loop_nest(tuple_name, variables, schedule, params, where, is_init, fresh):
+def loop_nest(tuple_name, variables, schedule, params, where, is_init, fresh, guarded=False):
     """The loops of a stage (Variables in the order of `tuple_name`'s dimensions) after the splits
     of its serialized `schedule`, outermost first, and the relation from its variables to them.
 
     `params` are the parameters the variables' bounds use; `fresh(halide_name)` gives isl names
-    for new loops."""
-    b = _Builder(tuple_name, variables, params, where, is_init, fresh)
+    for new loops. `guarded`: a ShiftInwards split guards its last tile instead (GuardWithIf; see
+    schedule.apply_loop_schedules)."""
+    b = _Builder(tuple_name, variables, params, where, is_init, fresh, guarded)
     if schedule is None:
         b.bound(b.loops)
         return LoopNest(list(reversed(b.loops)), b.relation, [])
