@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from .expr import BinOp, Cast, Const, Expr, Sym, UnOp, binop, simplify
+from .expr import BinOp, Cast, Const, Expr, Sym, UnOp, binop, simplify, transform
 from .types import bool_, int64
 
 ISL_KEYWORDS = {"and", "or", "not", "mod", "floor", "ceil", "min", "max", "exists", "true", "false",
@@ -20,10 +20,11 @@ class IslAff(Expr):
     """An isl piecewise affine function of a statement's instance, kept symbolic until
     code generation turns it into an expression of the loop iterators."""
 
-    __slots__ = ("pwaff",)
+    __slots__ = ("pwaff", "source")
 
-    def __init__(self, pwaff: isl.PwAff):
+    def __init__(self, pwaff: isl.PwAff, source: Expr | None = None):
         self.pwaff = pwaff
+        self.source = source   # the index expression it was made from, over the computation's variables
         self.dtype = int64
 
     @property
@@ -178,6 +179,33 @@ def _truth(e):
 
 
 def pwaff_to_expr(pa: isl.PwAff, context: isl.Set) -> Expr:
-    """An expression of the parameters for a piecewise affine function of parameters only."""
+    """An expression of the parameters for a piecewise affine function of parameters only.
+
+    A function that is the min or the max of its pieces (`min(0, N - 8)`) is written so, where
+    isl would write a select, and isl's divisions (of non-negative or exactly divisible numbers) as
+    floor divisions: both keep index expressions affine (exact dependences)."""
+    return transform(_pwaff_to_expr(pa, context), _floor_division)
+
+
+def _floor_division(n):
+    if isinstance(n, BinOp) and n.op == "div" and const_value(n.b) is not None and const_value(n.b) > 0:
+        return binop("ediv", n.a, n.b)
+    return None
+
+
+def _pwaff_to_expr(pa: isl.PwAff, context: isl.Set) -> Expr:
     build = isl.AstBuild.from_context(context)
+    pieces = pa.get_pieces()
+    if len(pieces) > 1:
+        affs = list({str(aff): aff for _, aff in pieces}.values())
+        for op, combine in (("min", isl.PwAff.min), ("max", isl.PwAff.max)):
+            total = isl.PwAff.from_aff(affs[0])
+            for a in affs[1:]:
+                total = combine(total, isl.PwAff.from_aff(a))
+            if total.intersect_params(context).is_equal(pa.intersect_params(context)):
+                out = None
+                for a in affs:
+                    e = from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(a)))
+                    out = e if out is None else binop(op, out, e)
+                return simplify(out)
     return from_ast_expr(build.expr_from_pw_aff(pa))

@@ -14,7 +14,7 @@ from .affine import IslAff, affine_text, from_ast_expr, pwaff_on
 from .algorithm import Var
 from .buffer import as_index_expr
 from .errors import ScheduleError
-from .expr import Access, Cast, Sym, binop, simplify, transform, walk
+from .expr import Access, BinOp, Cast, Sym, binop, simplify, transform, walk
 from .layout import inline_reads, read_index, write_index
 from .schedule import fresh_name
 from .index_split import edges, piecewise_indices, steady_state
@@ -26,11 +26,51 @@ from .types import int64
 # statement bodies -------------------------------------------------------------
 
 def _index(stmt, expr):
-    """An index expression over the statement's instance: isl-symbolic when affine."""
+    """An index expression over the statement's instance: isl-symbolic when affine.
+
+    A term in the sizes only that is a min or max (the origin of a buffer starting at
+    `min(0, N - 8)`) stays a scalar term: inside the isl function, isl would write the whole
+    index as a select over the loop variables, which no longer reads as contiguous."""
     text = affine_text(expr)
-    if text is not None:
-        return IslAff(pwaff_on(stmt.domain, text, stmt.params))
-    return expr
+    if text is None:
+        return expr
+    rest, sizes_only = _size_terms(expr, set(stmt.params))
+    if sizes_only is not None and rest is not None:
+        return binop("add", _isl_aff(stmt, affine_text(rest), rest), sizes_only)
+    return _isl_aff(stmt, text, expr)
+
+
+def _isl_aff(stmt, text, source):
+    """The IslAff of `text` (the affine index `source`) on the statement's instances, one object per
+    text (an index repeats across a body, and each object is turned into loop IR once per leaf)."""
+    cache = stmt.__dict__.setdefault("_isl_affs", {})
+    if text not in cache:
+        cache[text] = IslAff(pwaff_on(stmt.domain, text, stmt.params), source)
+    return cache[text]
+
+
+def _size_terms(expr, params):
+    """(the rest, the sum of the terms of `expr` (a sum) that are min/max of the sizes only), with
+    (expr, None) when there are no such terms."""
+    if isinstance(expr, BinOp) and expr.op in ("add", "sub"):
+        a_rest, a_sizes = _size_terms(expr.a, params)
+        b_rest, b_sizes = _size_terms(expr.b, params)
+        if a_sizes is None and b_sizes is None:
+            return expr, None
+        if expr.op == "sub":
+            b_rest = None if b_rest is None else -b_rest
+            b_sizes = None if b_sizes is None else -b_sizes
+        return _sum(a_rest, b_rest), _sum(a_sizes, b_sizes)
+    if (isinstance(expr, BinOp) and expr.op in ("min", "max")
+            and all(type(n) is not Sym or n.name in params for n in walk(expr))):
+        return None, expr
+    return expr, None
+
+
+def _sum(a, b):
+    if a is None or b is None:
+        return a if b is None else b
+    return binop("add", a, b)
 
 
 def _lower_reads(stmt, expr, locals_by_comp):
@@ -120,17 +160,32 @@ class _Leaves:
         stmt = self.by_name[name]
         args = [from_ast_expr(call.get_op_arg(i + 1)) for i in range(call.get_op_n_arg() - 1)]
         dims = [stmt.domain.get_dim_name(isl.dim_type.set, i) for i in range(len(args))]
-        coords = dict(zip(dims, args))
         schedule = isl.Map.from_union_map(build.get_schedule()).set_tuple_name(isl.dim_type.in_, stmt.name)
         iterators = isl.PwMultiAff.from_map(schedule.reverse())
         # the leaf's iterator ranges let isl drop divisions it can decide (e.g. (6*a + b) mod 6 = b)
         leaf_range = schedule.range()
+        shifted = False
+        for i, arg in enumerate(args):
+            if iterators.get_pw_aff(i).n_piece() > 1:   # the instance of a shifted tile: min, not select
+                better = _min_max_expr(iterators.get_pw_aff(i).gist(leaf_range), build)
+                args[i] = arg if better is None else better
+                shifted = shifted or better is not None
+        coords = dict(zip(dims, args))
+
+        done = {}   # id(IslAff) -> its loop IR at this leaf
 
         def concretize(e):
             def repl(n):
                 if isinstance(n, IslAff):
-                    pa = n.pwaff.pullback_pw_multi_aff(iterators).gist(leaf_range)
-                    return from_ast_expr(build.expr_from_pw_aff(pa))
+                    if id(n) not in done:
+                        pa = n.pwaff.pullback_pw_multi_aff(iterators).gist(leaf_range)
+                        e = _min_max_expr(pa, build)
+                        if e is None and shifted and pa.n_piece() > 1 and n.source is not None:
+                            # an index of a shifted tile's point that isl can only write as a select
+                            # (a division of the min): the index itself, at the point's coordinates
+                            e = transform(n.source, repl)
+                        done[id(n)] = (n, e if e is not None else from_ast_expr(build.expr_from_pw_aff(pa)))
+                    return done[id(n)][1]
                 if isinstance(n, Var) and n.name in coords:
                     return Cast(n.dtype, coords[n.name])
                 if type(n) is Sym and n.dtype == int64 and n.name in coords:
@@ -144,6 +199,43 @@ class _Leaves:
             out = L.If(concretize(predicate), out)
         self.made.append((stmt, out, name))
         return len(self.made) - 1
+
+
+def _min_max_expr(pa, build):
+    """`pa` (a function of the loop iterators) as the terms all its pieces share plus a min or max
+    of the rest, when it is the min or max of its pieces; else None (isl writes a select).
+
+    A tile shifted back at the end of its loop (Halide's ShiftInwards) reads `x = min(8*o, N - 8) + i`:
+    written so, the index moves by one with the vector lane `i` (a contiguous vector), where isl's
+    select between `8*o + i` and `N - 8 + i` reads as a gather."""
+    affs = list({str(aff): aff for _, aff in pa.get_pieces()}.values())
+    if len(affs) < 2:
+        return None
+    for op, combine in (("min", isl.PwAff.min), ("max", isl.PwAff.max)):
+        total = isl.PwAff.from_aff(affs[0])
+        for a in affs[1:]:
+            total = combine(total, isl.PwAff.from_aff(a))
+        if not total.intersect_domain(pa.domain()).is_equal(pa):
+            continue
+        common = _shared_terms(affs)
+        out = None
+        for a in affs:
+            e = from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(a.sub(common))))
+            out = e if out is None else binop(op, out, e)
+        return simplify(binop("add", from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(common))), out))
+    return None
+
+
+def _shared_terms(affs):
+    """The affine function made of the terms (iterator or size times a coefficient) all `affs` have."""
+    common = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(affs[0].get_domain_space()))
+    for kind in (isl.dim_type.in_, isl.dim_type.param):
+        for d in range(affs[0].dim(kind)):
+            coefficients = {str(a.get_coefficient_val(kind, d)) for a in affs}   # (rational: 1/2)
+            if len(coefficients) == 1 and not any(a.involves_dims(isl.dim_type.div, 0, a.dim(isl.dim_type.div))
+                                                  for a in affs):
+                common = common.set_coefficient_val(kind, d, affs[0].get_coefficient_val(kind, d))
+    return common
 
 
 def _separated_dims(stmt):

@@ -1,12 +1,15 @@
 """A Function: the container of inputs, computations and their schedule, and the entry to lowering."""
 from __future__ import annotations
 
+import contextlib
+
 import islpy as isl
 
 from . import algorithm, codegen, legality
 from . import loopir as L
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
+from .affine import pwaff_to_expr
 from .expr import Access, walk
 from .layout import assign_storage
 from .statements import build_statements
@@ -24,7 +27,8 @@ class Function:
         self.param_names = set()
         self._history = []     # (command text, snapshot of every computation, ordering length)
         self._ordering = []    # (how, computation, other, level name or None)
-        self._assumptions = []  # isl constraint texts on the parameters, checked at each call
+        self._assumptions = []  # (text, isl set of the parameters): promised sizes, checked at each call
+        self._derived = {}      # name -> isl PwAff of the other sizes (see derived_size)
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -101,32 +105,71 @@ class Function:
                 c.restore(state)
             self._ordering = ordering
 
-    def assume(self, constraint: str):
-        """Promise a relation between size parameters, in isl syntax (`"N = M"`, `"N >= 2M"`).
+    def assume(self, constraint):
+        """Promise a relation between size parameters: isl text (`"N = M"`, `"N >= 2M"`) or an isl
+        set of the sizes.
 
         Code is generated for the sizes that satisfy it (two outputs of one size fuse without
         guards, for instance); the compiled kernel refuses a call that breaks it."""
         params = sorted(self.param_names)
-        try:
-            cons = isl.Set(f"[{', '.join(params)}] -> {{ : {constraint} }}")
-        except isl.Error:
-            raise DomainError(f"assume({constraint!r}): not a constraint on the parameters {params} "
-                              f"(isl syntax: =, <=, >=, and, or)") from None
+        if isinstance(constraint, isl.Set):
+            cons, text = _on_params(constraint, self.param_names), str(constraint)
+        else:
+            text = constraint
+            try:
+                cons = isl.Set(f"[{', '.join(params)}] -> {{ : {constraint} }}")
+            except isl.Error:
+                raise DomainError(f"assume({constraint!r}): not a constraint on the parameters {params} "
+                                  f"(isl syntax: =, <=, >=, and, or)") from None
         if cons.intersect(self.context()).is_empty():
-            raise DomainError(f"assume({constraint!r}): no sizes satisfy it")
-        self._assumptions.append(constraint)
-        self._record(f"assume({constraint!r})")
+            raise DomainError(f"assume({text!r}): no sizes satisfy it")
+        self._assumptions.append((text, cons))
+        self._record(f"assume({text!r})")
         return self
 
+    @contextlib.contextmanager
+    def assuming(self, constraint):
+        """`assume(constraint)` for the time of a `with` block (a kernel specialized beside a general one)."""
+        saved = list(self._assumptions)
+        self.assume(constraint)
+        try:
+            yield self
+        finally:
+            self._assumptions = saved
+
+    def derived_size(self, name, value):
+        """A size computed from the others on entry to the kernel, as Halide names each Func's bounds:
+        `value` is an isl PwAff of the sizes. Domains and schedules written with it stay affine where
+        `value` is piecewise (the max of two consumers' needs, say), and so does the code generated
+        for them. Returns its Param."""
+        algorithm._check_name(name, "parameter")
+        if name in self.param_names:
+            raise DomainError(f"function {self.name} already has a parameter named {name!r}")
+        self._derived[name] = value
+        # the sizes it is computed from are the kernel's, whether or not anything else uses them
+        self.param_names |= {value.get_dim_name(isl.dim_type.param, k) for k in range(value.dim(isl.dim_type.param))
+                             if value.involves_dims(isl.dim_type.param, k, 1)}
+        self.param_names.add(name)
+        return algorithm.Param(name)
+
     # analysis --------------------------------------------------------------------
+    def sizes(self):
+        """The size parameters a caller passes (the parameters that are not derived sizes)."""
+        return sorted(self.param_names - set(self._derived))
+
     def context(self):
-        """Constraints on the parameters: every size is at least 1, fixed ones have their value, and
-        the `assume`d relations hold."""
+        """Constraints on the parameters: every size is at least 1, fixed ones have their value, the
+        `assume`d relations hold, and each derived size relates to the others."""
         params = sorted(self.param_names)
         fixed = getattr(self, "_fixed", {})
-        cons = [f"{p} = {fixed[p]}" if p in fixed else f"{p} >= 1" for p in params]
-        cons += [f"({a})" for a in self._assumptions]
-        return isl.Set(f"[{', '.join(params)}] -> {{ : {' and '.join(cons) or 'true'} }}")
+        cons = " and ".join(f"{p} = {fixed[p]}" if p in fixed else f"{p} >= 1" for p in params
+                            if p not in self._derived) or "true"
+        context = isl.Set(f"[{', '.join(params)}] -> {{ : {cons} }}")
+        for _, a in self._assumptions:
+            context = context.intersect(_on_params(a, self.param_names))
+        for name, value in self._derived.items():
+            context = context.intersect(_relation(name, value, context))
+        return context
 
     def outputs(self):
         """Computations returned to the caller: those marked output=True, else the ones nobody reads."""
@@ -168,9 +211,9 @@ class Function:
         constants, full tiles need no guards; the kernel then accepts only those sizes.
         """
         fixed = dict(fixed or {})
-        unknown = sorted(set(fixed) - self.param_names)
+        unknown = sorted(set(fixed) - set(self.sizes()))
         if unknown:
-            raise DomainError(f"function {self.name} has no parameter(s) {unknown}; it has {sorted(self.param_names)}")
+            raise DomainError(f"function {self.name} has no size parameter(s) {unknown}; it has {self.sizes()}")
         for p, v in fixed.items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise DomainError(f"fixed parameter {p} must be a positive integer, got {v!r}")
@@ -200,8 +243,12 @@ class Function:
                 (outputs if b.kind == "output" else temps).append(b)
         for b in reversed(temps):
             body = L.Allocate(b, body)
-        return L.LoweredFunction(self.name, params, [i.buffer for i in self.inputs], outputs, body, temps,
-                                 fixed, list(self._assumptions))
+        sizes = self.sizes()
+        on_sizes = _on_params(context, sizes)
+        derived = [(name, pwaff_to_expr(value.gist(on_sizes).coalesce(), on_sizes))
+                   for name, value in self._derived.items()]
+        return L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
+                                 fixed, list(self._assumptions), derived)
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
         """Lower, check and compile for `target` ('cpu'); returns a callable kernel.
@@ -219,3 +266,28 @@ class Function:
         """Write an object file and a C header (path with .h) for use outside Python."""
         from backends.cpu import emit_object
         return emit_object(self.lower(check=check), path)
+
+
+def _on_params(constraint, names):
+    """An isl set of sizes restricted to the parameters `names` (a constraint on a size the function
+    does not use says nothing about the others)."""
+    for k in reversed(range(constraint.dim(isl.dim_type.param))):
+        if constraint.get_dim_name(isl.dim_type.param, k) not in names:
+            constraint = constraint.project_out(isl.dim_type.param, k, 1)
+    return constraint
+
+
+def _relation(name, value, context):
+    """The constraints relating the derived size `name` to the sizes `value` computes it from: exact
+    when that is one convex set (a fixed size, an affine value), else a convex hull (`N_max >= N - 1
+    and N_max >= M - 1` for a max), which keeps every set built on the context in one piece. The
+    hull holds wherever the exact relation does, so what isl proves under it stays true."""
+    space = context.get_space()
+    me = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(space), isl.dim_type.param,
+                                 space.find_dim_by_name(isl.dim_type.param, name))
+    exact = me.eq_set(value.align_params(space)).intersect(context).coalesce()
+    if exact.n_basic_set() <= 1:
+        return exact
+    # (isl's simple hull keeps the pieces' own constraints that hold for all: cheap, and for a max
+    # of affine pieces exactly the bounds above; the full convex hull costs seconds)
+    return isl.Set.from_basic_set(exact.simple_hull())

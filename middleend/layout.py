@@ -69,6 +69,7 @@ def assign_storage(function, context):
         covered = covers_box(written, box, context, comp)
         shape, index = [], []
         for v, (lo, hi) in zip(comp.vars, box):
+            lo = _affine_lower(lo, context)
             var = Sym(v.name, int64)
             if comp.is_output and lo.is_cst() and _nonneg_constant(lo):
                 covered = covered and _constant(lo) == 0
@@ -87,6 +88,18 @@ def assign_storage(function, context):
         comp.buffer = Buffer(comp.name, shape, comp.dtype, kind)
         comp.buffer.zero_init = comp.is_output and not covered
         comp.store_index = index
+
+
+def _affine_lower(lo, context):
+    """`lo`, or when it is not affine in the sizes (a step such as `N <= 7 ? -2 : -1`), the min of its
+    pieces, which is below it everywhere: an index `x - lo` stays affine and its dependences exact."""
+    if affine_text(pwaff_to_expr(lo, context)) is not None:
+        return lo
+    out = None
+    for _, aff in lo.get_pieces():
+        pa = isl.PwAff.from_aff(aff)
+        out = pa if out is None else out.min(pa)
+    return out.intersect_params(context).coalesce()
 
 
 def _nonneg_constant(pa):

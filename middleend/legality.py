@@ -138,13 +138,14 @@ def recompute_violations(stmts, deps):
             continue
         n_prefix = a.prefix_depth
         # each sink instance (prefix, y) -> the source instances (prefix, x) it reads from
-        lift = a.to_original.get_space().reverse()
-        lifted = isl.Map.universe(lift)
+        original = isl.Set.universe(a.to_original.get_space().range())
+        lifted = isl.Map.from_domain_and_range(original, isl.Set.universe(a.points.get_space()))
+        lift = lifted.get_space()
         for i in range(lift.dim(isl.dim_type.in_)):
             lifted = lifted.equate(isl.dim_type.in_, i, isl.dim_type.out, n_prefix + i)
         sources = b.to_original.apply_range(m.reverse()).apply_range(lifted)
         sources = sources.intersect(_same_prefix(sources.get_space(), n_prefix))
-        missing = sources.subtract_range(a.domain)
+        missing = sources.subtract_range(a.points)
         if not missing.is_empty():
             out.append((a, b, m, missing))
     return out

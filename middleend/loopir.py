@@ -77,8 +77,10 @@ class LoweredFunction:
     temporaries: list = field(default_factory=list)
     #: parameters whose values the code was specialized for; a call must pass exactly these
     fixed_params: dict = field(default_factory=dict)
-    #: isl constraints on the parameters (Function.assume) that the code relies on
+    #: (text, isl set) constraints on the parameters (Function.assume) that the code relies on
     assumptions: list = field(default_factory=list)
+    #: (name, expression of the size parameters) computed on entry, in order (Function.derived_size)
+    derived: list = field(default_factory=list)
 
     @property
     def arguments(self):
@@ -87,6 +89,7 @@ class LoweredFunction:
     def __str__(self):
         args = [f"{b.dtype} *{b.name}" for b in self.arguments] + [f"int64 {p}" for p in self.params]
         lines = [f"void {self.name}({', '.join(args)}) {{"]
+        lines += [f"  int64 {name} = {to_c(value)};" for name, value in self.derived]
         lines += _print(self.body, 1)
         lines.append("}")
         return "\n".join(lines)

@@ -70,6 +70,10 @@ class Schedulable:
         self.loops = [v.name for v in self.vars]
         dims = ", ".join(self.loops)
         self.loop_map = isl.Map(f"{{ {self.name}[{dims}] -> [{dims}] }}")
+        # a schedule relative to the bounds of what is computed at once (see set_schedule): the map with
+        # those bounds as free parameters, and {variable: (lo parameter, hi parameter)}
+        self.tile_map = None
+        self.bound_params = {}
         self.tags = {}
         self.compute_at_target = None   # (consumer, loop name)
         self.stored_at_root = False     # with compute_at: a sliding window, each instance computed once
@@ -95,9 +99,10 @@ class Schedulable:
         """Compose the loop map with `{ [loops] -> [exprs] : constraints }`."""
         text = f"{{ [{', '.join(self.loops)}] -> [{', '.join(exprs)}]"
         text += f" : {constraints} }}" if constraints else " }"
-        self.loop_map = self.loop_map.apply_range(isl.Map(text))
-        for i, n in enumerate(new_loops):
-            self.loop_map = self.loop_map.set_dim_name(isl.dim_type.out, i, n)
+        step = isl.Map(text)
+        self.loop_map = _named_loops(self.loop_map.apply_range(step), new_loops)
+        if self.tile_map is not None:
+            self.tile_map = _named_loops(self.tile_map.apply_range(step), new_loops)
         self.loops = list(new_loops)
 
     def _record(self, text):
@@ -209,8 +214,18 @@ class Schedulable:
         self._record(cmd)
         return (LoopVar(self.loops[k]),)
 
-    def set_schedule(self, schedule, names=None):
-        """Replace the loop map by an isl map from this computation's domain to its new loops."""
+    def set_schedule(self, schedule, names=None, bounds=None, root_bounds=None):
+        """Replace the loop map by an isl map from this computation's domain to its new loops.
+
+        The map may send an instance to several times (it then runs at each, e.g. a tile shifted
+        back over its neighbour recomputes a few points); distinct instances need distinct times.
+
+        `bounds` ({variable: (lo, hi)}, names of parameters of the map) makes the schedule relative
+        to the bounds of that variable over what is computed at once, as Halide anchors a split at
+        its loop's min: at the root they take `root_bounds` ({variable: (lo, hi)}, isl PwAffs of the
+        sizes or isl text; by default the bounding box of the domain), computed at a consumer's loop
+        the bounding box of each tile. The instances run are those of the domain the loops reach.
+        """
         m = isl.Map(schedule) if isinstance(schedule, str) else schedule
         cmd = f"set_schedule({m})"
         if m.get_tuple_name(isl.dim_type.in_) != self.name:
@@ -219,19 +234,46 @@ class Schedulable:
         if m.dim(isl.dim_type.in_) != dom.dim(isl.dim_type.set):
             raise ScheduleError(f"{cmd}: {self.name} has {dom.dim(isl.dim_type.set)} variables")
         m = m.reset_tuple_id(isl.dim_type.out)
+        bounds = dict(bounds or {})
+        var_names = [v.name for v in self.vars]
+        for var, pair in bounds.items():
+            if var not in var_names:
+                raise ScheduleError(f"{cmd}: bounds name {var!r}, which is not a variable of {self.name}")
+            for p in pair:
+                if m.find_dim_by_name(isl.dim_type.param, p) < 0:
+                    raise ScheduleError(f"{cmd}: the bound parameter {p!r} of {var} does not occur in the map")
+                if p in self.function.param_names:
+                    raise ScheduleError(f"{cmd}: the bound parameter {p!r} of {var} is a size of the function; "
+                                        f"name it apart")
+        tile_map = m if bounds else None
+        if bounds:
+            m = _bind_at_root(m, bounds, self._root_bounds(root_bounds or {}, bounds, cmd))
         if not m.intersect_domain(dom).is_injective():
             raise ScheduleError(f"{cmd}: the schedule must give distinct times to distinct instances")
         n = m.dim(isl.dim_type.out)
         names = list(names) if names else [m.get_dim_name(isl.dim_type.out, i) or f"t{i}" for i in range(n)]
         if len(names) != n or len(set(names)) != n:
             raise ScheduleError(f"{cmd}: need {n} distinct loop names, got {names}")
-        for i, nm in enumerate(names):
-            m = m.set_dim_name(isl.dim_type.out, i, nm)
-        self.loop_map = m
+        self.loop_map = _named_loops(m, names)
+        self.tile_map = _named_loops(tile_map, names) if tile_map is not None else None
+        self.bound_params = bounds
         self.loops = names
         self.tags = {}
         self._record(cmd)
         return tuple(LoopVar(x) for x in names)
+
+    def _root_bounds(self, given, bounds, cmd):
+        """{variable: (lo, hi) PwAffs of the sizes}: those given, else the bounding box of the domain."""
+        names = [v.name for v in self.vars]
+        params = sorted(self.function.param_names)
+        out = {}
+        for var in bounds:
+            if var in given:
+                out[var] = tuple(_param_pwaff(b, params, cmd) for b in given[var])
+            else:
+                d = names.index(var)
+                out[var] = (self.domain.dim_min(d), self.domain.dim_max(d))
+        return out
 
     # tags ---------------------------------------------------------------------
     def _tag(self, level, kind, factor, cmd):
@@ -414,8 +456,71 @@ class Schedulable:
     def snapshot(self):
         """The scheduling state, for replay when an error must name the command that caused it."""
         return (list(self.loops), self.loop_map, dict(self.tags), self.compute_at_target, self.inlined,
-                self.stored_at_root)
+                self.stored_at_root, self.tile_map, dict(self.bound_params))
 
     def restore(self, state):
-        self.loops, self.loop_map, self.tags, self.compute_at_target, self.inlined, self.stored_at_root = (
-            list(state[0]), state[1], dict(state[2]), state[3], state[4], state[5])
+        (self.loops, self.loop_map, self.tags, self.compute_at_target, self.inlined, self.stored_at_root,
+         self.tile_map, self.bound_params) = (list(state[0]), state[1], dict(state[2]), state[3], state[4],
+                                              state[5], state[6], dict(state[7]))
+
+
+def _named_loops(m, names):
+    """`m` with its output dimensions named after the loops."""
+    for i, n in enumerate(names):
+        m = m.set_dim_name(isl.dim_type.out, i, n)
+    return m
+
+
+def _param_pwaff(value, params, cmd):
+    """An isl PwAff of the sizes from a PwAff or isl text of an affine expression of them."""
+    if isinstance(value, isl.PwAff):
+        return value
+    try:
+        return isl.PwAff(f"[{', '.join(params)}] -> {{ [({value})] }}")
+    except isl.Error:
+        raise ScheduleError(f"{cmd}: the bound {value!r} is not an affine expression of the sizes") from None
+
+
+def _bind_at_root(m, bounds, values):
+    """`m` with the parameters of `bounds` ({var: (lo, hi) parameter names}) set to `values`
+    ({var: (lo, hi) PwAffs of the sizes}) and projected out."""
+    for var, pair in bounds.items():
+        for p, value in zip(pair, values[var]):
+            k = m.find_dim_by_name(isl.dim_type.param, p)
+            me = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(m.get_space().params()), isl.dim_type.param, k)
+            m = m.intersect_params(me.eq_set(value))
+            k = m.find_dim_by_name(isl.dim_type.param, p)
+            m = m.project_out(isl.dim_type.param, k, 1)
+    return m
+
+
+def bind_to_tiles(comp, tiles):
+    """Run a tile-relative schedule (set_schedule's `bounds`) over tiles.
+
+    `tiles` maps a consumer's loop values (a prefix) to the points of `comp` it needs; each tile's
+    bounding box gives the bound parameters. Returns (the points of comp's domain each tile's loops
+    reach, as a map prefix -> point; the map from [prefix -> point] pairs to comp's loops)."""
+    names = [v.name for v in comp.vars]
+    relative = comp.tile_map
+    per_tile = []
+    for var, pair in comp.bound_params.items():
+        d = names.index(var)
+        for p, pa in zip(pair, (tiles.dim_min(d).coalesce(), tiles.dim_max(d).coalesce())):
+            k = relative.find_dim_by_name(isl.dim_type.param, p)
+            if not relative.involves_dims(isl.dim_type.param, k, 1):
+                relative = relative.project_out(isl.dim_type.param, k, 1)
+            elif not any(aff.involves_dims(isl.dim_type.in_, 0, aff.dim(isl.dim_type.in_))
+                         for _, aff in pa.get_pieces()):
+                # the same for every tile (a tile spans the whole domain along this variable)
+                relative = _bind_at_root(relative, {var: (p,)}, {var: (pa.project_domain_on_params(),)})
+            else:
+                per_tile.append((p, pa))
+    # (coalescing keeps the sets small: the tiles of a shifted consumer come in many cases of the sizes)
+    pairs = isl.Map.from_domain_and_range(tiles.domain().coalesce(), comp.domain)
+    inputs = pairs.range_map().reset_tuple_id(isl.dim_type.out)
+    for p, pa in per_tile:
+        inputs = inputs.flat_range_product(pairs.domain_map().apply_range(isl.Map.from_pw_aff(pa)))
+        k = relative.find_dim_by_name(isl.dim_type.param, p)
+        relative = relative.move_dims(isl.dim_type.in_, relative.dim(isl.dim_type.in_), isl.dim_type.param, k, 1)
+    loops = inputs.coalesce().apply_range(relative.reset_tuple_id(isl.dim_type.in_)).coalesce()
+    return loops.domain().unwrap().coalesce(), loops

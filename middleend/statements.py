@@ -4,7 +4,10 @@ A statement's instances are its computation's domain, except for a producer
 computed at a consumer's loop: its instances are pairs (consumer loop values,
 producer point), so a point needed by several consumer iterations runs once
 per iteration (Halide's and Tiramisu's redundant tiles), or, stored at the
-root, once in the first iteration that needs it (a sliding window).
+root, once in the first iteration that needs it (a sliding window). A schedule
+that runs a point at several times (a shifted last tile) gives one instance per
+time: the point and its loop values, so whatever depends on the time (the tile a
+consumer reads) is a function of the instance.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from . import ordering
 from .affine import affine_text, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
 from .errors import ScheduleError
-from .schedule import fresh_name
+from .schedule import bind_to_tiles, fresh_name
 from .expr import Access, simplify, walk
 from .layout import inline_reads
 
@@ -42,6 +45,12 @@ class Statement:
     local: LocalBuffer | None = None
     betas: list = field(default_factory=list)
     time: isl.Map | None = None
+    #: the instances without the loop values a point run at several times carries (see per_time)
+    points: isl.Set | None = None
+
+    def __post_init__(self):
+        if self.points is None:
+            self.points = self.domain
 
     @property
     def name(self):
@@ -106,6 +115,8 @@ def build_statements(function, context):
                 s = _expand_update(comp, build(comp.updated, visiting + (comp,)), context)
             else:
                 s = _expand(comp, build(consumer, visiting + (comp,)), level, function, context)
+        if any(c.compute_at_target is not None and c.compute_at_target[0] is comp for c in comps):
+            s = per_time(s)   # tiles are computed inside its loops
         stmts[comp] = s
         return s
 
@@ -118,6 +129,29 @@ def build_statements(function, context):
         s.betas = betas[s.comp]
         s.time = s.loop_map.apply_range(_interleave(s.loops, s.betas, depth))
     return order
+
+
+def per_time(s):
+    """`s`, or when its loop map sends an instance to several times, `s` with one instance per time:
+    the point followed by its loop values. A consumer of tiles needs it: which tile it reads, at
+    which offset, depends on the time."""
+    # the computation's own map tells (cheaper than the statement's, which holds the tiles)
+    schedule = s.comp.tile_map if s.comp.tile_map is not None else s.comp.loop_map.intersect_domain(s.comp.domain)
+    if schedule.is_single_valued():
+        return s
+    runs = s.loop_map.intersect_domain(s.domain)
+    own = [s.domain.get_dim_name(isl.dim_type.set, i) for i in range(s.domain.dim(isl.dim_type.set))]
+    at = [fresh_name(f"{loop}_at", set(own)) for loop in s.loops]
+    domain = runs.wrap().flatten().set_tuple_name(s.name)
+    for i, nm in enumerate(own + at):
+        domain = domain.set_dim_name(isl.dim_type.set, i, nm)
+    dims = ", ".join(own + at)
+    to_point = isl.Map(f"{{ {s.name}[{dims}] -> {s.name}[{', '.join(own)}] }}").intersect_domain(domain)
+    loop_map = isl.Map(f"{{ {s.name}[{dims}] -> [{', '.join(at)}] }}").intersect_domain(domain)
+    for i, nm in enumerate(s.loops):
+        loop_map = loop_map.set_dim_name(isl.dim_type.out, i, nm)
+    return Statement(s.comp, domain, list(s.loops), loop_map, to_point.apply_range(s.to_original), dict(s.tags),
+                     s.local, points=s.domain)
 
 
 def _interleave(loops, betas, depth):
@@ -155,19 +189,37 @@ def _expand(comp, consumer_stmt, level, function, context):
         need = _first_needed(need)
     prefix_names = [fresh_name(level_name, {v.name for v in comp.vars})
                     for level_name in consumer_stmt.loops[:lvl + 1]]
+    # (a sliding window runs only the points not computed before, whatever its splits' tails reach)
+    run, domain, to_original, loop_map = _tile_instances(comp, need, prefix_names, only_needed=comp.stored_at_root)
+    tags = {nm: consumer_stmt.tags[nm] for nm in consumer_stmt.loops[:lvl + 1] if nm in consumer_stmt.tags}
+    tags.update(comp.tags)
+    local = None if comp.stored_at_root else _local_buffer(comp, run, prefix, context, time_dim=2 * lvl + 1)
+    return Statement(comp, domain, consumer_stmt.loops[:lvl + 1] + list(comp.loops), loop_map, to_original,
+                     tags, local)
+
+
+def _tile_instances(comp, tiles, prefix_names, only_needed=False):
+    """(points run per prefix, the statement's domain, its to_original map, its loop map) for `comp`
+    computed per tile: `tiles` maps a prefix to the points needed. A schedule relative to its bounds
+    (set_schedule's `bounds`) is anchored at each tile's box and runs the points of the domain its
+    loops reach (or of those, only the needed ones); any other runs exactly the points needed."""
     own = [v.name for v in comp.vars]
-    domain = need.wrap().flatten().set_tuple_name(comp.name)
+    if comp.tile_map is not None:
+        run, loops = bind_to_tiles(comp, tiles)
+        run = (run.intersect(tiles) if only_needed else run).coalesce()
+    else:
+        run, loops = tiles, None
+    domain = run.wrap().flatten().set_tuple_name(comp.name)
     for i, nm in enumerate(prefix_names + own):
         domain = domain.set_dim_name(isl.dim_type.set, i, nm)
     all_dims = ", ".join(prefix_names + own)
     to_original = isl.Map(f"{{ {comp.name}[{all_dims}] -> {comp.name}[{', '.join(own)}] }}").intersect_domain(domain)
     pref = isl.Map(f"{{ {comp.name}[{all_dims}] -> [{', '.join(prefix_names)}] }}").intersect_domain(domain)
-    loop_map = pref.flat_range_product(to_original.apply_range(comp.loop_map))
-    tags = {nm: consumer_stmt.tags[nm] for nm in consumer_stmt.loops[:lvl + 1] if nm in consumer_stmt.tags}
-    tags.update(comp.tags)
-    local = None if comp.stored_at_root else _local_buffer(comp, need, prefix, context, time_dim=2 * lvl + 1)
-    return Statement(comp, domain, consumer_stmt.loops[:lvl + 1] + list(comp.loops), loop_map, to_original,
-                     tags, local)
+    if loops is None:
+        own_loops = to_original.apply_range(comp.loop_map)
+    else:
+        own_loops = loops.flatten_domain().set_tuple_name(isl.dim_type.in_, comp.name).intersect_domain(domain)
+    return run, domain, to_original, pref.flat_range_product(own_loops)
 
 
 def _first_needed(need):
@@ -195,11 +247,16 @@ def _expand_update(update, base, context):
     to_original = isl.Map(f"[{params}] -> {{ {update.name}[{dims}] -> {update.name}[{', '.join(own)}] }}")
     to_original = to_original.intersect_range(update.domain)
     writes = isl.Map(f"[{params}] -> {{ {update.name}[{dims}] -> {comp.name}[{', '.join(prefix + at)}] }}")
-    domain = writes.intersect_domain(to_original.domain()).intersect_range(base.domain).domain()
+    domain = writes.intersect_domain(to_original.domain()).intersect_range(base.points).domain()
     domain = domain.intersect_params(context).coalesce()
     to_original = to_original.intersect_domain(domain)
     pref = isl.Map(f"{{ {update.name}[{dims}] -> [{', '.join(prefix)}] }}").intersect_domain(domain)
-    loop_map = pref.flat_range_product(to_original.apply_range(update.loop_map))
+    if update.tile_map is not None:
+        # anchored at the box of the update's instances in each tile; it may not write outside the tile
+        tiles = pref.reverse().apply_range(to_original)
+        _, domain, to_original, loop_map = _tile_instances(update, tiles, prefix, only_needed=True)
+    else:
+        loop_map = pref.flat_range_product(to_original.apply_range(update.loop_map))
     tags = {nm: base.tags[nm] for nm in base.loops[:n_prefix] if nm in base.tags}
     tags.update(update.tags)
     return Statement(update, domain, base.loops[:n_prefix] + list(update.loops), loop_map, to_original,
@@ -209,7 +266,7 @@ def _expand_update(update, base, context):
 def _local_buffer(comp, need, prefix, context, time_dim):
     lower, shape = [], []
     for d in range(len(comp.vars)):
-        lo, hi = need.dim_min(d), need.dim_max(d)
+        lo, hi = need.dim_min(d).coalesce(), need.dim_max(d).coalesce()
         extent = hi.sub(lo)
         biggest = isl.Map.from_pw_aff(extent).range().intersect_params(context).dim_max(0)
         shape.append(simplify(pwaff_to_expr(biggest, context) + 1))

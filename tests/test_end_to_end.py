@@ -35,6 +35,36 @@ def test_blur(schedule):
         np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
 
 
+def test_blur_with_shifted_tiles_anchored_per_tile():
+    """by's rows in tiles of 8, the last one shifted back over the one before (its rows computed twice:
+    a schedule that is not single-valued); bx computed per tile of by and split by 4 from the first
+    row of each tile (a schedule relative to the tile's bounds), its last piece shifted back too."""
+    f, bx, by = examples.blur()
+    by.set_schedule("[H, W] -> { by[y, x] -> [yo, yi, x] : 0 <= yi < 8 and 0 <= 8*yo < H and "
+                    "y = min(8*yo, H - 8) + yi }", names=["yo", "yi", "x"])
+    by.vectorize("x", 8)
+    bx.set_schedule("[lo, hi] -> { bx[y, x] -> [yo, yi, x] : 0 <= yi < 4 and 0 <= 4*yo <= hi - lo and "
+                    "y = lo + min(4*yo, hi - lo + 1 - 4) + yi }", names=["yo", "yi", "x"],
+                    bounds={"y": ("lo", "hi")})
+    bx.compute_at(by, "yo")
+    f.assume("H >= 8")   # the code may rely on it: every tile is whole
+    text = str(f.lower())
+    assert "by[(yi + min((H - 8), (8 * yo)))" in text    # one expression for the steady and the last tile
+    assert "bx_tile[10, W]" in text                       # 10 rows of bx per tile: 0..3, 4..7, 6..9
+    k = f.compile("cpu")
+    for H, W in ((29, 37), (8, 9), (64, 16)):
+        img = rng.random((H + 2, W + 2), dtype=np.float32)
+        np.testing.assert_allclose(k(img=img, H=H, W=W), blur_reference(img), rtol=1e-6)
+
+
+def test_relative_schedule_bounds_must_be_parameters_of_the_map():
+    f, bx, by = examples.blur()
+    with pytest.raises(ms.ScheduleError, match="lo2"):
+        bx.set_schedule("[lo, hi] -> { bx[y, x] -> [y, x] : lo <= y <= hi }", bounds={"y": ("lo2", "hi")})
+    with pytest.raises(ms.ScheduleError, match="z"):
+        bx.set_schedule("[lo, hi] -> { bx[y, x] -> [y, x] : lo <= y <= hi }", bounds={"z": ("lo", "hi")})
+
+
 def test_blur_params_inferred_from_shapes():
     f, bx, by = examples.blur()
     img = rng.random((20, 30), dtype=np.float32)
@@ -466,3 +496,28 @@ def test_bitwise_operators_and_shifted_indices():
         a = rng.integers(0, 256, n, dtype=np.uint8)
         pv, idx = a ^ 0x5A, np.arange(n)
         np.testing.assert_array_equal(k(img=a), ((pv[idx >> 1] << 1) | (pv[idx & 3] >> 2)) & ~pv)
+
+
+def test_derived_size_keeps_a_piecewise_bound_in_one_piece():
+    """A computation over [0, max(N, M)) read by two outputs: with the max as a derived size, its
+    domain and loops are affine in it (no case per piece); the kernel computes it on entry."""
+    import islpy as isl
+    with ms.Function("widest") as f:
+        N, M = ms.Param("N"), ms.Param("M")
+        a = ms.Input("a", [N], ms.float32)
+        b = ms.Input("b", [M], ms.float32)
+        W = f.derived_size("W", isl.PwAff("[N, M] -> { [max(N, M)] }"))
+        i = ms.Var("i", 0, W)
+        s = ms.Computation("s", [i], ms.cast(ms.float32, i) * 0.5)
+        n, m = ms.Var("n", 0, N), ms.Var("m", 0, M)
+        ms.Computation("p", [n], a[n] + s[n], output=True)
+        ms.Computation("q", [m], b[m] - s[m], output=True)
+    lowered = f.lower()
+    assert lowered.params == ["M", "N"] and [name for name, _ in lowered.derived] == ["W"]
+    assert "max" not in str(lowered).split("\n", 2)[2]   # only in W's definition
+    kernel = f.compile("cpu")
+    for sizes in ((5, 9), (9, 5)):
+        x, y = np.arange(sizes[0], dtype=np.float32), np.ones(sizes[1], dtype=np.float32)
+        out_p, out_q = kernel(a=x, b=y)
+        np.testing.assert_array_equal(out_p, x + np.arange(sizes[0]) * 0.5)
+        np.testing.assert_array_equal(out_q, y - np.arange(sizes[1]) * 0.5)

@@ -42,9 +42,11 @@ class _Spec:
 class Binder:
     """Checks and converts the arguments of one kernel."""
 
-    def __init__(self, name, inputs, outputs, params):
+    def __init__(self, name, inputs, outputs, params, derived=()):
         self.name = name
         self.params = list(params)
+        # sizes the kernel computes from the others on entry; shapes may use them
+        self.derived = [(n, compile_int(e)) for n, e in derived]
         self.specs = [_Spec(b, False) for b in inputs] + [_Spec(b, True) for b in outputs]
         self.n_in = len(inputs)
         self._shapes = {}  # parameter values -> every buffer's shape (calls repeat the same sizes)
@@ -120,7 +122,10 @@ class Binder:
         key = tuple(values[p] for p in self.params)
         shapes = self._shapes.get(key)
         if shapes is None:
-            shapes = [tuple(f(values) for f in s.shape) for s in self.specs]
+            env = dict(values)
+            for n, f in self.derived:
+                env[n] = f(env)
+            shapes = [tuple(f(env) for f in s.shape) for s in self.specs]
             if len(self._shapes) >= 64:
                 self._shapes.clear()
             self._shapes[key] = shapes

@@ -62,6 +62,8 @@ def build_module(lowered, options: Options | None = None) -> ir.Module:
 
     fs = FnState(ms, fn)
     scope = Scope(vars={p: a for p, a in zip(params, fn.args[len(buffers):])})
+    for derived, value in lowered.derived:
+        scope = scope.with_var(derived, ExprEmitter(fs, scope).index(value))
     em = ExprEmitter(fs, scope)
     for arg, buf in zip(fn.args, buffers):
         scope = scope.with_buf(BufView(buf.name, buf.dtype, arg, [em.index(d) for d in buf.shape]))

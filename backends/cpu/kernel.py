@@ -34,7 +34,7 @@ class CpuKernel:
         self._jit = jit
         self._ir = unoptimized_ir
         params = param_names(lowered)
-        self._binder = Binder(lowered.name, lowered.inputs, lowered.outputs, params)
+        self._binder = Binder(lowered.name, lowered.inputs, lowered.outputs, params, lowered.derived)
         nbuf = len(lowered.inputs) + len(lowered.outputs)
         proto = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.c_void_p] * nbuf + [ctypes.c_int64] * len(params)))
         self._fn = proto(jit.function_address(self.name))
@@ -43,7 +43,10 @@ class CpuKernel:
         self._fixed = [(params.index(p), p, v) for p, v in lowered.fixed_params.items()]
         self._assumed = None
         if lowered.assumptions:
-            self._assumed = isl.Set(f"[{', '.join(params)}] -> {{ : {' and '.join(f'({a})' for a in lowered.assumptions)} }}")
+            assumed = isl.Set(f"[{', '.join(params)}] -> {{ : }}")
+            for _, a in lowered.assumptions:
+                assumed = assumed.intersect(a.align_params(assumed.get_space()))
+            self._assumed = assumed
             self._assumed_ok = set()
 
     def _check_fixed(self, values):
@@ -61,7 +64,7 @@ class CpuKernel:
             point = point.fix_val(isl.dim_type.param, k, isl.Val(int(v)))
         if point.is_empty():
             names = param_names(self.lowered)
-            raise ArgumentError(f"{self.name} was compiled assuming {' and '.join(self.lowered.assumptions)}; "
+            raise ArgumentError(f"{self.name} was compiled assuming {' and '.join(text for text, _ in self.lowered.assumptions)}; "
                                 f"called with {', '.join(f'{n} = {v}' for n, v in zip(names, values))}")
         self._assumed_ok.add(key)
 

@@ -48,9 +48,12 @@ def from_halide(pipeline_or_func, name=None) -> HalideFunction:
     if current_function(required=False) is not None:
         raise HalideFormatError("call from_halide outside of a `with ms.Function(...)` block")
     with HalideFunction(fname) as f:
+        tr.function = f
         tr.declare_inputs()
         tr.declare_computations()
     f.translation = tr
+    if tr.steady is not None and tr.context().is_subset(tr.steady):
+        tr.steady = None   # every size is in the steady regime: no general code (see HalideFunction.compile)
     context = tr.context()
     apply_loop_schedules(tr, context)
     apply_placements(tr, context)

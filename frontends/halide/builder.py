@@ -15,15 +15,17 @@ import numpy as np
 import middleend.expr as E
 from middleend.affine import affine_text, constraint_text
 from middleend.algorithm import Computation, Input, Param, Var
-from middleend.buffer import as_index_expr
+from middleend.buffer import Buffer, as_index_expr
 from middleend.errors import DomainError, NotSupportedError
-from middleend.types import int32
+from middleend.types import int32, int64
 
 from . import bounds
 from .errors import HalideFormatError
 from .exprs import Translator, dtype_of
 from .names import NameTable
 from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first
+from .schedule import placement
+from .splits import Variable, bind, constant_value, loop_nest
 
 
 class _Ref:
@@ -114,6 +116,13 @@ class PipelineTranslation:
         self.params = {p.name: p for ps in self.out_params.values() for p in ps}
         for ip in self.image_params.values():
             self.params.update({p.name: p for p in ip.extent_params})
+        # sizes for which every ShiftInwards loop at the root has at least its factor of points (the
+        # steady regime, see _note_steady); None: all sizes
+        self.steady = None
+        self.steady_loops = []   # (FuncInfo, loop min, loop max, factor) of each ShiftInwards split
+        # derived sizes (see symbolic_bounds): {text of a piecewise bound: PwAff of its name}, {name: Param}
+        self.derived, self.derived_params = {}, {}
+        self.function = None   # the HalideFunction being declared
 
     def context(self):
         names = sorted(self.params)
@@ -146,50 +155,52 @@ class PipelineTranslation:
 
         As in Halide, what a Func must provide is a box: each access's exact region is reduced to its
         per-dimension (piecewise) min and max, and boxes combine by min/max, which keeps isl's sets small.
+
+        Two boxes per Func, as in Halide: the region its consumers require (their definitions over
+        the regions required of them), which is what a Func computed at the root computes, and the
+        region they access, larger where a consumer's split computes more than required (RoundUp):
+        Halide allocates that but computes only the required region there (the extra points read
+        values nobody wrote, and are never used). A Func computed per tile or inlined is evaluated
+        wherever it is accessed; inputs must cover every access.
         """
         context = self.context()
         params = sorted(self.params)
-        self.regions = {}
+        self.regions, self.accessed = {}, {}
         for o in self.outputs:
             out_box = " and ".join(f"0 <= d{d} < {p.name}" for d, p in enumerate(self.out_params[o.index]))
             reg = isl.Set(f"[{', '.join(params)}] -> {{ F{o.index}[{', '.join(f'd{d}' for d in range(o.ndim))}] : "
                           f"{out_box} }}")
             self._add_region(("func", o.index), reg, context, f"Func {o.name}")
         for info in self.order:
-            bnds = self.regions.get(("func", info.index))
-            if bnds is None:
+            required = self.regions.get(("func", info.index))
+            accessed = bounds.merge_bounds(self.accessed.get(("func", info.index)), required)
+            if accessed is None:
                 continue
             space = isl.Set(f"[{', '.join(params)}] -> {{ F{info.index}[{', '.join(f'd{d}' for d in range(info.ndim))}] }}").get_space()
+            where = placement(self, info)
+            at_root, inlined = where == "root", where == "inline"
+            # the box its loops run over: what is required of a Func computed at the root; what is
+            # accessed of one computed per tile or inlined (evaluated wherever it is accessed)
+            bnds = required if at_root and required is not None else accessed
             region = bounds.box_set(bnds, space)
             region = self._apply_bound_directives(info, region, params).intersect_params(context).coalesce()
+            if at_root and info in self.outputs:
+                region = self._grown_output(info, region, space, context)
             info.region = region
             info.stage_boxes = [None] * len(info.stages)
             info.stage_exact = [None] * len(info.stages)
+            info.stage_anchor = [None] * len(info.stages)
             info.update_writes = []
+            info.storage = None   # at the root, the box its buffer covers: what is accessed, computed, written
+            if at_root and info not in self.outputs:
+                info.storage = bounds.merge_bounds(bounds.box_bounds(region, context, info.name), accessed)
             stage_bnds = bounds.box_bounds(region, context, f"Func {info.name}")
             for k in reversed(range(len(info.stages))):
-                what = info.stage_name(k)
-                stage_set = bounds.box_set(stage_bnds, space).intersect_params(context)
-                bounds.check_extent(stage_set, what)
-                info.stage_boxes[k] = bounds.box(stage_bnds, context, self.params, what)
-                info.stage_exact[k] = stage_set
-                reads, writes = self._stage_accesses(info, k, params)
-                for key, reg in reads:
-                    if key == ("func", info.index):
-                        writes.append(reg)
-                    else:
-                        self._add_region(key, reg, context, what)
-                for reg in writes:
-                    if info in self.outputs:
-                        # an output is realized over the requested box only (its buffer is the caller's);
-                        # an update that writes outside it is refused at realize time (see HalideKernel),
-                        # where Halide 21 would grow the realized region and return the requested part
-                        info.update_writes.append((reg, what))
-                    else:
-                        stage_bnds = bounds.merge_bounds(stage_bnds, bounds.box_bounds(reg, context, what))
+                stage_bnds = self._stage_bounds(info, k, stage_bnds, space, context, params, at_root,
+                                                required if inlined else None)
         for name, ip in list(self.image_params.items()) + list(self.const_buffers.items()):
             kind = "image" if name in self.image_params else "buffer"
-            bnds = self.regions.get((kind, name))
+            bnds = self.accessed.get((kind, name))
             if bnds is None:
                 continue
             tup = f"I_{ip.ms_name}" if kind == "image" else f"B_{ip.ms_name}"
@@ -198,8 +209,153 @@ class PipelineTranslation:
             ip.region = bounds.box_set(bnds, space).intersect_params(context)
             bounds.check_extent(ip.region, f"{'ImageParam' if kind == 'image' else 'Buffer'} {name}")
 
-    def _add_region(self, key, reg, context, what):
-        self.regions[key] = bounds.merge_bounds(self.regions.get(key), bounds.box_bounds(reg, context, what))
+    def _stage_bounds(self, info, k, stage_bnds, space, context, params, at_root, required=None):
+        """Set the boxes of stage k and record its accesses, given `stage_bnds`, the box its loops run
+        over (the box required of it at the root). Returns the box required of the stage before.
+
+        Where the stage computes more than required (its splits' tails at the root), or an inlined
+        Func is evaluated beyond the box `required` of it, what it reads there is accessed, not
+        required: its producers are not computed there (as in Halide)."""
+        what = info.stage_name(k)
+        info.stage_anchor[k] = stage_bnds
+        computed, beyond = stage_bnds, None
+        if at_root:
+            self._note_steady(info, k, stage_bnds, context)
+        if at_root and info not in self.outputs:
+            computed = _grown(stage_bnds, self._computed(info, k, stage_bnds, space, context), context, what)
+            beyond = stage_bnds
+        elif required is not None:
+            beyond = required
+        stage_set = bounds.box_set(computed, space).intersect_params(context).coalesce()
+        bounds.check_extent(stage_set, what)
+        info.stage_boxes[k] = bounds.box(bounds.box_bounds(stage_set, context, what), context, self.params, what)
+        info.stage_exact[k] = stage_set
+        if info.storage is not None:
+            info.storage = bounds.merge_bounds(info.storage, bounds.box_bounds(stage_set, context, what))
+        runs = [(None, None, False)]   # (box, exact set, only accessed): over the stage's box
+        if beyond is not None:
+            within = bounds.box_set(beyond, space).intersect_params(context).coalesce()
+            if not within.is_equal(stage_set):
+                runs = [(None, None, True), (bounds.box(beyond, context, self.params, what), within, False)]
+        for box, exact, only_accessed in runs:
+            reads, writes = self._stage_accesses(info, k, params, box, exact)
+            for key, reg in reads:
+                if key == ("func", info.index):
+                    writes.append(reg)
+                else:
+                    self._add_region(key, reg, context, what, only_accessed and key[0] == "func")
+            for reg in writes:
+                if info in self.outputs:
+                    # an output is realized over the requested box, grown by its splits as Halide's
+                    # bounds query does; an update that writes outside it is refused at realize time
+                    # (see HalideKernel), where Halide 21 would grow the realized region further
+                    info.update_writes.append((reg, what))
+                    continue
+                written = bounds.box_bounds(reg, context, what)
+                if not only_accessed:
+                    stage_bnds = bounds.merge_bounds(stage_bnds, written)
+                if info.storage is not None:
+                    info.storage = bounds.merge_bounds(info.storage, written)
+        return stage_bnds
+
+    def _stage_nest(self, info, k, bnds):
+        """Halide's loop nest of stage k (see splits.py) over `S[pure dims..., RVars...]`, with the
+        loops of its pure variables over the box `bnds` (per dimension (min, max) PwAffs): the
+        relation to its loops with those bounds set, the nest, and the pure variables."""
+        pure, rvars = self.stage_vars(info, k)
+        names = NameTable(set(self.params) | {f"d{dim}" for dim in range(info.ndim)})
+        variables, values = [], []
+        for h, dim in sorted(pure, key=lambda p: p[1]):
+            lo, hi = names.fresh(f"d{dim}_min"), names.fresh(f"d{dim}_max")
+            variables.append(Variable(h, f"d{dim}", False, lo, hi, None))
+            values += [(lo, bnds[dim][0]), (hi, bnds[dim][1])]
+        t = Translator(_BoundScope(self, {}, info, k), info.stage_name(k))
+        for r in rvars:
+            lo, ext = affine_text(t(r.min)), affine_text(t(r.extent))
+            if lo is None or ext is None:
+                raise NotSupportedError(f"{info.stage_name(k)}: the bounds of reduction variable {r.var} must be "
+                                        f"affine in the image sizes (constants or ImageParam extents)")
+            variables.append(Variable(r.var, names.fresh(r.var), True, lo, f"({lo}) + ({ext}) - 1",
+                                      constant_value(ext, sorted(self.params))))
+        nest = loop_nest(f"S{info.index}_{k}", variables, info.stages[k].stage_schedule,
+                         sorted(self.params) + [v for v, _ in values], info.stage_name(k), k == 0, names.fresh)
+        return bind(nest.relation, values), nest, sorted(pure, key=lambda p: p[1])
+
+    def _computed(self, info, k, bnds, space, context):
+        """The points stage k computes when its pure variables' loops run over the box `bnds` (per
+        dimension (min, max) PwAffs): its splits' tails may reach outside the box (see splits.py).
+        Dimensions an update writes at other indices than its pure variables keep the box."""
+        box = bounds.box_set(bnds, space).intersect_params(context)
+        d = info.stages[k]
+        if d.stage_schedule is None or not d.stage_schedule.splits:
+            return box
+        relation, _, pure = self._stage_nest(info, k, bnds)
+        reached = relation.domain()
+        # back to the Func's dimensions: the pure ones as reached, the others over the box
+        dims = [f"d{dim}" for dim in range(info.ndim)]
+        stage_dims = [reached.get_dim_name(isl.dim_type.set, i) for i in range(reached.dim(isl.dim_type.set))]
+        to_stage = isl.Map(f"{{ F{info.index}[{', '.join(dims)}] -> {reached.get_tuple_name()}[{', '.join(stage_dims)}] }}")
+        out = to_stage.intersect_range(reached).domain()
+        for _, dim in pure:
+            box = box.project_out(isl.dim_type.set, dim, 1).insert_dims(isl.dim_type.set, dim, 1)
+        return out.intersect(box.set_tuple_name(f"F{info.index}")).intersect_params(context).coalesce()
+
+    def _note_steady(self, info, k, bnds, context):
+        """Restrict the steady regime to sizes where each ShiftInwards split of a pure variable of
+        stage k (its loops running over the box `bnds`) has at least its factor of points.
+
+        Below that, the tile the split shifts back starts before the box (see _grown): a case of
+        its own for every such split, which multiplies the cases isl generates code for, everywhere
+        the region reaches. Code for the steady regime alone is simpler and faster to generate; the
+        kernel uses general code for the other sizes (see HalideKernel)."""
+        d = info.stages[k]
+        if d.stage_schedule is None or not d.stage_schedule.splits:
+            return
+        _, nest, pure = self._stage_nest(info, k, bnds)
+        dims = dict(pure)
+        for old, factor, strategy in nest.tails:
+            if strategy == "ShiftInwards" and old in dims:
+                lo, hi = bnds[dims[old]]
+                steady = _at_least(hi.sub(lo), factor - 1).intersect_params(context).coalesce()
+                self.steady = steady if self.steady is None else self.steady.intersect(steady).coalesce()
+                self.steady_loops.append((info, lo, hi, factor))
+
+    def symbolic_steady(self):
+        """The steady regime (see _note_steady) over the derived sizes where a loop's bounds have
+        them: a convex set where the regime over the sizes is a union of cases (an output grown to a
+        multiple of a split's factor only when its reduction domain is not empty)."""
+        out = None
+        for info, lo, hi, factor in self.steady_loops:
+            (lo, hi), = self.symbolic_bounds(info, [(lo, hi)])
+            steady = _at_least(hi.sub(lo), factor - 1)
+            out = steady if out is None else out.intersect(steady)
+        return out
+
+    def _grown_output(self, info, region, space, context):
+        """An output's region grown until its stages' splits compute nothing outside it.
+
+        Halide's realize asks the pipeline for the region it will compute (a bounds query) and
+        allocates that, so every stage's loops run over it; RoundUp may still reach outside the
+        requested box."""
+        what = f"Func {info.name}"
+        for _ in range(8):
+            bnds = bounds.box_bounds(region, context, what)
+            reached = None
+            for k in range(len(info.stages)):
+                part = self._computed(info, k, bnds, space, context)
+                reached = part if reached is None else reached.union(part)
+            grown = bounds.box_set(_grown(bnds, reached, context, what), space).intersect_params(context).coalesce()
+            if grown.is_subset(region):
+                return region
+            region = grown
+        raise NotSupportedError(f"{what}: the tails of its splits keep growing the region it computes")
+
+    def _add_region(self, key, reg, context, what, accessed_only=False):
+        """Record that `reg` of a Func or input is accessed (and, unless `accessed_only`, required)."""
+        box = bounds.box_bounds(reg, context, what)
+        self.accessed[key] = bounds.merge_bounds(self.accessed.get(key), box)
+        if not accessed_only:
+            self.regions[key] = bounds.merge_bounds(self.regions.get(key), box)
 
     def _apply_bound_directives(self, info, region, params):
         """Func.bound(x, min, extent) fixes the realized region along x, as in Halide."""
@@ -235,8 +391,9 @@ class PipelineTranslation:
         rvars = list(d.stage_schedule.rvars) if d.stage_schedule is not None else []
         return pure, rvars
 
-    def _stage_accesses(self, info, k, params):
-        """Regions read (keyed by Func or input) and written by stage k over its box."""
+    def _stage_accesses(self, info, k, params, box=None, exact=None):
+        """Regions read (keyed by Func or input) and written by stage k over its box (or over `box`,
+        expressions, and `exact`, a set)."""
         pure, rvars = self.stage_vars(info, k)
         names = NameTable(self.params)
         var_names = {h: names.fresh(h) for h, _ in pure}
@@ -244,7 +401,7 @@ class PipelineTranslation:
         scope = _BoundScope(self, var_names, info, k)
         t = Translator(scope, info.stage_name(k))
         cons = []
-        box = info.stage_boxes[k]
+        box = info.stage_boxes[k] if box is None else box
         for h, dim in pure:
             lo, hi = box[dim]
             cons.append(f"{affine_text(lo)} <= {var_names[h]} < {affine_text(hi)}")
@@ -266,7 +423,8 @@ class PipelineTranslation:
         stage = f"S{info.index}_{k}"
         dom = isl.Set(f"[{', '.join(params)}] -> {{ {stage}[{', '.join(dims)}]"
                       + (f" : {' and '.join(f'({c})' for c in cons)}" if cons else "") + " }")
-        dom = bounds.restrict_to_box(dom, info.stage_exact[k], {i: dim for i, (_, dim) in enumerate(pure)})
+        dom = bounds.restrict_to_box(dom, info.stage_exact[k] if exact is None else exact,
+                                     {i: dim for i, (_, dim) in enumerate(pure)})
         reads = []
         for e in exprs + args:
             for n in E.walk(e):
@@ -302,12 +460,65 @@ class PipelineTranslation:
             info.stage_vars = []
             for k in range(len(info.stages)):
                 info.comps.append(self._declare_stage(info, k))
+            self._declare_storage(info)
+
+    def _declare_storage(self, info):
+        """A buffer over the Func's storage box when it exceeds what its stages write: a consumer that
+        computes more than required (RoundUp) reads there values nobody computes, as in Halide."""
+        if info.storage is None:
+            return
+        context = self.context()
+        space = info.stage_exact[0].get_space()
+        written = None
+        for exact in info.stage_exact:
+            written = exact if written is None else written.union(exact)
+        storage = bounds.box_set(info.storage, space).intersect_params(context)
+        if storage.is_subset(written):
+            return
+        box = bounds.box(info.storage, context, self.params, f"Func {info.name}")
+        var_of = {dim: info.stage_vars[0][h] for h, dim in self.stage_vars(info, 0)[0]}
+        # mascarpone's order: Halide's dimension 0 last
+        shape = [box[d][1] - box[d][0] for d in reversed(range(info.ndim))]
+        index = [E.cast(int64, var_of[d]) - box[d][0] for d in reversed(range(info.ndim))]
+        for owner in info.comps[0]:
+            owner.store_in(Buffer(self.names.fresh(f"{owner.name}_storage"), shape, owner.dtype, "temporary"), index)
+
+    def symbolic_bounds(self, info, bnds):
+        """`bnds` (per dimension (min, max) PwAffs of the sizes) with each piecewise bound replaced by
+        a derived size of the Function, computed on entry (Function.derived_size), as Halide names a
+        Func's bounds. A Func at the root whose box is the max of two consumers' needs, has a
+        boundary condition's cases or a division (a downsampled image), then gets domains and
+        schedules in one piece: a split of its loop shifted back from the derived max is
+        `min(8*o, max - min - 7)`, not a case per piece."""
+        if placement(self, info) == "inline":
+            return bnds
+        context = self.context()
+        out = []
+        for d, pair in enumerate(bnds):
+            sides = []
+            for side, pa in zip(("min", "max"), pair):
+                pa = pa.gist(context).coalesce()
+                if pa.n_piece() > 1 or any(aff.dim(isl.dim_type.div) for _, aff in pa.get_pieces()):
+                    key = str(pa)
+                    if key not in self.derived:
+                        name = self.names.fresh(f"{info.ms_names[0]}_{side}_{d}")
+                        self.derived_params[name] = self.function.derived_size(name, pa)
+                        self.derived[key] = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
+                    pa = self.derived[key]
+                sides.append(pa)
+            out.append(tuple(sides))
+        return out
 
     def _declare_stage(self, info, k):
         pure, rvars = self.stage_vars(info, k)
         names = NameTable(set(self.params) | set(self.names.taken))
         ms_vars = {}
-        box = info.stage_boxes[k]
+        box, exact = info.stage_boxes[k], info.stage_exact[k]
+        context = self.context()
+        symbolic = self.symbolic_bounds(info, bounds.box_bounds(exact, context, info.stage_name(k)))
+        if self.derived_params:
+            exact = bounds.box_set(symbolic, exact.get_space())
+            box = bounds.box(symbolic, context, {**self.params, **self.derived_params}, info.stage_name(k))
         for h, dim in pure:
             lo, hi = box[dim]
             ms_vars[h] = Var(names.fresh(h), lo, hi)
@@ -344,23 +555,22 @@ class PipelineTranslation:
         # the variables' bounds above may be loose (max of pieces); the box isl computed is exact
         positions = {next(i for i, v in enumerate(var_list) if v is ms_vars[h]): dim for h, dim in pure}
         for comp in comps:
-            comp.domain = bounds.restrict_to_box(comp.domain, info.stage_exact[k], positions).coalesce()
+            comp.domain = bounds.restrict_to_box(comp.domain, exact, positions).coalesce()
             if k and is_output:
                 comp.domain = self._writes_in_output(info, comp)
         return comps
 
     def _writes_in_output(self, info, update):
-        """The update's instances that write inside the output's box. realize refuses sizes for which
-        others exist; restricting the domain too keeps the output buffer the requested size."""
+        """The update's instances that write inside the output's region (the requested box, grown by
+        its splits). realize refuses sizes for which others exist; restricting the domain too keeps
+        the output buffer that size."""
         texts = [affine_text(as_index_expr(a)) for a in update.update_at]
         if any(t is None for t in texts):
             return update.domain   # a data-dependent scatter: only realize's check applies
-        extents = list(reversed(self.out_params[info.index]))
-        idx = [f"i{d}" for d in range(len(texts))]
         params = sorted(self.params)
+        # the update writes at its indices in mascarpone's order (Halide's dimension 0 last)
         inside = isl.Map(f"[{', '.join(params)}] -> {{ {update.name}[{', '.join(v.name for v in update.vars)}] -> "
-                         f"W[{', '.join(idx)}] : {' and '.join(f'{t} = {i}' for t, i in zip(texts, idx))} and "
-                         f"{' and '.join(f'0 <= {i} < {p.name}' for i, p in zip(idx, extents))} }}").domain()
+                         f"F{info.index}[{', '.join(reversed(texts))}] }}").intersect_range(info.region).domain()
         return update.domain.intersect(inside).coalesce()
 
     def _check_tuple_update(self, info, k, v, value):
@@ -370,6 +580,38 @@ class PipelineTranslation:
             if isinstance(n, E.Access) and n.target in info.comps[0] and n.target is not info.comps[0][v]:
                 raise NotSupportedError(f"{info.stage_name(k)}: element {v} of its Tuple update reads another "
                                         f"element of the same Tuple; such updates are not supported")
+
+
+def _grown(box, reached, context, what):
+    """Per dimension, the (min, max) PwAffs of the box `box` grown upward to cover `reached` (what a
+    stage computes when its loops run over `box`: RoundUp runs to a multiple of its factor).
+
+    Not downward: a ShiftInwards split of fewer points than its factor shifts its one tile below
+    the box in Halide, which grows the region down by max(0, f - e). Exactly, that is a union of
+    boxes for each case of the sizes, and such unions multiply through a pipeline until isl can no
+    longer handle the sets (a two-level pyramid no longer lowers). The tile's points below the box
+    are not computed here: the same values, with a partial vector in that case only."""
+    out = []
+    for (lo, hi), (_, rhi) in zip(box, bounds.box_bounds(reached, context, what)):
+        out.append((lo, _larger(hi, rhi, context)))
+    return out
+
+
+def _at_least(pa, value):
+    """The sizes where the PwAff `pa` is at least the integer `value`."""
+    return pa.ge_set(isl.PwAff.from_aff(isl.Aff.zero_on_domain(isl.LocalSpace.from_space(pa.get_domain_space()))
+                                        .set_constant_val(isl.Val(value))))
+
+
+def _larger(a, b, context):
+    """The max of two PwAffs of the sizes, as one of them when it is always the larger (isl's max
+    of equal functions is piecewise, and pieces multiply in the sets built on it)."""
+    a, b = a.intersect_params(context).coalesce(), b.intersect_params(context).coalesce()
+    if b.le_set(a).is_equal(a.domain()):
+        return a
+    if a.le_set(b).is_equal(b.domain()):
+        return b
+    return a.max(b).coalesce()
 
 
 def _predicate(definition):

@@ -27,8 +27,20 @@ class HalideFunction(Function):
         return self
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
-        """Lower, check and compile; the result has `realize(sizes, **inputs)` like `hl.Pipeline`."""
-        return HalideKernel(super().compile(target, check=check, fixed=fixed, **options), self.translation)
+        """Lower, check and compile; the result has `realize(sizes, **inputs)` like `hl.Pipeline`.
+
+        When the translation found a steady regime for its ShiftInwards splits (sizes of at least
+        their factors, see PipelineTranslation._note_steady), the code is for those sizes; the kernel
+        compiles general code the first time it is called with other sizes."""
+        steady = self.translation.steady
+        if steady is None:
+            return HalideKernel(super().compile(target, check=check, fixed=fixed, **options), self.translation)
+        with self.assuming(self.translation.symbolic_steady()):
+            kernel = super().compile(target, check=check, fixed=fixed, **options)
+
+        def general():
+            return Function.compile(self, target, check=check, fixed=fixed, **options)
+        return HalideKernel(kernel, self.translation, steady, general)
 
 
 class HalideKernel:
@@ -47,10 +59,12 @@ class HalideKernel:
     else a list of them (one per output and Tuple element, in that order).
     """
 
-    def __init__(self, kernel, translation):
+    def __init__(self, kernel, translation, steady=None, general=None):
         self.kernel = kernel
         self.tr = translation
         self._checked = {}
+        self._window_cache = {}
+        self._steady, self._general_factory, self._general = steady, general, None
 
     def __call__(self, sizes, **inputs):
         return self.realize(sizes, **inputs)
@@ -92,14 +106,33 @@ class HalideKernel:
             if cb.input is not None:
                 args[cb.ms_name] = cb.array
         self._check_regions(values, per_output)
+        windows = self._windows(values, per_output, dests is not None)
         lowered_params = set(self.kernel.lowered.params)
         args.update({k: v for k, v in values.items() if k in lowered_params})
-        result = self.kernel(**args)
+        result = self._kernel_for(values)(**args)
         result = result if isinstance(result, tuple) else (result,)
         by_name = dict(zip((b.name for b in self.kernel.lowered.outputs), result))
-        outs = [by_name[n][tuple(slice(0, s) for s in reversed(sz))]
-                for o, sz in zip(tr.outputs, per_output) for n in o.ms_names]
+        outs = [by_name[n][window] for o, window in zip(tr.outputs, windows) for n in o.ms_names]
         return outs[0] if len(outs) == 1 else outs
+
+    def _windows(self, values, per_output, into_buffers):
+        """Per output, the numpy slice of its buffer that holds [0, size): the buffer covers the
+        output's region, which its splits may grow beyond the requested box (RoundUp), as Halide's
+        bounds query does. Buffers given to fill must cover that region, as Halide requires."""
+        key = (tuple(sorted(values.items())), into_buffers)
+        if key not in self._window_cache:
+            windows = []
+            for o, sz in zip(self.tr.outputs, per_output):
+                box = _fixed_box(o.region, values)
+                grown = [(lo, hi) for (lo, hi), s in zip(box, sz) if (lo, hi) != (0, s - 1)]
+                if into_buffers and grown:
+                    raise ArgumentError(f"output {o.name}: its schedule computes the region "
+                                        f"{[list(b) for b in box]} (min, max per dimension), beyond the given "
+                                        f"buffer's {[[0, s - 1] for s in sz]}; give a buffer that covers it, "
+                                        f"or realize by sizes")
+                windows.append(tuple(slice(-lo, -lo + s) for (lo, _), s in zip(reversed(box), reversed(sz))))
+            self._window_cache[key] = windows
+        return self._window_cache[key]
 
     def _destinations(self, sizes):
         """{output buffer name: array to fill} when `sizes` gives the outputs themselves, else None."""
@@ -123,6 +156,14 @@ class HalideKernel:
             if len(shapes) > 1:
                 raise ArgumentError(f"the Tuple elements of output {o.name} need buffers of one size, got {shapes}")
         return dests
+
+    def _kernel_for(self, values):
+        """The kernel for these sizes: the steady regime's, or the general one (compiled once)."""
+        if self._steady is None or not _fixed(self._steady, values).is_empty():
+            return self.kernel
+        if self._general is None:
+            self._general = self._general_factory()
+        return self._general
 
     def _sizes(self, sizes):
         """One list of sizes per output, checked."""
@@ -159,21 +200,29 @@ class HalideKernel:
                         f"{what} {info.name} is accessed over [{lo}, {hi}] in dimension {d} (Halide's order) but "
                         f"covers [{mins[d]}, {mins[d] + exts[d] - 1}]; pass a larger input or realize a smaller "
                         f"output")
-        for o, sizes in zip(tr.outputs, per_output):
+        for o in tr.outputs:
+            realized = _fixed_box(o.region, values)
             for reg, what in o.update_writes:
                 for d, (lo, hi) in enumerate(_fixed_box(reg, values)):
-                    if lo < 0 or hi >= sizes[d]:
+                    if lo < realized[d][0] or hi > realized[d][1]:
                         raise ArgumentError(
                             f"{what} writes {o.name} over [{lo}, {hi}] in dimension {d} (Halide's order), outside "
-                            f"the output's [0, {sizes[d] - 1}]; realize a larger output")
+                            f"the output's [{realized[d][0]}, {realized[d][1]}]; realize a larger output")
         self._checked[key] = True
+
+
+def _fixed(s, values):
+    """The isl set `s` with its parameters set to `values`."""
+    isl = _isl()
+    for k in range(s.dim(isl.dim_type.param)):
+        s = s.fix_val(isl.dim_type.param, k, isl.Val(values[s.get_dim_name(isl.dim_type.param, k)]))
+    return s
 
 
 def _fixed_box(region, values):
     """Per dimension, the (min, max) of `region` with its parameters set to `values`; empty: []."""
     isl = _isl()
-    for k in range(region.dim(isl.dim_type.param)):
-        region = region.fix_val(isl.dim_type.param, k, isl.Val(values[region.get_dim_name(isl.dim_type.param, k)]))
+    region = _fixed(region, values)
     if region.is_empty():
         return []
     return [(region.dim_min_val(d).to_python(), region.dim_max_val(d).to_python())

@@ -1,22 +1,49 @@
 """Halide schedules to mascarpone scheduling commands.
 
-Per stage: the splits in the order they were written (tail strategies all
-become mascarpone's exact split, which runs each point once; Halide's
-ShiftInwards and RoundUp recompute or over-compute points of pure stages, so
-the values are the same), renames, fuses (when the inner extent is a constant),
-then the loop order of the serialized `dims` and their loop types. Per Func:
-inline / root / compute_at, storage folding and compute_with.
+Per stage: Halide's loop nest (splits with their tail strategies, renames, fuses,
+then the loop order of the serialized `dims`; see splits.py) becomes the
+computation's schedule through `set_schedule`, then the loop types become tags.
+Splits are anchored at their loop's min, as in Halide (an RDom from 1, a Func
+computed from -1): a pure variable's bounds are parameters of the schedule, set
+to the region the stage computes at the root and to each tile's box when the Func
+is computed at a consumer's loop.
+
+ShiftInwards sends the points of the shifted last tile to two times. The map is
+not single-valued but stays injective, which is all set_schedule asks: the
+middle-end runs an instance at each of its times; the dependences of the original
+program are checked against every time of each instance, and a recomputed pure
+value reads and writes the same as the first time, so a producer is still before
+its consumers. A statement whose instances run twice and inside whose loops tiles
+are computed gets one instance per time (middleend.statements.per_time), since
+the tile it reads depends on the time. Code generation writes the shifted point
+as `min(f*o, e - f) + i` (middleend.codegen._min_max_expr): contiguous in the
+vector lane, so every vector is full when the loop has at least `f` points.
+
+Bounds inference (builder.infer_bounds) grows a root stage's region up to what
+RoundUp computes; what that stage reads there is accessed but not required, as in
+Halide: inputs must cover it, producers computed at the root are computed over the
+required region only (their buffers cover the rest), producers computed per tile
+over all of it. An output is realized over its grown region (`realize` returns
+the requested part, as Halide's does). A ShiftInwards split of fewer points than
+its factor computes only its tile's points inside the region (Halide's tile starts
+before it; same values, see builder._grown); the code for sizes where every root
+ShiftInwards loop has at least its factor of points is generated apart
+(builder._note_steady, HalideKernel). A Func computed at a consumer's loop runs,
+per tile, the points of its region its loops reach (Halide's could reach outside
+it at the image's edge: same values, fewer evaluations).
+
+Per Func: inline / root / compute_at, storage folding and compute_with.
 """
 from __future__ import annotations
 
 import warnings
 
-import islpy as isl
-
+from middleend.affine import affine_text
 from middleend.errors import NotSupportedError, ScheduleError
 
 from .names import NameTable
-from .schema import FOR_TYPES, SPLIT_TYPES
+from .schema import FOR_TYPES
+from .splits import Variable, constant_value, loop_nest
 
 _TAGS = {"Parallel": "parallel", "Vectorized": "vector", "Unrolled": "unroll", "GPUBlock": "gpu_block",
          "GPUThread": "gpu_thread", "GPULane": "gpu_thread"}
@@ -42,75 +69,84 @@ def _loop_range(comp, loop, context):
     return tuple(out)
 
 
+def placement(tr, info):
+    """Where the Func is computed: "root" (its loops run once over its whole region: an output,
+    compute_root, an unscheduled Func with updates, or a compute_at Func whose updates scan along
+    reduction variables), "tile" (inside a consumer's loop) or "inline"."""
+    level = info.schedule.compute_level if info.schedule is not None else None
+    if info in tr.outputs:
+        return "root"
+    if level is None or (not level.func_name and level.var_name in ("", "__inlined")):
+        return "root" if len(info.stages) > 1 else "inline"
+    if level.var_name in ("__root", "__outermost") or _scans(tr, info):
+        return "root"
+    return "tile"
+
+
+def _scans(tr, info):
+    """The updates that write at reduction variables (fewer pure variables than dimensions)."""
+    return [info.stage_name(j) for j in range(1, len(info.stages)) if len(tr.stage_vars(info, j)[0]) < info.ndim]
+
+
+def _constant_extent(lo, hi):
+    """hi - lo + 1 when it is one constant (PwAffs of the sizes), else None."""
+    pieces = hi.sub(lo).get_pieces()
+    if len(pieces) == 1 and pieces[0][1].is_cst():
+        return pieces[0][1].get_constant_val().to_python() + 1
+    return None
+
+
 class StageScheduler:
     """Applies one stage's loop schedule to one computation (each Tuple element gets the same)."""
 
-    def __init__(self, info, k, comp, context, params):
-        self.info, self.k, self.comp = info, k, comp
+    def __init__(self, tr, info, k, comp, context, pure, per_tile, guarded=False):
+        self.tr, self.info, self.k, self.comp = tr, info, k, comp
         self.where = info.stage_name(k)
         self.context = context
-        self.names = NameTable(set(params) | set(comp.loops))
-        self.loop_of = {h: v.name for h, v in info.stage_vars[k].items()}
-        self.split_factor = {}   # inner loops of splits: their extent (the factor)
+        self.params = sorted(tr.params)
+        self.pure = pure                  # Halide dimension of each pure variable, by Halide name
+        self.per_tile = per_tile
+        self.guarded = guarded            # ShiftInwards splits guarded instead (see apply_loop_schedules)
+        self.names = NameTable(set(tr.params) | set(tr.derived_params) | set(comp.loops))
 
-    def _ms(self, halide_name):
-        if halide_name not in self.loop_of:
-            raise NotSupportedError(f"{self.where}: its schedule names the loop {halide_name}, which it does not have")
-        return self.loop_of[halide_name]
+    def _variables(self):
+        """The computation's variables for loop_nest, and {variable: (lo, hi) parameter names}."""
+        halide_of = {v.name: h for h, v in self.info.stage_vars[self.k].items()}
+        out, bounds = [], {}
+        for v in self.comp.vars:
+            h = halide_of[v.name]
+            if h in self.pure:
+                lo, hi = self.names.fresh(f"{v.name}_min"), self.names.fresh(f"{v.name}_max")
+                extent = None if self.per_tile else _constant_extent(*self.info.stage_anchor[self.k][self.pure[h]])
+                out.append(Variable(h, v.name, False, lo, hi, extent))
+                bounds[v.name] = (lo, hi)
+            else:
+                lo, hi = (affine_of(b, self.where) for b in (v.lo, v.hi))
+                out.append(Variable(h, v.name, True, lo, f"({hi}) - 1", constant_value(f"({hi}) - ({lo})",
+                                                                                       self.params)))
+        return out, bounds
 
     def apply(self):
+        """Schedule the computation; returns {Halide loop name: mascarpone loop name}."""
         sched = self.info.stages[self.k].stage_schedule
-        if sched is None:
-            return dict(self.loop_of)
-        for s in sched.splits:
-            kind = SPLIT_TYPES[s.split_type] if s.split_type < len(SPLIT_TYPES) else str(s.split_type)
-            if kind == "SplitVar":
-                self._split(s)
-            elif kind == "RenameVar":
-                self.loop_of[s.outer] = self._ms(s.old_var)
-            elif kind == "FuseVars":
-                self._fuse(s)
-            else:
-                raise NotSupportedError(f"{self.where}: the split kind {kind}")
-        dims = [d for d in sched.dims if d.var != "__outermost"]
-        order = [self._ms(d.var) for d in reversed(dims)]
-        if sorted(order) != sorted(self.comp.loops):
-            raise NotSupportedError(f"{self.where}: its loops {self.comp.loops} do not match the schedule's "
-                                    f"{[d.var for d in dims]}")
-        if order != self.comp.loops:
-            self.comp.reorder(*order)
-        self._tags(dims)
-        return {d.var: self._ms(d.var) for d in dims}
-
-    def _split(self, s):
-        factor = _int_value(s.factor, f"{self.where}: the factor of split({s.old_var})")
-        old = self._ms(s.old_var)
-        outer, inner = self.names.fresh(s.outer), self.names.fresh(s.inner)
-        self.comp.split(old, factor, names=(outer, inner))
-        self.loop_of[s.outer], self.loop_of[s.inner] = outer, inner
-        self.split_factor[inner] = factor
-
-    def _fuse(self, s):
-        comp = self.comp
-        outer, inner = self._ms(s.outer), self._ms(s.inner)
-        inner_range = _loop_range(comp, inner, self.context)
-        if inner in self.split_factor:
-            inner_range = (0, self.split_factor[inner] - 1)
-        outer_range = _loop_range(comp, outer, self.context)
-        if inner_range is None:
-            raise NotSupportedError(f"{self.where}: fuse({s.inner}, {s.outer}) needs the inner loop {s.inner} to "
-                                    f"have a constant extent (use bound() or fuse loops of constant size)")
-        lo, hi = inner_range
-        omin = outer_range[0] if outer_range else 0
-        fused = self.names.fresh(s.old_var)
-        new_names = [fused if n == inner else n for n in comp.loops if n != outer]
-        exprs = [f"({outer} - {omin}) * {hi - lo + 1} + ({inner} - {lo})" if n == inner else n
-                 for n in comp.loops if n != outer]
-        m = isl.Map(f"{{ [{', '.join(comp.loops)}] -> [{', '.join(exprs)}] }}")
-        tags = {n: t for n, t in comp.tags.items() if n not in (inner, outer)}
-        comp.set_schedule(comp.loop_map.apply_range(m), names=new_names)
-        comp.tags.update(tags)
-        self.loop_of[s.old_var] = fused
+        if sched is None or not (sched.splits or sched.dims):
+            return {h: v.name for h, v in self.info.stage_vars[self.k].items()}
+        variables, bounds = self._variables()
+        box_params = [p for pair in bounds.values() for p in pair]
+        nest = loop_nest(self.comp.name, variables, sched, self.params + box_params, self.where,
+                         self.k == 0, self.names.fresh, self.guarded)
+        halide_of = {v.name: h for h, v in self.info.stage_vars[self.k].items()}
+        anchor = self.tr.symbolic_bounds(self.info, self.info.stage_anchor[self.k])
+        root = {name: anchor[self.pure[halide_of[name]]] for name in bounds}
+        try:
+            self.comp.set_schedule(nest.relation, names=[lp.ident for lp in nest.loops], bounds=bounds,
+                                   root_bounds=root)
+        except ScheduleError as err:
+            raise NotSupportedError(f"{self.where}: its loop nest {[lp.halide for lp in nest.loops]} "
+                                    f"({err})") from None
+        self.loops = {lp.halide: lp for lp in nest.loops}
+        self._tags([d for d in sched.dims if d.var != "__outermost"])
+        return {h: lp.ident for h, lp in self.loops.items()}
 
     def _tags(self, dims):
         blocks, threads = [], []
@@ -118,11 +154,11 @@ class StageScheduler:
             kind = FOR_TYPES[d.for_type] if 0 <= d.for_type < len(FOR_TYPES) else str(d.for_type)
             if kind == "Serial":
                 continue
-            loop = self._ms(d.var)
+            loop = self.loops[d.var].ident
             if kind == "Parallel":
                 self.comp.parallelize(loop)
             elif kind in ("Vectorized", "Unrolled"):
-                width = self.split_factor.get(loop)
+                width = self.loops[d.var].extent
                 if width is None:
                     rng = _loop_range(self.comp, loop, self.context)
                     if rng is None:
@@ -142,16 +178,33 @@ class StageScheduler:
             self.comp.gpu(list(reversed(blocks)), list(reversed(threads)))
 
 
+def affine_of(e, where):
+    """isl text of an RDom bound (an affine expression of the sizes)."""
+    text = affine_text(e)
+    if text is None:
+        raise NotSupportedError(f"{where}: the bounds of its reduction variables must be affine in the sizes")
+    return text
+
+
 def apply_loop_schedules(tr, context):
     """Splits, fuses, reorders and loop types of every stage of every translated Func."""
+    hosts = {f.schedule.compute_level.func_name for f in tr.order
+             if f.region is not None and placement(tr, f) == "tile"}
     for info in tr.order:
         if info.region is None:
             continue
         info.loop_names = []
+        per_tile = placement(tr, info) == "tile"
+        # a tile computed inside a loop that ShiftInwards shifts back is bounded by a min of the loop
+        # counter, and a producer's loop shifted back within a tile by a min of the tile's bounds:
+        # a case per piece, through every producer. Both guard their last tile instead
+        # (GuardWithIf's iterations, the same values)
+        guarded = per_tile or info.name in hosts
         for k, comps in enumerate(info.comps):
+            pure = {h: dim for h, dim in tr.stage_vars(info, k)[0]}
             names = None
             for comp in comps:
-                names = StageScheduler(info, k, comp, context, tr.params).apply()
+                names = StageScheduler(tr, info, k, comp, context, pure, per_tile, guarded).apply()
             info.loop_names.append(names)
 
 
@@ -198,6 +251,9 @@ def apply_placements(tr, context):
                 factor = _int_value(sd.fold_factor, f"Func {info.name}: fold_storage({sd.var})")
                 var = info.stage_vars[0].get(sd.var)
                 for comp in info.comps[0]:
+                    if comp.user_buffer is not None:
+                        raise NotSupportedError(f"Func {info.name}: fold_storage({sd.var}) of a Func whose consumer "
+                                                f"computes beyond the region it requires (a RoundUp split)")
                     comp.storage_fold(var.name, factor)
         if len(info.dtypes) > 1:
             _fuse_tuple_elements(info)
@@ -228,8 +284,7 @@ def _place(tr, info, level):
     if level.var_name == "__root" or level.var_name == "__outermost":
         return
     consumer, k = _consumer_stage(tr, info, level)
-    scans = [info.stage_name(j) for j in range(1, len(info.stages))
-             if len(tr.stage_vars(info, j)[0]) < info.ndim]
+    scans = _scans(tr, info)
     if scans:
         # Halide grows each tile by the whole range such an update writes (a scan runs over all of its
         # reduction domain in every tile); mascarpone's tiles hold what the consumer reads
