@@ -65,6 +65,7 @@ class HalideKernel:
         self._checked = {}
         self._window_cache = {}
         self._steady, self._general_factory, self._general = steady, general, None
+        self._in_steady = {}   # sizes -> whether they are in the steady regime
 
     def __call__(self, sizes, **inputs):
         return self.realize(sizes, **inputs)
@@ -159,7 +160,12 @@ class HalideKernel:
 
     def _kernel_for(self, values):
         """The kernel for these sizes: the steady regime's, or the general one (compiled once)."""
-        if self._steady is None or not _fixed(self._steady, values).is_empty():
+        if self._steady is None:
+            return self.kernel
+        key = tuple(sorted(values.items()))
+        if key not in self._in_steady:   # (calls repeat the same sizes; isl is slow next to a small kernel)
+            self._in_steady[key] = not _fixed(self._steady, values).is_empty()
+        if self._in_steady[key]:
             return self.kernel
         if self._general is None:
             self._general = self._general_factory()

@@ -30,7 +30,10 @@ before it; same values, see builder._grown); the code for sizes where every root
 ShiftInwards loop has at least its factor of points is generated apart
 (builder._note_steady, HalideKernel). A Func computed at a consumer's loop runs,
 per tile, the points of its region its loops reach (Halide's could reach outside
-it at the image's edge: same values, fewer evaluations).
+it at the image's edge: same values, fewer evaluations). In such a Func and in
+the consumer whose loops hold its tiles, ShiftInwards guards the last tile instead
+(see apply_loop_schedules). Piecewise bounds of a Func become derived sizes
+(builder.symbolic_bounds), so its loops stay in one piece.
 
 Per Func: inline / root / compute_at, storage folding and compute_with.
 """
