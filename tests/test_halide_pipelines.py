@@ -279,3 +279,23 @@ def test_compute_at_of_a_scan_is_computed_at_root_with_a_warning():
     scan.compute_at(out, y)
     with pytest.warns(UserWarning, match="scan.*computed at root"):
         realize_both(out, [13, 10], {inp: f32(10, 13)}, rtol=1e-6)
+
+
+def test_update_writing_beyond_the_requested_box_grows_the_realized_region():
+    """As Halide's realize(sizes): an update writing past the requested output is computed over the
+    grown region (the pure definition too) and the requested part is returned; a buffer given to
+    fill must cover what is written, as Halide's realize(buffer) requires."""
+    f = hl.Func("grows")
+    r = hl.RDom([(0, 5)], "r")
+    f[x, y] = x * 2 + y
+    f[r.x + 3, y] = f[r.x + 3, y] + 100
+    f.vectorize(x, 4)
+    ours, theirs = realize_both(f, [4, 3])
+    kernel = ms.from_halide(f).compile("cpu")
+    with pytest.raises(ms.ArgumentError, match="beyond the given buffer"):
+        kernel.realize(np.zeros((3, 4), np.int32))
+    with pytest.raises(hl.HalideError, match="beyond"):
+        f.realize(hl.Buffer(hl.Int(32), [4, 3]))
+    wide = np.zeros((3, 8), np.int32)
+    kernel.realize(wide)
+    np.testing.assert_array_equal(wide[:, :4], theirs[0])

@@ -190,7 +190,6 @@ class PipelineTranslation:
             info.stage_boxes = [None] * len(info.stages)
             info.stage_exact = [None] * len(info.stages)
             info.stage_anchor = [None] * len(info.stages)
-            info.update_writes = []
             info.storage = None   # at the root, the box its buffer covers: what is accessed, computed, written
             if at_root and info not in self.outputs:
                 info.storage = bounds.merge_bounds(bounds.box_bounds(region, context, info.name), accessed)
@@ -198,6 +197,8 @@ class PipelineTranslation:
             for k in reversed(range(len(info.stages))):
                 stage_bnds = self._stage_bounds(info, k, stage_bnds, space, context, params, at_root,
                                                 required if inlined else None)
+            if info in self.outputs:
+                info.region = info.stage_exact[0]   # the requested box and what its updates write
         for name, ip in list(self.image_params.items()) + list(self.const_buffers.items()):
             kind = "image" if name in self.image_params else "buffer"
             bnds = self.accessed.get((kind, name))
@@ -245,12 +246,8 @@ class PipelineTranslation:
                 else:
                     self._add_region(key, reg, context, what, only_accessed and key[0] == "func")
             for reg in writes:
-                if info in self.outputs:
-                    # an output is realized over the requested box, grown by its splits as Halide's
-                    # bounds query does; an update that writes outside it is refused at realize time
-                    # (see HalideKernel), where Halide 21 would grow the realized region further
-                    info.update_writes.append((reg, what))
-                    continue
+                # what an update writes, the stages before compute too (for an output, Halide's bounds
+                # query grows the realized region likewise, and realize returns the requested part)
                 written = bounds.box_bounds(reg, context, what)
                 if not only_accessed:
                     stage_bnds = bounds.merge_bounds(stage_bnds, written)
@@ -556,22 +553,7 @@ class PipelineTranslation:
         positions = {next(i for i, v in enumerate(var_list) if v is ms_vars[h]): dim for h, dim in pure}
         for comp in comps:
             comp.domain = bounds.restrict_to_box(comp.domain, exact, positions).coalesce()
-            if k and is_output:
-                comp.domain = self._writes_in_output(info, comp)
         return comps
-
-    def _writes_in_output(self, info, update):
-        """The update's instances that write inside the output's region (the requested box, grown by
-        its splits). realize refuses sizes for which others exist; restricting the domain too keeps
-        the output buffer that size."""
-        texts = [affine_text(as_index_expr(a)) for a in update.update_at]
-        if any(t is None for t in texts):
-            return update.domain   # a data-dependent scatter: only realize's check applies
-        params = sorted(self.params)
-        # the update writes at its indices in mascarpone's order (Halide's dimension 0 last)
-        inside = isl.Map(f"[{', '.join(params)}] -> {{ {update.name}[{', '.join(v.name for v in update.vars)}] -> "
-                         f"F{info.index}[{', '.join(reversed(texts))}] }}").intersect_range(info.region).domain()
-        return update.domain.intersect(inside).coalesce()
 
     def _check_tuple_update(self, info, k, v, value):
         if len(info.dtypes) == 1:

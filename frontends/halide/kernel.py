@@ -118,8 +118,8 @@ class HalideKernel:
 
     def _windows(self, values, per_output, into_buffers):
         """Per output, the numpy slice of its buffer that holds [0, size): the buffer covers the
-        output's region, which its splits may grow beyond the requested box (RoundUp), as Halide's
-        bounds query does. Buffers given to fill must cover that region, as Halide requires."""
+        output's region, which its splits (RoundUp) and updates may grow beyond the requested box, as
+        Halide's bounds query does. Buffers given to fill must cover that region, as Halide requires."""
         key = (tuple(sorted(values.items())), into_buffers)
         if key not in self._window_cache:
             windows = []
@@ -127,8 +127,8 @@ class HalideKernel:
                 box = _fixed_box(o.region, values)
                 grown = [(lo, hi) for (lo, hi), s in zip(box, sz) if (lo, hi) != (0, s - 1)]
                 if into_buffers and grown:
-                    raise ArgumentError(f"output {o.name}: its schedule computes the region "
-                                        f"{[list(b) for b in box]} (min, max per dimension), beyond the given "
+                    raise ArgumentError(f"output {o.name} is computed and written over {[list(b) for b in box]} "
+                                        f"(min, max per dimension, by its splits or updates), beyond the given "
                                         f"buffer's {[[0, s - 1] for s in sz]}; give a buffer that covers it, "
                                         f"or realize by sizes")
                 windows.append(tuple(slice(-lo, -lo + s) for (lo, _), s in zip(reversed(box), reversed(sz))))
@@ -187,8 +187,7 @@ class HalideKernel:
         return [[int(s) for s in sz] for sz in per_output]
 
     def _check_regions(self, values, per_output):
-        """Every ImageParam and Buffer must cover the region the pipeline reads, and every output the region
-        its updates write, as Halide checks."""
+        """Every ImageParam and Buffer must cover the region the pipeline reads, as Halide checks."""
         key = tuple(sorted(values.items()))
         if key in self._checked:
             return
@@ -206,14 +205,6 @@ class HalideKernel:
                         f"{what} {info.name} is accessed over [{lo}, {hi}] in dimension {d} (Halide's order) but "
                         f"covers [{mins[d]}, {mins[d] + exts[d] - 1}]; pass a larger input or realize a smaller "
                         f"output")
-        for o in tr.outputs:
-            realized = _fixed_box(o.region, values)
-            for reg, what in o.update_writes:
-                for d, (lo, hi) in enumerate(_fixed_box(reg, values)):
-                    if lo < realized[d][0] or hi > realized[d][1]:
-                        raise ArgumentError(
-                            f"{what} writes {o.name} over [{lo}, {hi}] in dimension {d} (Halide's order), outside "
-                            f"the output's [{realized[d][0]}, {realized[d][1]}]; realize a larger output")
         self._checked[key] = True
 
 

@@ -37,7 +37,6 @@ class FuncInfo:
         self.callees = set()
         # filled by bounds inference and translation
         self.region = None
-        self.update_writes = []   # outputs only: (region an update writes, stage name), checked by realize
         self.stage_boxes = []
         self.comps = []          # comps[stage][value index]
         self.loop_names = []     # per stage: Halide loop name -> mascarpone loop name
