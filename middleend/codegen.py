@@ -102,7 +102,7 @@ def _tile_corner(stmt, local, d):
     if stmt.local is local:
         n = stmt.domain.dim(isl.dim_type.set)
         to_prefix = (isl.Map.identity(stmt.domain.get_space().map_from_set())
-                     .project_out(isl.dim_type.out, stmt.prefix_depth, n - stmt.prefix_depth).reset_tuple_id(isl.dim_type.out))
+                     .project_out(isl.dim_type.out, local.depth, n - local.depth).reset_tuple_id(isl.dim_type.out))
     else:
         to_prefix = local.prefix
     return local.lower[d].pullback_pw_multi_aff(isl.PwMultiAff.from_map(to_prefix)).intersect_domain(stmt.domain)
@@ -280,7 +280,7 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         steady = steady_state(s.domain.intersect_params(context), s.time,
                               piecewise_indices([*index, value, predicate])) if separate else None
         parts = [("", time)]
-        if s.comp.stored_at_root:
+        if s.comp.stored_at_root or s.comp.store_level is not None:
             # a sliding window is a union (the first iteration's points, then each later one's new
             # points); each part gets its own loops instead of one guarded loop over their hull
             disjoint = time.range().make_disjoint().get_basic_sets()

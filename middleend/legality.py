@@ -48,6 +48,8 @@ def _exempt(kind, src, snk, function):
     if producer.inlined:
         return True
     target = producer.compute_at_target
+    # (a window slid within each iteration of a storage loop is checked by window_violations; one kept
+    # at the root computes each value once, so the plain ordering check applies)
     return target is not None and target[0].name == snk and not producer.stored_at_root
 
 
@@ -151,8 +153,60 @@ def recompute_violations(stmts, deps):
     return out
 
 
+def window_violations(stmts, context):
+    """(producer statement, consumer statement, witness) where a producer stored at an outer loop
+    of its consumer (store_at) does not compute a value a consumer iteration reads in that
+    iteration or an earlier one of the same storage-loop iteration: the read would find the
+    buffer without it."""
+    out = []
+    by_comp = {s.comp: s for s in stmts}
+    for a in stmts:
+        producer = a.comp
+        if producer.store_level is None or producer.compute_at_target is None:
+            continue
+        b = by_comp[producer.compute_at_target[0]]
+        n = a.prefix_depth
+        depth = a.local.depth if a.local is not None else n
+        if depth == n:
+            continue
+        concurrent = [loop for loop in b.loops[depth:n] if b.tags.get(loop, ("serial", 1))[0] not in ("serial", "unroll")]
+        if concurrent:
+            # iterations that reuse each other's values must run one after the other
+            out.append((a, b, f"loop {concurrent[0]} is tagged {b.tags[concurrent[0]][0]}"))
+            continue
+        # producer instances as (prefix -> point), consumer reads as (its prefix -> point)
+        dims = [f"d{i}" for i in range(a.domain.dim(isl.dim_type.set))]
+        prefix_of = isl.Map(f"{{ {a.name}[{', '.join(dims)}] -> [{', '.join(dims[:n])}] }}").intersect_domain(a.domain)
+        computed = prefix_of.reverse().apply_range(a.to_original)
+        b_prefix = b.loop_map.project_out(isl.dim_type.out, n, b.loop_map.dim(isl.dim_type.out) - n)
+        reads = reads_of(b.comp, producer, context)
+        needed = b_prefix.reverse().apply_range(b.to_original.apply_range(reads))
+        earlier = isl.Map.lex_ge(computed.get_space().domain())   # p -> p' with p' not after p
+        for d in range(depth):
+            earlier = earlier.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+        available = earlier.apply_range(computed)
+        missing = needed.reset_tuple_id(isl.dim_type.in_).subtract(
+            available.reset_tuple_id(isl.dim_type.in_)).intersect_params(context)
+        if not missing.is_empty():
+            out.append((a, b, missing))
+    return out
+
+
 def check(stmts, deps, function, context):
     """Raise IllegalScheduleError for the first dependence the schedule breaks, naming the command."""
+    windows = window_violations(stmts, context)
+    if windows:
+        a, b, missing = windows[0]
+        producer = a.comp
+        why = missing if isinstance(missing, str) else (
+            f"consumer loop values -> the point read, not computed so far in that iteration of "
+            f"{producer.store_level}: {_witness(missing)}")
+        raise IllegalScheduleError(
+            f"{b.name} reuses values of {producer.name} computed in earlier iterations inside "
+            f"{producer.store_level} ({producer.name}.store_at({producer.store_level})), but {why}; run those "
+            f"loops in order, or store it at the compute level",
+            source=a.name, sink=b.name, dependence=None if isinstance(missing, str) else missing,
+            command=f"{producer.name}.store_at({producer.store_level})")
     outside = recompute_violations(stmts, deps)
     if outside:
         a, b, m, missing = outside[0]

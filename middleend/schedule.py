@@ -77,6 +77,7 @@ class Schedulable:
         self.tags = {}
         self.compute_at_target = None   # (consumer, loop name)
         self.stored_at_root = False     # with compute_at: a sliding window, each instance computed once
+        self.store_level = None          # with compute_at: the consumer's loop its tile buffer lives in
         self.inlined = False
         self.user_buffer = None          # set by store_in
         self.user_store_index = None
@@ -417,6 +418,26 @@ class Schedulable:
         self._record(cmd)
         return self
 
+    def store_at(self, loop):
+        """With compute_at: keep the tile buffer in the consumer's outer loop `loop`, so within each of
+        its iterations every instance is computed once, in the first inner iteration that needs it,
+        and later ones reuse it (Halide's `store_at(f, y).compute_at(f, x)` sliding window; the next
+        iteration of `loop` starts again). The consumer's loops inside `loop`, down to the compute_at
+        level, must run in order."""
+        cmd = f"store_at({loop_name(loop)})"
+        if self.compute_at_target is None:
+            raise ScheduleError(f"{self.name}.{cmd}: store_at needs compute_at first")
+        if self.updated is not None or self.updates:
+            raise ScheduleError(f"{self.name}.{cmd}: a sliding window of a computation with updates is not "
+                                f"supported; compute it at the root")
+        consumer = self.compute_at_target[0]
+        if loop_name(loop) not in consumer.loops:
+            raise ScheduleError(f"{self.name}.{cmd}: {consumer.name} has no loop {loop_name(loop)!r}; its loops "
+                                f"are {consumer.loops}")
+        self.store_level = loop_name(loop)
+        self._record(cmd)
+        return self
+
     def inline(self):
         """Substitute this computation's expression into every reader; it gets no loops or storage."""
         cmd = "inline()"
@@ -456,12 +477,13 @@ class Schedulable:
     def snapshot(self):
         """The scheduling state, for replay when an error must name the command that caused it."""
         return (list(self.loops), self.loop_map, dict(self.tags), self.compute_at_target, self.inlined,
-                self.stored_at_root, self.tile_map, dict(self.bound_params))
+                self.stored_at_root, self.store_level, self.tile_map, dict(self.bound_params))
 
     def restore(self, state):
         (self.loops, self.loop_map, self.tags, self.compute_at_target, self.inlined, self.stored_at_root,
-         self.tile_map, self.bound_params) = (list(state[0]), state[1], dict(state[2]), state[3], state[4],
-                                              state[5], state[6], dict(state[7]))
+         self.store_level, self.tile_map, self.bound_params) = (list(state[0]), state[1], dict(state[2]),
+                                                                state[3], state[4], state[5], state[6],
+                                                                state[7], dict(state[8]))
 
 
 def _named_loops(m, names):

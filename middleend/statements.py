@@ -32,6 +32,7 @@ class LocalBuffer:
     lower: list            # PwAff per dimension, on the prefix loops space
     prefix: isl.Map        # consumer exec domain -> prefix loop values
     time_dim: int          # time dimension of the loop it is allocated in
+    depth: int = 0         # the prefix loops the corner depends on (store_at: fewer than the producer's)
 
 
 @dataclass(eq=False)
@@ -185,15 +186,28 @@ def _expand(comp, consumer_stmt, level, function, context):
     if reads is None:
         raise ScheduleError(f"{cmd}: {consumer_stmt.name} does not read {comp.name}")
     need = consumer_stmt.to_original.apply_range(reads).apply_domain(prefix).coalesce()
-    if comp.stored_at_root:
-        need = _first_needed(need)
+    store = lvl   # the loop the tile buffer lives in
+    if comp.store_level is not None:
+        if comp.store_level not in consumer_stmt.loops[:lvl + 1]:
+            raise ScheduleError(f"{comp.name}.store_at({comp.store_level}): the storage loop must be "
+                                f"{level} or a loop around it (loops: {consumer_stmt.loops[:lvl + 1]})")
+        store = consumer_stmt.loops.index(comp.store_level)
+    sliding = comp.stored_at_root or store < lvl
+    if sliding:
+        need = _first_needed(need, 0 if comp.stored_at_root else store + 1)
     prefix_names = [fresh_name(level_name, {v.name for v in comp.vars})
                     for level_name in consumer_stmt.loops[:lvl + 1]]
     # (a sliding window runs only the points not computed before, whatever its splits' tails reach)
-    run, domain, to_original, loop_map = _tile_instances(comp, need, prefix_names, only_needed=comp.stored_at_root)
+    run, domain, to_original, loop_map = _tile_instances(comp, need, prefix_names, only_needed=sliding)
     tags = {nm: consumer_stmt.tags[nm] for nm in consumer_stmt.loops[:lvl + 1] if nm in consumer_stmt.tags}
     tags.update(comp.tags)
-    local = None if comp.stored_at_root else _local_buffer(comp, run, prefix, context, time_dim=2 * lvl + 1)
+    local = None
+    if not comp.stored_at_root:
+        # one buffer per iteration of the storage loop, over what all its inner iterations compute
+        outer = lvl - store
+        local = _local_buffer(comp, run.project_out(isl.dim_type.in_, store + 1, outer).coalesce(),
+                              prefix.project_out(isl.dim_type.out, store + 1, outer), context,
+                              time_dim=2 * store + 1, depth=store + 1)
     return Statement(comp, domain, consumer_stmt.loops[:lvl + 1] + list(comp.loops), loop_map, to_original,
                      tags, local)
 
@@ -222,10 +236,12 @@ def _tile_instances(comp, tiles, prefix_names, only_needed=False):
     return run, domain, to_original, pref.flat_range_product(own_loops)
 
 
-def _first_needed(need):
+def _first_needed(need, depth=0):
     """Each point of `need` (consumer loop values -> producer points) only at the first loop values,
-    in execution order, that need it."""
+    in execution order, that need it, among those that share the first `depth` loop values."""
     earlier = isl.Map.lex_gt(need.get_space().domain())   # p -> p' with p' before p
+    for d in range(depth):
+        earlier = earlier.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
     seen = earlier.intersect_domain(need.domain()).apply_range(need)
     return need.subtract(seen).coalesce()
 
@@ -263,7 +279,7 @@ def _expand_update(update, base, context):
                      tags, base.local)
 
 
-def _local_buffer(comp, need, prefix, context, time_dim):
+def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
     lower, shape = [], []
     for d in range(len(comp.vars)):
         lo, hi = need.dim_min(d).coalesce(), need.dim_max(d).coalesce()
@@ -272,4 +288,4 @@ def _local_buffer(comp, need, prefix, context, time_dim):
         shape.append(simplify(pwaff_to_expr(biggest, context) + 1))
         lower.append(lo)
     buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
-    return LocalBuffer(buf, lower, prefix, time_dim)
+    return LocalBuffer(buf, lower, prefix, time_dim, need.dim(isl.dim_type.in_) if depth is None else depth)

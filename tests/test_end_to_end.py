@@ -1,9 +1,13 @@
 """Scheduled programs compiled for the CPU and compared with numpy."""
+import collections
+
 import numpy as np
 import pytest
 
 import mascarpone as ms
+from backends.cpu.evaluate import evaluate
 from mascarpone import examples
+from middleend import loopir as L
 
 rng = np.random.default_rng(0)
 
@@ -521,3 +525,56 @@ def test_derived_size_keeps_a_piecewise_bound_in_one_piece():
         out_p, out_q = kernel(a=x, b=y)
         np.testing.assert_array_equal(out_p, x + np.arange(sizes[0]) * 0.5)
         np.testing.assert_array_equal(out_q, y - np.arange(sizes[1]) * 0.5)
+
+
+def test_store_at_slides_within_each_strip():
+    """store_at an outer loop, compute_at an inner one: within each strip of 8 rows, every row of bx
+    is computed once (10 per strip: 8 plus the 2 the next strip recomputes), in a buffer of the
+    strip's rows; strips may run in parallel."""
+    f, bx, by = examples.blur()
+    yo, yi = by.split("y", 8)
+    bx.compute_at(by, yi)
+    bx.store_at(yo)
+    by.parallelize(yo)
+    lowered = f.lower()
+    tile = next(s.buffer for s in L.walk_stmts(lowered.body) if isinstance(s, L.Allocate))
+    assert tile.name == "bx_tile" and [evaluate(d, {"H": 20, "W": 3}) for d in tile.shape] == [10, 3]
+    img = rng.random((37, 29), dtype=np.float32)
+    rows = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / 3
+    np.testing.assert_allclose(f.compile("cpu")(img=img), (rows[:-2] + rows[1:-1] + rows[2:]) / 3, rtol=1e-6)
+    stores = collections.Counter()
+
+    def count(s, env):
+        if isinstance(s, L.Block):
+            for c in s.body:
+                count(c, env)
+        elif isinstance(s, L.For):
+            for v in range(evaluate(s.lo, env), evaluate(s.hi, env)):
+                count(s.body, dict(env, **{s.var: v}))
+        elif isinstance(s, L.If):
+            count(s.then if evaluate(s.cond, env) else s.else_, env)
+        elif isinstance(s, L.Allocate):
+            count(s.body, env)
+        elif isinstance(s, L.Store) and s.buffer.name == "bx_tile":
+            stores[evaluate(s.indices[0], env)] += 1
+    count(lowered.body, {"H": 20, "W": 3})
+    assert sum(stores.values()) == 3 * (10 + 10 + 6)   # strips of 8, 8 and 4 rows
+
+
+def test_store_at_refuses_a_loop_inside_the_compute_level():
+    f, bx, by = examples.blur()
+    yo, yi = by.split("y", 8)
+    bx.compute_at(by, yo)
+    bx.store_at(yi)
+    with pytest.raises(ms.ScheduleError, match="storage loop"):
+        f.lower()
+
+
+def test_store_at_needs_the_loops_inside_the_storage_loop_in_order():
+    f, bx, by = examples.blur()
+    yo, yi = by.split("y", 8)
+    bx.compute_at(by, yi)
+    bx.store_at(yo)
+    by.parallelize(yi)
+    with pytest.raises(ms.IllegalScheduleError, match="parallel"):
+        f.lower()

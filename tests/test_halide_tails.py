@@ -406,3 +406,21 @@ def test_root_func_read_by_outputs_of_two_sizes_has_derived_bounds():
         got = kernel.realize([size_h, size_k], inp=img)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, np.asarray(w))
+
+
+def test_store_at_an_outer_loop_slides_within_each_strip():
+    """store_at(consumer, yo).compute_at(consumer, yi): within each strip of 8 rows the producer's
+    rows are computed once (8 plus the 2 the next strip needs again), as in Halide's sliding window;
+    the strips run in parallel. Halide's values and the points it stores."""
+    inp = hl.ImageParam(hl.Int(32), 2, "inp")
+    bx, by = hl.Func("strip_bx"), hl.Func("strip_by")
+    bx[x, y] = inp[x, y] + inp[x + 1, y] * 2
+    by[x, y] = bx[x, y] + bx[x, y + 1] + bx[x, y + 2]
+    yo, yi = hl.Var("yo"), hl.Var("yi")
+    by.split(y, yo, yi, 8, T.GuardWithIf).parallel(yo)   # (ShiftInwards would be guarded here, see above)
+    bx.store_at(by, yo).compute_at(by, yi)
+    img = ints(27, 12)
+    realize_both(by, [11, 25], {inp: img})
+    f = assert_same_stores([by], [11, 25], bx, [(inp, img)], tile=True)
+    assert sum(our_stores(f, size_values(f, [11, 25], [(inp, img)]), buffer_of(f, bx, tile=True)).values()) \
+        == 11 * (10 + 10 + 10 + 3)

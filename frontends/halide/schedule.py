@@ -305,16 +305,28 @@ def _place(tr, info, level):
         except ScheduleError as err:
             raise NotSupportedError(f"{where}.compute_at({consumer.name}, {level.var_name}): {err}") from None
     store = info.schedule.store_level if info.schedule is not None else None
-    if store is not None and store.var_name == "__root" and _serial_down_to(targets[0], var) \
-            and len(info.stages) == 1:
+    if store is None or len(info.stages) > 1 or store.var_name in ("", "__inlined", "__outermost"):
+        return
+    if store.var_name == "__root":
+        if _serial_between(targets[0], None, var):
+            for comp in info.comps[0]:
+                comp.store_root()   # Halide's sliding window: each value computed once, reused by later rows
+        return
+    if store.func_name != consumer.name:
+        raise NotSupportedError(f"{where}.store_at({store.func_name}, {store.var_name}): storage at a loop of "
+                                f"another Func than the one it is computed at ({consumer.name})")
+    outer = _match_loop(consumer.loop_names[k], store.var_name, f"{where}.store_at({consumer.name})")
+    if outer != var and _serial_between(targets[0], outer, var):
         for comp in info.comps[0]:
-            comp.store_root()   # Halide's sliding window: each value computed once, reused by later rows
+            comp.store_at(outer)   # slides within each iteration of `outer`, as Halide's does
 
 
-def _serial_down_to(consumer, loop):
-    """Whether the consumer's loops down to `loop` all run in order (a sliding window needs that;
-    Halide does not slide across a parallel loop either, and neither loses values)."""
-    loops = consumer.loops[:consumer.loops.index(loop) + 1]
+def _serial_between(consumer, outer, loop):
+    """Whether the consumer's loops inside `outer` (None: the root) down to `loop` all run in order (a
+    sliding window needs that; Halide does not slide across a parallel loop either, and neither
+    loses values)."""
+    first = 0 if outer is None else consumer.loops.index(outer) + 1
+    loops = consumer.loops[first:consumer.loops.index(loop) + 1]
     return all(consumer.tags.get(name, ("serial", 1))[0] in ("serial", "unroll") for name in loops)
 
 
