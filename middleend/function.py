@@ -29,6 +29,7 @@ class Function:
         self._ordering = []    # (how, computation, other, level name or None)
         self._assumptions = []  # (text, isl set of the parameters): promised sizes, checked at each call
         self._derived = {}      # name -> isl PwAff of the other sizes (see derived_size)
+        self._ranges = {}       # name -> (lo, hi), None for no bound: sizes declared with declare_param
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -152,18 +153,49 @@ class Function:
         self.param_names.add(name)
         return algorithm.Param(name)
 
+    def declare_param(self, param, lo=1, hi=None):
+        """A size parameter whose values lie in [lo, hi] (None: no bound on that side) instead of
+        every size's default [1, oo): an offset or a count that may be zero or negative
+        (`declare_param("n", lo=None)` takes any integer). A domain such as `0 <= r < n` is simply
+        empty where n <= 0, and its loops run zero times. `param` is a Param or a name; the
+        compiled kernel takes it (even if nothing uses it) and refuses values outside the range.
+        Returns its Param."""
+        name = param.name if isinstance(param, algorithm.Param) else param
+        algorithm._check_name(name, "parameter")
+        if name in self._derived:
+            raise DomainError(f"parameter {name} is a derived size; its values follow from the others")
+        for bound in (lo, hi):
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+                raise DomainError(f"declare_param({name!r}): bounds must be integers or None, got {bound!r}")
+        if lo is not None and hi is not None and lo > hi:
+            raise DomainError(f"declare_param({name!r}): the range [{lo}, {hi}] is empty")
+        self._ranges[name] = (lo, hi)
+        self.param_names.add(name)
+        return param if isinstance(param, algorithm.Param) else algorithm.Param(name)
+
+    def param_range(self, name):
+        """(lo, hi) of a size parameter, None for no bound: [1, None] unless declare_param said otherwise."""
+        return self._ranges.get(name, (1, None))
+
     # analysis --------------------------------------------------------------------
     def sizes(self):
         """The size parameters a caller passes (the parameters that are not derived sizes)."""
         return sorted(self.param_names - set(self._derived))
 
     def context(self):
-        """Constraints on the parameters: every size is at least 1, fixed ones have their value, the
-        `assume`d relations hold, and each derived size relates to the others."""
+        """Constraints on the parameters: every size is in its range (at least 1 unless declared
+        otherwise), fixed ones have their value, the `assume`d relations hold, and each derived size
+        relates to the others."""
         params = sorted(self.param_names)
         fixed = getattr(self, "_fixed", {})
-        cons = " and ".join(f"{p} = {fixed[p]}" if p in fixed else f"{p} >= 1" for p in params
-                            if p not in self._derived) or "true"
+        cons = []
+        for p in params:
+            if p in fixed:
+                cons.append(f"{p} = {fixed[p]}")
+            elif p not in self._derived:
+                lo, hi = self.param_range(p)
+                cons += ([f"{p} >= {lo}"] if lo is not None else []) + ([f"{p} <= {hi}"] if hi is not None else [])
+        cons = " and ".join(cons) or "true"
         context = isl.Set(f"[{', '.join(params)}] -> {{ : {cons} }}")
         for _, a in self._assumptions:
             context = context.intersect(_on_params(a, self.param_names))
@@ -215,8 +247,10 @@ class Function:
         if unknown:
             raise DomainError(f"function {self.name} has no size parameter(s) {unknown}; it has {self.sizes()}")
         for p, v in fixed.items():
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise DomainError(f"fixed parameter {p} must be a positive integer, got {v!r}")
+            lo, hi = self.param_range(p)
+            if isinstance(v, bool) or not isinstance(v, int) or not _within(v, lo, hi):
+                want = "a positive integer" if (lo, hi) == (1, None) else f"an integer in {_range_text(lo, hi)}"
+                raise DomainError(f"fixed parameter {p} must be {want}, got {v!r}")
         self._fixed = fixed
         context = self._prepare()
         stmts = build_statements(self, context)
@@ -247,8 +281,9 @@ class Function:
         on_sizes = _on_params(context, sizes)
         derived = [(name, pwaff_to_expr(value.gist(on_sizes).coalesce(), on_sizes))
                    for name, value in self._derived.items()]
+        ranges = {p: self._ranges[p] for p in sizes if p in self._ranges}
         return L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
-                                 fixed, list(self._assumptions), derived)
+                                 fixed, list(self._assumptions), derived, ranges)
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
         """Lower, check and compile for `target` ('cpu'); returns a callable kernel.
@@ -266,6 +301,14 @@ class Function:
         """Write an object file and a C header (path with .h) for use outside Python."""
         from backends.cpu import emit_object
         return emit_object(self.lower(check=check), path)
+
+
+def _within(v, lo, hi):
+    return (lo is None or v >= lo) and (hi is None or v <= hi)
+
+
+def _range_text(lo, hi):
+    return f"[{'-oo' if lo is None else lo}, {'oo' if hi is None else hi}]"
 
 
 def _on_params(constraint, names):

@@ -12,7 +12,7 @@ import islpy as isl
 from .affine import affine_text, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
 from .errors import DomainError
-from .expr import Access, Const, Sym, floormod, simplify, substitute, transform
+from .expr import Access, Const, Sym, floormod, max_, simplify, substitute, transform, walk
 from .types import int64
 
 
@@ -78,6 +78,7 @@ def assign_storage(function, context):
             else:
                 shape.append(simplify(pwaff_to_expr(hi.sub(lo), context) + 1))
                 index.append(simplify(var - pwaff_to_expr(lo, context)))
+        shape = [_not_negative(e, context, function) for e in shape]
         comp.unfolded_index = list(index)
         for d, v in enumerate(comp.vars):
             if v.name in comp.folds:
@@ -88,6 +89,18 @@ def assign_storage(function, context):
         comp.buffer = Buffer(comp.name, shape, comp.dtype, kind)
         comp.buffer.zero_init = comp.is_output and not covered
         comp.store_index = index
+
+
+def _not_negative(extent, context, function):
+    """`extent`, or max(extent, 0) where some sizes make it negative: sizes declared with a range
+    that allows zero or less (Function.declare_param) can leave a domain empty, and its buffer is
+    then empty. (Other extents are left as they are: a shape `c*N + k` tells the kernel N.)"""
+    text = affine_text(extent)
+    declared = {n.name for n in walk(extent) if isinstance(n, Sym)} & set(function._ranges)
+    if text is None or not declared:
+        return extent
+    negative = isl.Set(f"[{', '.join(_params(context))}] -> {{ : {text} < 0 }}").intersect(context)
+    return extent if negative.is_empty() else simplify(max_(extent, Const(0, int64)))
 
 
 def _affine_lower(lo, context):

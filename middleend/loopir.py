@@ -81,6 +81,9 @@ class LoweredFunction:
     assumptions: list = field(default_factory=list)
     #: (name, expression of the size parameters) computed on entry, in order (Function.derived_size)
     derived: list = field(default_factory=list)
+    #: {name: (lo, hi)} of sizes declared with a range of their own (Function.declare_param; None: no
+    #: bound), which the code relies on; other sizes are at least 1 by convention, unchecked
+    param_ranges: dict = field(default_factory=dict)
 
     @property
     def arguments(self):

@@ -205,3 +205,31 @@ def test_bitwise_expressions_print_and_check_types():
             f[i] << 1
         with pytest.raises(ms.ExprTypeError, match="one width"):
             ms.reinterpret(ms.int64, f[i])
+
+
+def test_declared_param_ranges_allow_empty_domains():
+    """A size declared with a range of its own may be zero or negative: domains it bounds are then
+    empty (loops run zero times, an output sized by it is empty), and the kernel checks the range."""
+    import numpy as np
+    N = ms.Param("N")
+    with ms.Function("prefix") as f:
+        n = f.declare_param("n", lo=-50, hi=50)
+        i, r = ms.Var("i", 0, N), ms.Var("r", 0, n)
+        a = ms.Input("a", [N], ms.int32)
+        s = ms.Computation("s", [i], a[i] * 0, output=True)
+        s.update([i, r], s[i] + a[ms.min(i + r, N - 1)])
+        head = ms.Computation("head", [r], a[ms.min(r, N - 1)] + 1, output=True)
+    assert f.context().is_equal(isl.Set("[N, n] -> { : N >= 1 and -50 <= n <= 50 }"))
+    head.vectorize(r, 4)
+    k = f.compile("cpu")
+    x = np.arange(10, dtype=np.int32)
+    for nv in (-7, 0, 1, 6, 13):
+        sums, heads = k(a=x, n=nv)
+        expected = [sum(int(x[min(j + q, 9)]) for q in range(max(nv, 0))) for j in range(10)]
+        np.testing.assert_array_equal(sums, expected)
+        np.testing.assert_array_equal(heads, x[np.minimum(np.arange(max(nv, 0)), 9)] + 1)
+    with pytest.raises(ms.ArgumentError, match=r"parameter n: 51 is outside its range \[-50, 50\]"):
+        k(a=x, n=51)
+    with pytest.raises(ms.DomainError, match=r"fixed parameter n must be an integer in \[-50, 50\]"):
+        f.lower(fixed={"n": -60})
+    assert f.param_range("N") == (1, None) and f.param_range("n") == (-50, 50)

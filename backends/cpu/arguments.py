@@ -42,9 +42,12 @@ class _Spec:
 class Binder:
     """Checks and converts the arguments of one kernel."""
 
-    def __init__(self, name, inputs, outputs, params, derived=()):
+    def __init__(self, name, inputs, outputs, params, derived=(), ranges=None):
         self.name = name
         self.params = list(params)
+        # {param: (lo, hi)}: values the code was generated for (None: unbounded); zero and negative
+        # values are fine where the range allows them
+        self.ranges = dict(ranges or {})
         # sizes the kernel computes from the others on entry; shapes may use them
         self.derived = [(n, compile_int(e)) for n, e in derived]
         self.specs = [_Spec(b, False) for b in inputs] + [_Spec(b, True) for b in outputs]
@@ -116,6 +119,11 @@ class Binder:
             missing = [p for p in self.params if p not in values]
             raise ArgumentError(f"{self.name}() cannot tell the value of parameter(s) {', '.join(missing)}; "
                                 f"pass them as keyword arguments")
+        for p, (lo, hi) in self.ranges.items():
+            v = values[p]
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
+                raise ArgumentError(f"parameter {p}: {v} is outside its range "
+                                    f"[{'-oo' if lo is None else lo}, {'oo' if hi is None else hi}]")
         return values
 
     def _buffer_shapes(self, values):

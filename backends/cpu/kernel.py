@@ -34,7 +34,8 @@ class CpuKernel:
         self._jit = jit
         self._ir = unoptimized_ir
         params = param_names(lowered)
-        self._binder = Binder(lowered.name, lowered.inputs, lowered.outputs, params, lowered.derived)
+        self._binder = Binder(lowered.name, lowered.inputs, lowered.outputs, params, lowered.derived,
+                              lowered.param_ranges)
         nbuf = len(lowered.inputs) + len(lowered.outputs)
         proto = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.c_void_p] * nbuf + [ctypes.c_int64] * len(params)))
         self._fn = proto(jit.function_address(self.name))

@@ -154,10 +154,13 @@ def box_bounds(region: isl.Set, context: isl.Set, what):
 
 
 def merge_bounds(a, b):
-    """The bounding box of two boxes given as per-dimension (min, max) PwAffs."""
+    """The bounding box of two boxes given as per-dimension (min, max) PwAffs. A box is defined
+    for the sizes where it is not empty (a reduction over [0, n) for n >= 1): elsewhere the other
+    box alone is the bounding box."""
     if a is None:
         return b
-    return [(lo1.min(lo2).coalesce(), hi1.max(hi2).coalesce()) for (lo1, hi1), (lo2, hi2) in zip(a, b)]
+    return [(lo1.union_min(lo2).coalesce(), hi1.union_max(hi2).coalesce())
+            for (lo1, hi1), (lo2, hi2) in zip(a, b)]
 
 
 def box_set(bnds, space: isl.Space) -> isl.Set:
@@ -232,12 +235,21 @@ def box(bnds, context: isl.Set, params, what):
     return out
 
 
-def check_extent(region: isl.Set, what, size=4096):
+def check_extent(region: isl.Set, what, ranges=None, size=4096):
     """Refuse regions so wide (with every size parameter at `size`) that only an unclamped
-    data-dependent index explains them."""
-    fixed = region
-    for k in range(region.dim(isl.dim_type.param)):
-        fixed = fixed.fix_val(isl.dim_type.param, k, isl.Val(size))
+    data-dependent index explains them. Parameters with a range of their own (`ranges`: integer
+    Params, which may be negative) are set to a small value where the region is not empty."""
+    ranges = ranges or {}
+    names = [region.get_dim_name(isl.dim_type.param, k) for k in range(region.dim(isl.dim_type.param))]
+    ranged = any(n in ranges for n in names)
+    for small in ((16, 1, 0, -16) if ranged else (0,)):
+        fixed = region
+        for k, name in enumerate(names):
+            fixed = fixed.fix_val(isl.dim_type.param, k, isl.Val(small if name in ranges else size))
+        if not fixed.is_empty():
+            break
+    else:
+        return   # empty at every value tried: nothing to measure
     for d in range(fixed.dim(isl.dim_type.set)):
         lo, hi = fixed.dim_min_val(d), fixed.dim_max_val(d)
         lo, hi = (lo.to_python() if lo.is_int() else None), (hi.to_python() if hi.is_int() else None)

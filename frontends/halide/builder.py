@@ -17,15 +17,19 @@ from middleend.affine import affine_text, constraint_text
 from middleend.algorithm import Computation, Input, Param, Var
 from middleend.buffer import Buffer, as_index_expr
 from middleend.errors import DomainError, NotSupportedError
-from middleend.types import int32, int64
+from middleend.types import int8, int16, int32, int64, uint8, uint16
 
 from . import bounds
 from .errors import HalideFormatError
 from .exprs import Translator, dtype_of
 from .names import NameTable
-from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first
+from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first, walk_nodes
 from .schedule import placement
+from .schema import CALL_TYPES
 from .splits import Variable, bind, constant_value, loop_nest
+
+#: types of the Params that may become sizes: every value is an int32, so a bound cast to it stays exact
+SIZE_TYPES = (int8, int16, int32, uint8, uint16)
 
 
 class _Ref:
@@ -48,11 +52,14 @@ class ImageParamInfo:
 
 
 class ScalarParamInfo:
-    """A scalar Param, passed to the kernel as a one-element array."""
+    """A scalar Param: a size of the Function (an isl parameter, `size`) when an RDom bound or an
+    index uses it (see PipelineTranslation._declare_sizes), else passed to the kernel as a
+    one-element array (`input`)."""
 
     def __init__(self, name, ms_name, dtype):
         self.name, self.ms_name, self.dtype = name, ms_name, dtype
         self.input = None
+        self.size = None
 
 
 class ConstBufferInfo:
@@ -116,6 +123,8 @@ class PipelineTranslation:
         self.params = {p.name: p for ps in self.out_params.values() for p in ps}
         for ip in self.image_params.values():
             self.params.update({p.name: p for p in ip.extent_params})
+        self.ranges = {}   # {name: (lo, hi)} of the sizes that are Params; the others are at least 1
+        self._declare_sizes()
         # sizes for which every ShiftInwards loop at the root has at least its factor of points (the
         # steady regime, see _note_steady); None: all sizes
         self.steady = None
@@ -124,9 +133,46 @@ class PipelineTranslation:
         self.derived, self.derived_params = {}, {}
         self.function = None   # the HalideFunction being declared
 
+    def _declare_sizes(self):
+        """Make sizes of the integer Params that bound an RDom, and of those an index, an RDom
+        predicate or a bound() uses: bounds inference is then exact in them (an RDom over [0, n)
+        reads n elements). Params used only in values stay one-element inputs."""
+        for info in self.order:
+            for k, d in enumerate(info.stages):
+                for r in (d.stage_schedule.rvars if d.stage_schedule is not None else []):
+                    for sp in self._scalar_params_in([r.min, r.extent]):
+                        if sp.dtype not in SIZE_TYPES:
+                            raise NotSupportedError(
+                                f"{info.stage_name(k)}: the bounds of reduction variable {r.var} use the Param "
+                                f"{sp.name} of type {sp.dtype}; only Params of type int8, int16, int32, uint8 or "
+                                f"uint16 can bound an RDom")
+                        self._make_size(sp)
+                calls = [n for n in walk_nodes([d.values, d.args, d.predicate]) if n.kind == "Call"
+                         and n.call_type < len(CALL_TYPES) and CALL_TYPES[n.call_type] in ("Halide", "Image")]
+                indices = [a for c in calls for a in c.args] + ([d.predicate] + list(d.args) if k else [])
+                for sp in self._scalar_params_in(indices):
+                    if sp.dtype in SIZE_TYPES:
+                        self._make_size(sp)
+            for b in (info.schedule.bounds if info.schedule is not None else []):
+                for sp in self._scalar_params_in([b.min, b.extent]):
+                    if sp.dtype in SIZE_TYPES:
+                        self._make_size(sp)
+
+    def _scalar_params_in(self, exprs):
+        names = {n.name for n in walk_nodes(exprs) if n.kind == "Variable" and n.param_name == n.name}
+        return [self.scalar_params[n] for n in sorted(names) if n in self.scalar_params]
+
+    def _make_size(self, sp):
+        if sp.size is None:
+            sp.size = Param(sp.ms_name)
+            self.params[sp.ms_name] = sp.size
+            # a Param may be zero or negative (an RDom of extent <= 0 is empty): its type's range
+            self.ranges[sp.ms_name] = (sp.dtype.min_value(), sp.dtype.max_value())
+
     def context(self):
         names = sorted(self.params)
-        cons = " and ".join(f"{n} >= 1" for n in names) or "true"
+        cons = " and ".join(f"{self.ranges[n][0]} <= {n} <= {self.ranges[n][1]}" if n in self.ranges
+                            else f"{n} >= 1" for n in names) or "true"
         return isl.Set(f"[{', '.join(names)}] -> {{ : {cons} }}")
 
     # the pieces of expressions both passes share ----------------------------------------
@@ -134,6 +180,8 @@ class PipelineTranslation:
         """A Variable that names a parameter: a scalar Param, or an ImageParam's min/extent/stride."""
         if node.name in self.scalar_params and node.param_name == node.name:
             sp = self.scalar_params[node.name]
+            if sp.size is not None:
+                return sp.size if dtype == int32 else E.cast(dtype, sp.size)
             self.used_inputs.add(("scalar", node.name))
             target = sp.input if final else _Ref(("scalar", node.name), sp.dtype)
             return E.Access(target, (E.Const(0, int32),))
@@ -208,7 +256,7 @@ class PipelineTranslation:
             ndim = len(bnds)
             space = isl.Set(f"[{', '.join(params)}] -> {{ {tup}[{', '.join(f'd{d}' for d in range(ndim))}] }}").get_space()
             ip.region = bounds.box_set(bnds, space).intersect_params(context)
-            bounds.check_extent(ip.region, f"{'ImageParam' if kind == 'image' else 'Buffer'} {name}")
+            bounds.check_extent(ip.region, f"{'ImageParam' if kind == 'image' else 'Buffer'} {name}", self.ranges)
 
     def _stage_bounds(self, info, k, stage_bnds, space, context, params, at_root, required=None):
         """Set the boxes of stage k and record its accesses, given `stage_bnds`, the box its loops run
@@ -228,7 +276,7 @@ class PipelineTranslation:
         elif required is not None:
             beyond = required
         stage_set = bounds.box_set(computed, space).intersect_params(context).coalesce()
-        bounds.check_extent(stage_set, what)
+        bounds.check_extent(stage_set, what, self.ranges)
         info.stage_boxes[k] = bounds.box(bounds.box_bounds(stage_set, context, what), context, self.params, what)
         info.stage_exact[k] = stage_set
         if info.storage is not None:
@@ -271,7 +319,7 @@ class PipelineTranslation:
             lo, ext = affine_text(t(r.min)), affine_text(t(r.extent))
             if lo is None or ext is None:
                 raise NotSupportedError(f"{info.stage_name(k)}: the bounds of reduction variable {r.var} must be "
-                                        f"affine in the image sizes (constants or ImageParam extents)")
+                                        f"affine in the sizes (constants, ImageParam extents or integer Params)")
             variables.append(Variable(r.var, names.fresh(r.var), True, lo, f"({lo}) + ({ext}) - 1",
                                       constant_value(ext, sorted(self.params))))
         nest = loop_nest(f"S{info.index}_{k}", variables, info.stages[k].stage_schedule,
@@ -406,7 +454,7 @@ class PipelineTranslation:
             lo, ext = affine_text(t(r.min)), affine_text(t(r.extent))
             if lo is None or ext is None:
                 raise NotSupportedError(f"{info.stage_name(k)}: the bounds of reduction variable {r.var} must be "
-                                        f"affine in the image sizes (constants or ImageParam extents)")
+                                        f"affine in the sizes (constants, ImageParam extents or integer Params)")
             cons.append(f"{lo} <= {var_names[r.var]} < ({lo}) + ({ext})")
         d = info.stages[k]
         exprs = [t(v) for v in d.values]
@@ -435,7 +483,11 @@ class PipelineTranslation:
 
     # pass 2: the ms.Function -------------------------------------------------------------------
     def declare_inputs(self):
-        """Declare the used ImageParams, scalar Params and constant Buffers as ms.Inputs."""
+        """Declare the used ImageParams, scalar Params and constant Buffers as ms.Inputs, and the
+        Params that are sizes with their types' ranges."""
+        for sp in self.scalar_params.values():
+            if sp.size is not None:
+                self.function.declare_param(sp.size, *self.ranges[sp.ms_name])
         for name, ip in self.image_params.items():
             if ("image", name) in self.regions or ("image", name) in self.used_inputs:
                 ip.input = Input(ip.ms_name, list(reversed(ip.extent_params)), ip.dtype)

@@ -49,7 +49,9 @@ class HalideKernel:
     `realize(sizes, **inputs)`: sizes in Halide's order ([width, height, ...]),
     shared by all outputs, or one such list per output (as realizing into
     buffers of different sizes does in Halide);
-    ImageParams by name as numpy arrays or `hl.Buffer`s, scalar Params by name.
+    ImageParams by name as numpy arrays or `hl.Buffer`s, scalar Params by name
+    (an integer Param that bounds an RDom is a size: zero or negative values
+    give empty reductions, as in Halide).
     numpy arrays use `hl.Buffer`'s default convention: the last numpy axis is
     Halide's dimension 0, so an image of width W and height H has shape (H, W)
     (and (C, H, W) with channels as Halide's dimension 2). One output gives an
@@ -98,11 +100,14 @@ class HalideKernel:
             if ip.input is not None:
                 args[ip.ms_name] = a
         for name, sp in tr.scalar_params.items():
-            if sp.input is None:
+            if sp.input is None and sp.size is None:
                 continue
             if name not in inputs:
                 raise ArgumentError(f"realize is missing the Param {name!r}")
-            args[sp.ms_name] = np.array([inputs[name]], dtype=sp.dtype.numpy)
+            if sp.size is not None:
+                values[sp.size.name] = _size_value(inputs[name], sp)
+            else:
+                args[sp.ms_name] = np.array([inputs[name]], dtype=sp.dtype.numpy)
         for cb in tr.const_buffers.values():
             if cb.input is not None:
                 args[cb.ms_name] = cb.array
@@ -206,6 +211,15 @@ class HalideKernel:
                         f"covers [{mins[d]}, {mins[d] + exts[d] - 1}]; pass a larger input or realize a smaller "
                         f"output")
         self._checked[key] = True
+
+
+def _size_value(value, sp):
+    """The value of a Param that is a size (see PipelineTranslation._declare_sizes), checked against its type."""
+    lo, hi = sp.dtype.min_value(), sp.dtype.max_value()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
+        raise ArgumentError(f"Param {sp.name}: expected an integer of type {sp.dtype} (in [{lo}, {hi}]), "
+                            f"got {value!r}")
+    return int(value)
 
 
 def _fixed(s, values):

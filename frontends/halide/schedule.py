@@ -185,7 +185,8 @@ def affine_of(e, where):
     """isl text of an RDom bound (an affine expression of the sizes)."""
     text = affine_text(e)
     if text is None:
-        raise NotSupportedError(f"{where}: the bounds of its reduction variables must be affine in the sizes")
+        raise NotSupportedError(f"{where}: the bounds of its reduction variables must be affine in the sizes "
+                                f"(constants, ImageParam extents or integer Params)")
     return text
 
 
