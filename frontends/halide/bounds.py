@@ -159,8 +159,26 @@ def merge_bounds(a, b):
     box alone is the bounding box."""
     if a is None:
         return b
-    return [(lo1.union_min(lo2).coalesce(), hi1.union_max(hi2).coalesce())
-            for (lo1, hi1), (lo2, hi2) in zip(a, b)]
+    return [(_combined(lo1, lo2, isl.PwAff.min, isl.PwAff.union_min),
+             _combined(hi1, hi2, isl.PwAff.max, isl.PwAff.union_max)) for (lo1, hi1), (lo2, hi2) in zip(a, b)]
+
+
+def _combined(a, b, both, either):
+    """`both(a, b)`, isl's plain min or max, where both are defined for the same sizes. A bound in one
+    affine piece defined for fewer sizes (an update's reduction domain, empty for some) counts at
+    its nominal value everywhere, as Halide's boxes do, so the result stays in few pieces (one
+    derived size); otherwise `either` takes each where the other is not defined."""
+    a, b = _nominal(a), _nominal(b)
+    if a.domain().is_equal(b.domain()):
+        return both(a, b).coalesce()
+    return either(a, b).coalesce()
+
+
+def _nominal(pa):
+    pieces = pa.get_pieces()
+    if len(pieces) == 1:
+        return isl.PwAff.from_aff(pieces[0][1])
+    return pa
 
 
 def box_set(bnds, space: isl.Space) -> isl.Set:

@@ -129,7 +129,7 @@ class PipelineTranslation:
         # steady regime, see _note_steady); None: all sizes
         self.steady = None
         self.steady_loops = []   # (FuncInfo, loop min, loop max, factor) of each ShiftInwards split
-        # derived sizes (see symbolic_bounds): {text of a piecewise bound: PwAff of its name}, {name: Param}
+        # derived sizes (see symbolic_bounds): {text of a piecewise bound: (it, PwAff of its name)}, {name: Param}
         self.derived, self.derived_params = {}, {}
         self.function = None   # the HalideFunction being declared
 
@@ -548,15 +548,25 @@ class PipelineTranslation:
             for side, pa in zip(("min", "max"), pair):
                 pa = pa.gist(context).coalesce()
                 if pa.n_piece() > 1 or any(aff.dim(isl.dim_type.div) for _, aff in pa.get_pieces()):
-                    key = str(pa)
-                    if key not in self.derived:
-                        name = self.names.fresh(f"{info.ms_names[0]}_{side}_{d}")
-                        self.derived_params[name] = self.function.derived_size(name, pa)
-                        self.derived[key] = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
-                    pa = self.derived[key]
+                    pa = self._derived_size(pa, f"{info.ms_names[0]}_{side}_{d}", context)
                 sides.append(pa)
             out.append(tuple(sides))
         return out
+
+    def _derived_size(self, pa, name, context):
+        """The PwAff of the derived size equal to `pa` on the context, made on first use (bounds
+        written apart may be the same function in pieces of other shapes)."""
+        key = str(pa)
+        if key not in self.derived:
+            on = pa.intersect_params(context)
+            same = next((sym for value, sym in self.derived.values()
+                         if value.intersect_params(context).is_equal(on)), None)
+            if same is None:
+                name = self.names.fresh(name)
+                self.derived_params[name] = self.function.derived_size(name, pa)
+                same = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
+            self.derived[key] = (pa, same)
+        return self.derived[key][1]
 
     def _declare_stage(self, info, k):
         pure, rvars = self.stage_vars(info, k)
