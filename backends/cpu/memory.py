@@ -35,12 +35,16 @@ class BufView:
 
 
 def flat_index(B: ir.IRBuilder, view: BufView, indices):
-    """`((i0*e1 + i1)*e2 + i2)...` with `nsw`: index arithmetic never overflows."""
+    """`i0*s0 + i1*s1 + ... + in` with the strides `sk = e(k+1)*...*en`, with `nsw`: index arithmetic
+    never overflows. (Written as a sum of terms rather than Horner's `(i0*e1 + i1)*e2 + ...`, so the
+    terms of indices invariant in a loop leave it, and an index that varies (a scatter's bin) costs
+    one multiplication by a stride the loops around computed once.)"""
     if not indices:
         return i64(0)
-    flat = indices[0]
-    for ext, idx in zip(view.extents[1:], indices[1:]):
-        flat = B.add(B.mul(flat, ext, flags=("nsw",)), idx, flags=("nsw",))
+    flat, stride = indices[-1], None
+    for ext, idx in zip(reversed(view.extents[1:]), reversed(indices[:-1])):
+        stride = ext if stride is None else B.mul(stride, ext, flags=("nsw",))
+        flat = B.add(B.mul(idx, stride, flags=("nsw",)), flat, flags=("nsw",))
     return flat
 
 
