@@ -195,17 +195,30 @@ def _floor_division(n):
 
 def _pwaff_to_expr(pa: isl.PwAff, context: isl.Set) -> Expr:
     build = isl.AstBuild.from_context(context)
-    pieces = pa.get_pieces()
-    if len(pieces) > 1:
-        affs = list({str(aff): aff for _, aff in pieces}.values())
-        for op, combine in (("min", isl.PwAff.min), ("max", isl.PwAff.max)):
-            total = isl.PwAff.from_aff(affs[0])
-            for a in affs[1:]:
-                total = combine(total, isl.PwAff.from_aff(a))
-            if total.intersect_params(context).is_equal(pa.intersect_params(context)):
-                out = None
-                for a in affs:
-                    e = from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(a)))
-                    out = e if out is None else binop(op, out, e)
-                return simplify(out)
+    combined = min_max_pieces(pa, context)
+    if combined is not None:
+        op, affs = combined
+        out = None
+        for a in affs:
+            e = from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(a)))
+            out = e if out is None else binop(op, out, e)
+        return simplify(out)
     return from_ast_expr(build.expr_from_pw_aff(pa))
+
+
+def min_max_pieces(pa: isl.PwAff, context: isl.Set | None = None, ops=("min", "max")):
+    """(op, its distinct affine pieces) when `pa` is the min or the max (tried in the order of `ops`)
+    of those pieces, on `context` or, without one, wherever `pa` is defined; else None. Such a
+    function reads as one min or max, where isl writes a select over the pieces."""
+    affs = list({str(aff): aff for _, aff in pa.get_pieces()}.values())
+    if len(affs) < 2:
+        return None
+    target = pa if context is None else pa.intersect_params(context)
+    for op in ops:
+        total = isl.PwAff.from_aff(affs[0])
+        for a in affs[1:]:
+            total = getattr(total, op)(isl.PwAff.from_aff(a))
+        total = total.intersect_domain(pa.domain()) if context is None else total.intersect_params(context)
+        if total.is_equal(target):
+            return op, affs
+    return None

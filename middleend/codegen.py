@@ -10,7 +10,7 @@ from __future__ import annotations
 import islpy as isl
 
 from . import loopir as L
-from .affine import IslAff, affine_text, from_ast_expr, pwaff_on
+from .affine import IslAff, affine_text, from_ast_expr, min_max_pieces, pwaff_on
 from .algorithm import Var
 from .buffer import as_index_expr
 from .errors import ScheduleError
@@ -208,22 +208,16 @@ def _min_max_expr(pa, build):
     A tile shifted back at the end of its loop (Halide's ShiftInwards) reads `x = min(8*o, N - 8) + i`:
     written so, the index moves by one with the vector lane `i` (a contiguous vector), where isl's
     select between `8*o + i` and `N - 8 + i` reads as a gather."""
-    affs = list({str(aff): aff for _, aff in pa.get_pieces()}.values())
-    if len(affs) < 2:
+    combined = min_max_pieces(pa)
+    if combined is None:
         return None
-    for op, combine in (("min", isl.PwAff.min), ("max", isl.PwAff.max)):
-        total = isl.PwAff.from_aff(affs[0])
-        for a in affs[1:]:
-            total = combine(total, isl.PwAff.from_aff(a))
-        if not total.intersect_domain(pa.domain()).is_equal(pa):
-            continue
-        common = _shared_terms(affs)
-        out = None
-        for a in affs:
-            e = from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(a.sub(common))))
-            out = e if out is None else binop(op, out, e)
-        return simplify(binop("add", from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(common))), out))
-    return None
+    op, affs = combined
+    common = _shared_terms(affs)
+    out = None
+    for a in affs:
+        e = from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(a.sub(common))))
+        out = e if out is None else binop(op, out, e)
+    return simplify(binop("add", from_ast_expr(build.expr_from_pw_aff(isl.PwAff.from_aff(common))), out))
 
 
 def _shared_terms(affs):

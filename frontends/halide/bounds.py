@@ -12,7 +12,7 @@ from __future__ import annotations
 import islpy as isl
 
 import middleend.expr as E
-from middleend.affine import affine_text, from_ast_expr
+from middleend.affine import affine_text, from_ast_expr, min_max_pieces
 from middleend.errors import NotSupportedError
 from middleend.types import int64
 
@@ -227,19 +227,12 @@ def pwaff_expr(pa: isl.PwAff, context: isl.Set, params, what, side="hi") -> E.Ex
     pieces = pa.get_pieces()
     if len(pieces) == 1:
         return aff_expr(pieces[0][1], params)
-    affs = [aff for _, aff in pieces]
-    for op, combine in (("max", isl.PwAff.max), ("min", isl.PwAff.min)):
-        total = isl.PwAff.from_aff(affs[0])
-        for a in affs[1:]:
-            total = combine(total, isl.PwAff.from_aff(a))
-        if total.intersect_params(context).is_equal(pa.intersect_params(context)):
-            out = aff_expr(affs[0], params)
-            for a in affs[1:]:
-                out = E.binop(op, out, aff_expr(a, params))
-            return out
+    combined = min_max_pieces(pa, context, ops=("max", "min"))
+    op, affs = combined if combined is not None else ("max" if side == "hi" else "min",
+                                                      [aff for _, aff in pieces])
     out = aff_expr(affs[0], params)
     for a in affs[1:]:
-        out = E.binop("max" if side == "hi" else "min", out, aff_expr(a, params))
+        out = E.binop(op, out, aff_expr(a, params))
     return out
 
 
