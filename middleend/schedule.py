@@ -506,13 +506,19 @@ def _param_pwaff(value, params, cmd):
 def _bind_at_root(m, bounds, values):
     """`m` with the parameters of `bounds` ({var: (lo, hi) parameter names}) set to `values`
     ({var: (lo, hi) PwAffs of the sizes}) and projected out."""
-    for var, pair in bounds.items():
-        for p, value in zip(pair, values[var]):
-            k = m.find_dim_by_name(isl.dim_type.param, p)
-            me = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(m.get_space().params()), isl.dim_type.param, k)
-            m = m.intersect_params(me.eq_set(value))
-            k = m.find_dim_by_name(isl.dim_type.param, p)
-            m = m.project_out(isl.dim_type.param, k, 1)
+    return bind_params(m, [(p, value) for var, pair in bounds.items() for p, value in zip(pair, values[var])])
+
+
+def bind_params(m, assignments):
+    """`m` (an isl map) with each parameter of `assignments` ([(name, PwAff of the other parameters)])
+    set to its value and projected out; parameters `m` does not have are skipped."""
+    for name, value in assignments:
+        k = m.find_dim_by_name(isl.dim_type.param, name)
+        if k < 0:
+            continue
+        me = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(m.get_space().params()), isl.dim_type.param, k)
+        m = m.intersect_params(me.eq_set(value))
+        m = m.project_out(isl.dim_type.param, m.find_dim_by_name(isl.dim_type.param, name), 1)
     return m
 
 

@@ -15,8 +15,9 @@ import numpy as np
 import middleend.expr as E
 from middleend.affine import affine_text, constraint_text
 from middleend.algorithm import Computation, Input, Param, Var
-from middleend.buffer import Buffer, as_index_expr
+from middleend.buffer import Buffer
 from middleend.errors import DomainError, NotSupportedError
+from middleend.schedule import bind_params
 from middleend.types import int8, int16, int32, int64, uint8, uint16
 
 from . import bounds
@@ -26,7 +27,7 @@ from .names import NameTable
 from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first, walk_nodes
 from .schedule import placement
 from .schema import CALL_TYPES
-from .splits import Variable, bind, constant_value, loop_nest
+from .splits import Variable, constant_value, loop_nest
 
 #: types of the Params that may become sizes: every value is an int32, so a bound cast to it stays exact
 SIZE_TYPES = (int8, int16, int32, uint8, uint16)
@@ -132,6 +133,7 @@ class PipelineTranslation:
         # derived sizes (see symbolic_bounds): {text of a piecewise bound: (it, PwAff of its name)}, {name: Param}
         self.derived, self.derived_params = {}, {}
         self.function = None   # the HalideFunction being declared
+        self._nests = {}       # (Func index, stage) -> (box, its loop nest), see _stage_nest
 
     def _declare_sizes(self):
         """Make sizes of the integer Params that bound an RDom, and of those an index, an RDom
@@ -306,7 +308,14 @@ class PipelineTranslation:
     def _stage_nest(self, info, k, bnds):
         """Halide's loop nest of stage k (see splits.py) over `S[pure dims..., RVars...]`, with the
         loops of its pure variables over the box `bnds` (per dimension (min, max) PwAffs): the
-        relation to its loops with those bounds set, the nest, and the pure variables."""
+        relation to its loops with those bounds set, the nest, and the pure variables. (The last
+        one built per stage is kept: the steady regime and the points computed ask for the same.)"""
+        last = self._nests.get((info.index, k))
+        if last is None or last[0] is not bnds:
+            self._nests[(info.index, k)] = (bnds, self._build_stage_nest(info, k, bnds))
+        return self._nests[(info.index, k)][1]
+
+    def _build_stage_nest(self, info, k, bnds):
         pure, rvars = self.stage_vars(info, k)
         names = NameTable(set(self.params) | {f"d{dim}" for dim in range(info.ndim)})
         variables, values = [], []
@@ -324,7 +333,7 @@ class PipelineTranslation:
                                       constant_value(ext, sorted(self.params))))
         nest = loop_nest(f"S{info.index}_{k}", variables, info.stages[k].stage_schedule,
                          sorted(self.params) + [v for v, _ in values], info.stage_name(k), k == 0, names.fresh)
-        return bind(nest.relation, values), nest, sorted(pure, key=lambda p: p[1])
+        return bind_params(nest.relation, values), nest, sorted(pure, key=lambda p: p[1])
 
     def _computed(self, info, k, bnds, space, context):
         """The points stage k computes when its pure variables' loops run over the box `bnds` (per

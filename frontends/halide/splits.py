@@ -252,18 +252,3 @@ def loop_nest(tuple_name, variables, schedule, params, where, is_init, fresh, gu
     relation = b.relation.apply_range(isl.Map(
         f"{{ [{', '.join(lp.ident for lp in b.loops)}] -> [{', '.join(lp.ident for lp in order)}] }}"))
     return LoopNest(order, relation, b.tails)
-
-
-def bind(relation, bounds):
-    """`relation` with parameters set to values and projected out: `bounds` is a list of
-    (parameter name, PwAff of the other parameters)."""
-    for name, value in bounds:
-        k = relation.find_dim_by_name(isl.dim_type.param, name)
-        if k < 0:
-            continue
-        space = isl.LocalSpace.from_space(relation.get_space().params())
-        me = isl.PwAff.var_on_domain(space, isl.dim_type.param, k)
-        relation = relation.intersect_params(me.eq_set(value))
-        k = relation.find_dim_by_name(isl.dim_type.param, name)
-        relation = relation.project_out(isl.dim_type.param, k, 1)
-    return relation
