@@ -143,16 +143,23 @@ def per_time(s):
     runs = s.loop_map.intersect_domain(s.domain)
     own = [s.domain.get_dim_name(isl.dim_type.set, i) for i in range(s.domain.dim(isl.dim_type.set))]
     at = [fresh_name(f"{loop}_at", set(own)) for loop in s.loops]
-    domain = runs.wrap().flatten().set_tuple_name(s.name)
-    for i, nm in enumerate(own + at):
-        domain = domain.set_dim_name(isl.dim_type.set, i, nm)
-    dims = ", ".join(own + at)
-    to_point = isl.Map(f"{{ {s.name}[{dims}] -> {s.name}[{', '.join(own)}] }}").intersect_domain(domain)
-    loop_map = isl.Map(f"{{ {s.name}[{dims}] -> [{', '.join(at)}] }}").intersect_domain(domain)
+    domain, to_point, loop_map = _pairs(runs, s.name, own, at)
     for i, nm in enumerate(s.loops):
         loop_map = loop_map.set_dim_name(isl.dim_type.out, i, nm)
     return Statement(s.comp, domain, list(s.loops), loop_map, to_point.apply_range(s.to_original), dict(s.tags),
                      s.local, points=s.domain)
+
+
+def _pairs(relation, name, first, second):
+    """The pairs of `relation` as statement instances `name[first..., second...]` (dimensions named
+    so), and the maps from them to their first part (tuple `name`) and to their second part."""
+    domain = relation.wrap().flatten().set_tuple_name(name)
+    for i, nm in enumerate(first + second):
+        domain = domain.set_dim_name(isl.dim_type.set, i, nm)
+    dims = ", ".join(first + second)
+    to_first = isl.Map(f"{{ {name}[{dims}] -> {name}[{', '.join(first)}] }}").intersect_domain(domain)
+    to_second = isl.Map(f"{{ {name}[{dims}] -> [{', '.join(second)}] }}").intersect_domain(domain)
+    return domain, to_first, to_second
 
 
 def _interleave(loops, betas, depth):
@@ -223,12 +230,9 @@ def _tile_instances(comp, tiles, prefix_names, only_needed=False):
         run = (run.intersect(tiles) if only_needed else run).coalesce()
     else:
         run, loops = tiles, None
-    domain = run.wrap().flatten().set_tuple_name(comp.name)
-    for i, nm in enumerate(prefix_names + own):
-        domain = domain.set_dim_name(isl.dim_type.set, i, nm)
-    all_dims = ", ".join(prefix_names + own)
-    to_original = isl.Map(f"{{ {comp.name}[{all_dims}] -> {comp.name}[{', '.join(own)}] }}").intersect_domain(domain)
-    pref = isl.Map(f"{{ {comp.name}[{all_dims}] -> [{', '.join(prefix_names)}] }}").intersect_domain(domain)
+    domain, pref, to_original = _pairs(run, comp.name, prefix_names, own)
+    pref = pref.reset_tuple_id(isl.dim_type.out)
+    to_original = to_original.set_tuple_name(isl.dim_type.out, comp.name)
     if loops is None:
         own_loops = to_original.apply_range(comp.loop_map)
     else:
