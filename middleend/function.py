@@ -131,12 +131,13 @@ class Function:
     @contextlib.contextmanager
     def assuming(self, constraint):
         """`assume(constraint)` for the time of a `with` block (a kernel specialized beside a general one)."""
-        saved = list(self._assumptions)
+        saved, recorded = list(self._assumptions), len(self._history)
         self.assume(constraint)
         try:
             yield self
         finally:
             self._assumptions = saved
+            del self._history[recorded:]   # not a command of the schedule
 
     def derived_size(self, name, value):
         """A size computed from the others on entry to the kernel, as Halide names each Func's bounds:
@@ -247,9 +248,9 @@ class Function:
         if unknown:
             raise DomainError(f"function {self.name} has no size parameter(s) {unknown}; it has {self.sizes()}")
         for p, v in fixed.items():
-            lo, hi = self.param_range(p)
-            if isinstance(v, bool) or not isinstance(v, int) or not _within(v, lo, hi):
-                want = "a positive integer" if (lo, hi) == (1, None) else f"an integer in {_range_text(lo, hi)}"
+            bounds = self.param_range(p)
+            if isinstance(v, bool) or not isinstance(v, int) or not L.in_range(v, bounds):
+                want = "a positive integer" if bounds == (1, None) else f"an integer in {L.range_text(bounds)}"
                 raise DomainError(f"fixed parameter {p} must be {want}, got {v!r}")
         self._fixed = fixed
         context = self._prepare()
@@ -301,14 +302,6 @@ class Function:
         """Write an object file and a C header (path with .h) for use outside Python."""
         from backends.cpu import emit_object
         return emit_object(self.lower(check=check), path)
-
-
-def _within(v, lo, hi):
-    return (lo is None or v >= lo) and (hi is None or v <= hi)
-
-
-def _range_text(lo, hi):
-    return f"[{'-oo' if lo is None else lo}, {'oo' if hi is None else hi}]"
 
 
 def _on_params(constraint, names):

@@ -98,6 +98,18 @@ class LoweredFunction:
         return "\n".join(lines)
 
 
+def in_range(value, bounds) -> bool:
+    """Whether `value` lies in `bounds` = (lo, hi), None for no bound on that side."""
+    lo, hi = bounds
+    return (lo is None or value >= lo) and (hi is None or value <= hi)
+
+
+def range_text(bounds) -> str:
+    """`[lo, hi]` with -oo/oo for a side without a bound."""
+    lo, hi = bounds
+    return f"[{'-oo' if lo is None else lo}, {'oo' if hi is None else hi}]"
+
+
 def _loop_header(s: For):
     tag = ""
     if s.kind != "serial":

@@ -17,6 +17,7 @@ import numbers
 import numpy as np
 
 from middleend.errors import ArgumentError, NotSupportedError
+from middleend.loopir import in_range, range_text
 
 from .affine import linearize
 from .evaluate import compile_int
@@ -119,11 +120,9 @@ class Binder:
             missing = [p for p in self.params if p not in values]
             raise ArgumentError(f"{self.name}() cannot tell the value of parameter(s) {', '.join(missing)}; "
                                 f"pass them as keyword arguments")
-        for p, (lo, hi) in self.ranges.items():
-            v = values[p]
-            if (lo is not None and v < lo) or (hi is not None and v > hi):
-                raise ArgumentError(f"parameter {p}: {v} is outside its range "
-                                    f"[{'-oo' if lo is None else lo}, {'oo' if hi is None else hi}]")
+        for p, bounds in self.ranges.items():
+            if not in_range(values[p], bounds):
+                raise ArgumentError(f"parameter {p}: {values[p]} is outside its range {range_text(bounds)}")
         return values
 
     def _buffer_shapes(self, values):
