@@ -1,11 +1,11 @@
 """Scheduled programs compiled for the CPU and compared with numpy."""
-import collections
 
 import numpy as np
 import pytest
 
 import mascarpone as ms
 from backends.cpu.evaluate import evaluate
+from loopir_run import stored_points
 from mascarpone import examples
 from middleend import loopir as L
 
@@ -542,22 +542,7 @@ def test_store_at_slides_within_each_strip():
     img = rng.random((37, 29), dtype=np.float32)
     rows = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / 3
     np.testing.assert_allclose(f.compile("cpu")(img=img), (rows[:-2] + rows[1:-1] + rows[2:]) / 3, rtol=1e-6)
-    stores = collections.Counter()
-
-    def count(s, env):
-        if isinstance(s, L.Block):
-            for c in s.body:
-                count(c, env)
-        elif isinstance(s, L.For):
-            for v in range(evaluate(s.lo, env), evaluate(s.hi, env)):
-                count(s.body, dict(env, **{s.var: v}))
-        elif isinstance(s, L.If):
-            count(s.then if evaluate(s.cond, env) else s.else_, env)
-        elif isinstance(s, L.Allocate):
-            count(s.body, env)
-        elif isinstance(s, L.Store) and s.buffer.name == "bx_tile":
-            stores[evaluate(s.indices[0], env)] += 1
-    count(lowered.body, {"H": 20, "W": 3})
+    stores = stored_points(lowered, {"H": 20, "W": 3}, "bx_tile")
     assert sum(stores.values()) == 3 * (10 + 10 + 6)   # strips of 8, 8 and 4 rows
 
 

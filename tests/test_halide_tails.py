@@ -18,11 +18,11 @@ import pytest
 
 import mascarpone as ms
 from backends.cpu.affine import constant_difference
-from backends.cpu.evaluate import evaluate
 from frontends.halide.reader import read_pipeline
 from frontends.halide.schema import TAIL_STRATEGIES
 from frontends.halide.splits import Loop, resolve_auto
 from halide_check import hl, realize_both
+from loopir_run import stored_points
 from middleend import loopir as L
 
 x, y = hl.Var("x"), hl.Var("y")
@@ -79,30 +79,7 @@ def our_stores(function, values, buffer, steady=False):
     """Counter of the indices of a buffer (see buffer_of) that the code of `function` stores to for the
     size parameters `values` (the general code, or the steady regime's): its loop IR, run without values."""
     lowered = lower_steady(function) if steady else function.lower()
-    buffer_name = buffer()
-    counts = collections.Counter()
-
-    def run(s, env):
-        if isinstance(s, L.Block):
-            for c in s.body:
-                run(c, env)
-        elif isinstance(s, L.For):
-            for v in range(evaluate(s.lo, env), evaluate(s.hi, env)):
-                run(s.body, dict(env, **{s.var: v}))
-        elif isinstance(s, L.If):
-            if evaluate(s.cond, env):
-                run(s.then, env)
-            elif s.else_ is not None:
-                run(s.else_, env)
-        elif isinstance(s, L.Allocate):
-            run(s.body, env)
-        elif isinstance(s, L.Store) and s.buffer.name == buffer_name:
-            counts[tuple(evaluate(i, env) for i in s.indices)] += 1
-    env = {p: values[p] for p in lowered.params}
-    for name, value in lowered.derived:   # the sizes the kernel computes on entry
-        env[name] = evaluate(value, env)
-    run(lowered.body, env)
-    return counts
+    return stored_points(lowered, values, buffer())
 
 
 def from_origin(counts, reverse=False):
