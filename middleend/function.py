@@ -141,16 +141,30 @@ class Function:
 
     def derived_size(self, name, value):
         """A size computed from the others on entry to the kernel, as Halide names each Func's bounds:
-        `value` is an isl PwAff of the sizes. Domains and schedules written with it stay affine where
-        `value` is piecewise (the max of two consumers' needs, say), and so does the code generated
-        for them. Returns its Param."""
+        `value` is an isl PwAff of the sizes, or isl text of one (`"max(N, M)"`). Domains and schedules
+        written with it stay affine where `value` is piecewise (the max of two consumers' needs, say),
+        and so does the code generated for them. Returns its Param."""
         algorithm._check_name(name, "parameter")
         if name in self.param_names:
             raise DomainError(f"function {self.name} already has a parameter named {name!r}")
+        if isinstance(value, str):
+            params = self.sizes()
+            try:
+                value = isl.PwAff(f"[{', '.join(params)}] -> {{ [({value})] }}")
+            except isl.Error:
+                raise DomainError(f"derived_size({name!r}, {value!r}): not an affine expression of the sizes "
+                                  f"{params} (isl syntax: +, -, *, floor(/), min, max)") from None
+        if not isinstance(value, isl.PwAff) or value.dim(isl.dim_type.in_) != 0:
+            raise DomainError(f"derived_size({name!r}): the value must be an isl PwAff of the sizes (no "
+                              f"variables) or isl text of one, got {value!r}")
+        used = {value.get_dim_name(isl.dim_type.param, k) for k in range(value.dim(isl.dim_type.param))
+                if value.involves_dims(isl.dim_type.param, k, 1)}
+        if used & set(self._derived):
+            raise DomainError(f"derived_size({name!r}): its value uses the derived size(s) "
+                              f"{sorted(used & set(self._derived))}; write it in the sizes the caller passes")
         self._derived[name] = value
         # the sizes it is computed from are the kernel's, whether or not anything else uses them
-        self.param_names |= {value.get_dim_name(isl.dim_type.param, k) for k in range(value.dim(isl.dim_type.param))
-                             if value.involves_dims(isl.dim_type.param, k, 1)}
+        self.param_names |= used
         self.param_names.add(name)
         return algorithm.Param(name)
 

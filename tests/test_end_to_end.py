@@ -563,3 +563,20 @@ def test_store_at_needs_the_loops_inside_the_storage_loop_in_order():
     by.parallelize(yi)
     with pytest.raises(ms.IllegalScheduleError, match="parallel"):
         f.lower()
+
+
+def test_derived_size_refuses_what_it_cannot_compute():
+    """Isl text of the sizes is taken; a non-affine text, a value that is not a function of the sizes
+    or that uses another derived size is refused by name, and the function stays usable."""
+    import islpy as isl
+    f, bx, by = examples.blur()
+    assert f.derived_size("W2", "max(H, W)").name == "W2"
+    with pytest.raises(ms.DomainError, match="not an affine expression"):
+        f.derived_size("W3", "max(H,, W)")
+    with pytest.raises(ms.DomainError, match="must be an isl PwAff"):
+        f.derived_size("W3", 5)
+    with pytest.raises(ms.DomainError, match="uses the derived size"):
+        f.derived_size("W3", isl.PwAff("[W2] -> { [(W2 + 1)] }"))
+    with pytest.raises(ms.DomainError, match="already has a parameter"):
+        f.derived_size("H", "W")
+    assert [name for name, _ in f.lower().derived] == ["W2"]
