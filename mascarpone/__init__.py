@@ -3,22 +3,24 @@
     import mascarpone as ms
     with ms.Function("blur") as f:
         ...
-    kernel = f.compile("cpu")
+    kernel = f.compile("cpu")                # ms.targets() lists the targets
 
     f = ms.from_halide(halide_pipeline)     # a Halide pipeline, algorithm and schedule
     out = f.compile("cpu").realize([width, height], input=array)
 """
-from frontends.halide import HalideFormatError, HalideVersionError, from_halide
-from middleend.algorithm import Computation, Input, Param, Var
-from middleend.buffer import Buffer
-from middleend.errors import (ArgumentError, DomainError, ExprTypeError, IllegalScheduleError, MascarponeError,
-                              NotSupportedError, ScheduleError)
-from middleend.expr import (Expr, abs_ as abs, call, cast, clamp, floordiv, floormod, max_ as max, min_ as min,
-                             reinterpret, select)
-from middleend.function import Function
-from middleend.schedule import LoopVar, root
-from middleend.types import (DType, bool_, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,
-                             uint64)
+from mascarpone.backends.common.threads import get_num_threads, set_num_threads
+from mascarpone.frontends.halide import HalideFormatError, HalideVersionError, from_halide
+from mascarpone.middleend.algorithm import Computation, Input, Param, Var
+from mascarpone.middleend.buffer import Buffer
+from mascarpone.middleend.errors import (ArgumentError, DomainError, ExprTypeError, IllegalScheduleError,
+                                         MascarponeError, NotSupportedError, ScheduleError, TargetError)
+from mascarpone.middleend.expr import (Expr, abs_ as abs, call, cast, clamp, floordiv, floormod, max_ as max,
+                                       min_ as min, reinterpret, select)
+from mascarpone.middleend.function import Function
+from mascarpone.middleend.schedule import LoopVar, root
+from mascarpone.middleend.targets import Target, targets
+from mascarpone.middleend.types import (DType, bool_, float32, float64, int8, int16, int32, int64, uint8, uint16,
+                                        uint32, uint64)
 
 __version__ = "0.1.0"
 
@@ -29,7 +31,7 @@ def from_julia(text, argtypes, name=None):
     """An ms.Function from the printed lowered IR of a Julia function (`@code_lowered f(args...)`).
 
     `argtypes` maps argument names, in order, to Julia types ("Matrix{Float64}", "Int64", ...)."""
-    from frontends.julia import from_julia as _from_julia
+    from mascarpone.frontends.julia import from_julia as _from_julia
     return _from_julia(text, argtypes, name=name)
 
 

@@ -3,8 +3,10 @@
     mascarpone demo                       the blur and gemm demo
     mascarpone lower PROGRAM.py [-f NAME] print the scheduled loop nest
     mascarpone deps PROGRAM.py [-f NAME]  print the dependences
-    mascarpone compile PROGRAM.py [--target cpu] [-o OUT.o] [-f NAME]
-                                          compile (and with -o write an object file and OUT.h)
+    mascarpone compile PROGRAM.py [--target T] [-o OUT] [-f NAME] [--arch CPU]
+                                          compile for a target (cpu by default); with -o write its
+                                          files: OUT.o and OUT.h for cpu, OUT.c and OUT.h for c
+    mascarpone targets                    the targets, and whether each can run here
 
 PROGRAM.py is a Python file that builds one or more `ms.Function`s at module
 level (and schedules them); `-f` picks one by name when there are several.
@@ -25,8 +27,9 @@ import argparse
 import runpy
 import sys
 
-from middleend.errors import MascarponeError
-from middleend.function import Function
+from mascarpone.middleend.errors import MascarponeError
+from mascarpone.middleend.function import Function
+from mascarpone.middleend.targets import targets
 
 
 def load_function(path, name=None) -> Function:
@@ -60,7 +63,7 @@ def _halide_function(namespace, path, name):
         return None
     import halide as hl
 
-    from frontends.halide import from_halide
+    from mascarpone.frontends.halide import from_halide
     candidates = {k: v for k, v in namespace.items() if isinstance(v, hl.Pipeline) and not k.startswith("_")}
     if not candidates:
         candidates = {k: v for k, v in namespace.items() if isinstance(v, hl.Func) and not k.startswith("_")}
@@ -83,30 +86,38 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="mascarpone", description="polyhedral compiler for array programs")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="schedule, check and time a blur and a gemm")
+    sub.add_parser("targets", help="list the targets and whether each can run here")
     for cmd, text in (("lower", "print the loop nest"), ("deps", "print the dependences"),
-                      ("compile", "write an object file and a C header")):
+                      ("compile", "compile for a target; with -o, write its files (object or C source, "
+                                  "and a C header)")):
         p = sub.add_parser(cmd, help=text)
         p.add_argument("program")
         p.add_argument("-f", "--function")
         if cmd == "compile":
-            p.add_argument("-o", "--output", help="object file to write (a C header is written beside it)")
-            p.add_argument("--target", default="cpu", choices=["cpu"])
+            p.add_argument("-o", "--output", help="file to write: an object file for cpu, C source for c "
+                                                  "(a C header is written beside it)")
+            p.add_argument("--target", default="cpu", help="a target `mascarpone targets` lists (default cpu)")
+            p.add_argument("--arch", help="the CPU to generate code for (default: this machine's)")
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
             from mascarpone import demo
             demo.main()
             return 0
+        if args.command == "targets":
+            print(targets())
+            return 0
         f = load_function(args.program, args.function)
+        options = {} if getattr(args, "arch", None) is None else {"arch": args.arch}
         if args.command == "lower":
             print(f.lower())
         elif args.command == "deps":
             print(f.dependences())
         elif args.output:
-            header = f.compile_to_object(args.output)
-            print(f"wrote {args.output} and {header}")
+            written = f.compile_to_file(args.output, args.target, **options)
+            print(f"wrote {' and '.join(map(str, written))}")
         else:
-            kernel = f.compile(args.target)
+            kernel = f.compile(args.target, **options)
             print(f"compiled {f.name} for {args.target}: {getattr(kernel, 'kernel', kernel)!r}")
         return 0
     except MascarponeError as err:

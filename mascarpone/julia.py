@@ -4,11 +4,11 @@
 
 def compile(jl_function, argtypes, schedule=None, name=None, **options):
     """Compile a live Julia function (via juliacall): `schedule(f)` may schedule its computations first."""
-    from frontends.julia.bridge import compile as _compile
+    from mascarpone.frontends.julia.bridge import compile as _compile
     return _compile(jl_function, argtypes, schedule=schedule, name=name, **options)
 
 
 def interpret(text, argtypes, *args, **kwargs):
     """Run printed lowered IR on numpy arrays with Julia's semantics (the tests' reference)."""
-    from frontends.julia import interpret as _interpret
+    from mascarpone.frontends.julia import interpret as _interpret
     return _interpret(text, argtypes, *args, **kwargs)

@@ -34,3 +34,7 @@ class NotSupportedError(MascarponeError, NotImplementedError):
 
 class ArgumentError(MascarponeError, ValueError):
     """A compiled kernel was called with a missing argument or a wrong shape or dtype."""
+
+
+class TargetError(MascarponeError, ValueError):
+    """An unknown target or target option, or a target that cannot run on this machine."""

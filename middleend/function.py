@@ -13,6 +13,7 @@ from .affine import pwaff_to_expr
 from .expr import Access, walk
 from .layout import assign_storage
 from .statements import build_statements
+from .targets import get_target
 
 
 class Function:
@@ -301,21 +302,32 @@ class Function:
                                  fixed, list(self._assumptions), derived, ranges)
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
-        """Lower, check and compile for `target` ('cpu'); returns a callable kernel.
+        """Lower, check and compile for `target` (a name `ms.targets()` lists); returns a callable kernel.
 
-        `fixed` specializes for given sizes (see `lower`); other options go to the back-end
-        (`num_threads`, `fast_math`, `fp_contract`)."""
-        lowered = self.lower(check=check, fixed=fixed)
-        if target == "cpu":
-            from backends.cpu import compile_cpu
-            return compile_cpu(lowered, **options)
-        from .errors import NotSupportedError
-        raise NotSupportedError(f"target {target!r} is not available yet; use 'cpu'")
+        `fixed` specializes for given sizes (see `lower`); other options go to the target (the "cpu"
+        target takes `num_threads`, `fast_math`, `fp_contract` and `arch`); an option the target does
+        not take is refused, naming those it does."""
+        t = get_target(target)
+        t.check_options(options)
+        t.require()
+        return t.compile(self.lower(check=check, fixed=fixed), **options)
 
-    def compile_to_object(self, path, check=True):
-        """Write an object file and a C header (path with .h) for use outside Python."""
-        from backends.cpu import emit_object
-        return emit_object(self.lower(check=check), path)
+    def compile_to_object(self, path, check=True, fixed=None, **options):
+        """Write an object file for this machine's CPU (or `arch=`'s) and a C header (path with .h) for
+        use outside Python; returns the header's path."""
+        return self.compile_to_file(path, "cpu", check, fixed, **options)[-1]
+
+    def compile_to_c(self, path, target="c", check=True, fixed=None, **options):
+        """Write the kernel as C source to `path` and its header beside it (path with .h), to build with
+        any C99 compiler; `target` names a C-printing target. Returns the paths written."""
+        return self.compile_to_file(path, target, check, fixed, **options)
+
+    def compile_to_file(self, path, target, check=True, fixed=None, **options):
+        """Write what `target` builds outside Python (an object file, C source...) to `path`, with files
+        beside it (a header); returns the paths written."""
+        t = get_target(target)
+        t.check_options(options, for_write=True)
+        return t.write(self.lower(check=check, fixed=fixed), path, **options)
 
 
 def _on_params(constraint, names):

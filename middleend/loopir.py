@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .errors import NotSupportedError
 from .expr import Expr, to_c
 
 LOOP_KINDS = ("serial", "parallel", "vector", "unroll", "gpu_block", "gpu_thread", "distribute", "pipeline")
@@ -54,9 +55,14 @@ class Block(Stmt):
 
 @dataclass(eq=False)
 class Store(Stmt):
-    buffer: object  # middleend.layout.Buffer
+    buffer: object  # middleend.buffer.Buffer
     indices: tuple
     value: Expr
+
+    def __post_init__(self):
+        if self.value.dtype != self.buffer.dtype:
+            raise NotSupportedError(f"store of a {self.value.dtype} value into {self.buffer.name}, a buffer "
+                                    f"of {self.buffer.dtype}; the middle-end must insert a cast")
 
 
 @dataclass(eq=False)

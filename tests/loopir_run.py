@@ -1,8 +1,8 @@
 """The points a kernel's loop IR stores to, found by running its loops and conditions (not its values)."""
 import collections
 
-from backends.cpu.evaluate import evaluate
-from middleend import loopir as L
+from mascarpone.backends.common.evaluate import evaluate
+from mascarpone.middleend import loopir as L
 
 
 def stored_points(lowered, values, buffer_name):

@@ -7,13 +7,14 @@ import subprocess
 import numpy as np
 import pytest
 
-from backends.cpu import compile_cpu, emit_object, get_num_threads, set_num_threads
-from backends.cpu.evaluate import euclid_div, euclid_mod, evaluate, trunc_div, trunc_mod, wrap
-from middleend.buffer import Buffer
-from middleend.errors import ArgumentError
-from middleend.expr import Const, Sym, call, cast, floordiv, floormod, max_, min_, reinterpret, select
-from middleend.loopir import Allocate, Block, For, If, LoweredFunction, Store
-from middleend.types import (bool_, float32, float64, int8, int16, int32, int64, uint8,
+from mascarpone.backends.common.threads import get_num_threads, set_num_threads
+from mascarpone.backends.cpu import compile_cpu, emit_object
+from mascarpone.backends.common.evaluate import euclid_div, euclid_mod, evaluate, trunc_div, trunc_mod, wrap
+from mascarpone.middleend.buffer import Buffer
+from mascarpone.middleend.errors import ArgumentError
+from mascarpone.middleend.expr import Const, Sym, call, cast, floordiv, floormod, max_, min_, reinterpret, select
+from mascarpone.middleend.loopir import Allocate, Block, For, If, LoweredFunction, Store
+from mascarpone.middleend.types import (bool_, float32, float64, int8, int16, int32, int64, uint8,
                              uint16, uint32, uint64)
 
 N, M = Sym("N"), Sym("M")

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import mascarpone as ms
-from backends.cpu.evaluate import evaluate
+from mascarpone.backends.common.evaluate import evaluate
 from loopir_run import stored_points
 from mascarpone import examples
-from middleend import loopir as L
+from mascarpone.middleend import loopir as L
 
 rng = np.random.default_rng(0)
 

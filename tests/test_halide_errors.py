@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import mascarpone as ms
-from frontends.halide.reader import read_pipeline
+from mascarpone.frontends.halide.reader import read_pipeline
 
 hl = pytest.importorskip("halide")
 x, y = hl.Var("x"), hl.Var("y")

@@ -8,7 +8,7 @@ import pytest
 
 import mascarpone as ms
 from halide_check import hl, realize_both
-from middleend.expr import Select, walk
+from mascarpone.middleend.expr import Select, walk
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "halide"))
 import pipelines  # noqa: E402  (the benchmark's pipeline builders, reused at small sizes)

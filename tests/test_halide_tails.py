@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 
 import mascarpone as ms
-from backends.cpu.affine import constant_difference
-from frontends.halide.reader import read_pipeline
-from frontends.halide.schema import TAIL_STRATEGIES
-from frontends.halide.splits import Loop, resolve_auto
+from mascarpone.backends.common.affine import constant_difference
+from mascarpone.frontends.halide.reader import read_pipeline
+from mascarpone.frontends.halide.schema import TAIL_STRATEGIES
+from mascarpone.frontends.halide.splits import Loop, resolve_auto
 from halide_check import hl, realize_both
 from loopir_run import stored_points
-from middleend import loopir as L
+from mascarpone.middleend import loopir as L
 
 x, y = hl.Var("x"), hl.Var("y")
 xo, xi, yo, yi = hl.Var("xo"), hl.Var("xi"), hl.Var("yo"), hl.Var("yi")

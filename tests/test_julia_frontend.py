@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mascarpone as ms
-from frontends.julia import JuliaNotSupportedError, JuliaParseError, from_julia, interpret, parse
+from mascarpone.frontends.julia import JuliaNotSupportedError, JuliaParseError, from_julia, interpret, parse
 from julia_fixtures import KERNELS, STYLES, fixture, random_args
 
 

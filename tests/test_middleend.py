@@ -4,7 +4,7 @@ import pytest
 
 import mascarpone as ms
 from mascarpone import examples
-from middleend.expr import binop, simplify
+from mascarpone.middleend.expr import binop, simplify
 
 
 def test_domain_is_an_isl_set_with_where_constraints():
@@ -70,7 +70,7 @@ def test_blur_dependences_are_exact():
 
 def _enclosing_loops_of_allocations(stmt, buffer_name, loops=()):
     """For each Allocate of `buffer_name`: the names of the loops around it, outermost first."""
-    from middleend import loopir as L
+    from mascarpone.middleend import loopir as L
     if isinstance(stmt, L.Allocate):
         found = [list(loops)] if stmt.buffer.name == buffer_name else []
         return found + _enclosing_loops_of_allocations(stmt.body, buffer_name, loops)
@@ -103,8 +103,8 @@ def test_lowered_blur_shows_tiles_and_tags():
 
 
 def lowered_tile_shape(lowered, name, **params):
-    from backends.cpu.evaluate import compile_int
-    from middleend import loopir as L
+    from mascarpone.backends.common.evaluate import compile_int
+    from mascarpone.middleend import loopir as L
     alloc = next(s for s in L.walk_stmts(lowered.body) if isinstance(s, L.Allocate) and s.buffer.name == name)
     return [compile_int(d)(params) for d in alloc.buffer.shape]
 
@@ -114,7 +114,7 @@ def test_compute_at_footprint_is_computed_by_isl():
     y0, x0, y1, x1 = by.tile("y", "x", 32, 32)
     bx.compute_at(by, x0)
     lowered = f.lower()
-    from middleend.loopir import Allocate, walk_stmts
+    from mascarpone.middleend.loopir import Allocate, walk_stmts
     tile = next(s.buffer for s in walk_stmts(lowered.body) if isinstance(s, Allocate) and s.buffer.name == "bx_tile")
     # 32 output rows need 34 rows of bx, and 32 columns need 32
     rows, cols = tile.shape
@@ -166,7 +166,7 @@ def test_gpu_distribute_and_pipeline_tags_are_kept():
 
 
 def test_full_piece_of_a_tiled_loop_nest():
-    from middleend.separation import full_piece
+    from mascarpone.middleend.separation import full_piece
     # [beta, x0, beta, x1, beta]: x split by 8, x < W
     tiled = isl.Set("[W] -> { [0, x0, 0, x1, 0] : x0 >= 0 and 0 <= x1 < 8 and 8x0 + x1 < W }")
     full = full_piece(tiled, {3: 8})
@@ -178,7 +178,7 @@ def test_full_piece_of_a_tiled_loop_nest():
 
 
 def test_vector_loops_of_full_tiles_have_constant_trip_counts():
-    from middleend import loopir as L
+    from mascarpone.middleend import loopir as L
     f, bx, by = examples.blur()
     y0, x0, y1, x1 = by.tile("y", "x", 32, 256)
     by.vectorize(x1, 8)

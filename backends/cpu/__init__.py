@@ -1,32 +1,32 @@
 """The CPU back-end: loop IR -> LLVM IR (llvmlite) -> machine code for this host.
 
-    compile_cpu(lowered, *, num_threads=None, fast_math=False, fp_contract=True) -> CpuKernel
-    emit_object(lowered, path, *, fast_math=False, fp_contract=True) -> header path
-    set_num_threads(n) / get_num_threads()
+    compile_cpu(lowered, *, num_threads=None, fast_math=False, fp_contract=True, arch="native") -> CpuKernel
+    emit_object(lowered, path, *, fast_math=False, fp_contract=True, arch="native") -> header path
 
-Modules: llvm_types (type mapping), affine (index analysis), evaluate (sizes
-in Python), ops (operation semantics), memory (addressing, temporaries),
-loops (loop skeletons, metadata), context (generation state), exprgen
-(expressions), stmtgen (statements, serial/unroll loops), promote
-(accumulators kept in registers), vectorize (SIMD loops), parallel (OpenMP
-outlining), codegen (module and ABI), target (host target machine, O3
-pipeline), jit (MCJIT, object code), runtime (libgomp, thread counts),
-arguments (call checking), kernel (CpuKernel), objfile (object file and C
-header).
+Modules: target (the "cpu" Target the registry finds), llvm_types (type
+mapping), ops (operation semantics), memory (addressing, temporaries), loops
+(loop skeletons, metadata), context (generation state), exprgen
+(expressions), stmtgen (statements, serial/unroll loops), vectorize (SIMD
+loops), parallel (OpenMP outlining), codegen (module), machine (target
+machine, O3 pipeline), jit (MCJIT, object code), runtime (libgomp), kernel
+(CpuKernel), objfile (object file and C header). What every target shares
+(argument checks, the kernel base, accumulator promotion, ...) is in
+backends/common.
 """
 from __future__ import annotations
 
-from middleend.loopir import For, walk_stmts
+from mascarpone.middleend.loopir import For, walk_stmts
 
 from .codegen import build_module
 from .context import Options
 from .jit import JitModule
 from .kernel import CpuKernel
 from .objfile import emit_object
-from .runtime import get_num_threads, load_openmp, set_num_threads
+from .machine import NATIVE
+from .runtime import load_openmp
 
 
-def compile_cpu(lowered, *, num_threads=None, fast_math=False, fp_contract=True) -> CpuKernel:
+def compile_cpu(lowered, *, num_threads=None, fast_math=False, fp_contract=True, arch=NATIVE) -> CpuKernel:
     """JIT-compile a `LoweredFunction` for this machine.
 
     num_threads: threads for parallel loops of this kernel (None: the global
@@ -39,12 +39,15 @@ def compile_cpu(lowered, *, num_threads=None, fast_math=False, fp_contract=True)
         reassociated. On by default because FMA doubles peak throughput; set
         False for results rounded after every operation (bit-identical to numpy
         for +, -, *, /).
+    arch: the CPU to generate code for, 'native' (this machine) or an LLVM CPU
+        name ('x86-64-v3', 'skylake-avx512', ...); the code runs where that CPU's
+        instructions do.
     """
     if any(isinstance(s, For) and s.kind == "parallel" for s in walk_stmts(lowered.body)):
         load_openmp()
     module = build_module(lowered, Options(fast_math=fast_math, fp_contract=fp_contract))
     text = str(module)
-    return CpuKernel(lowered, JitModule(text), text, num_threads=num_threads)
+    return CpuKernel(lowered, JitModule(text, arch), text, num_threads=num_threads)
 
 
-__all__ = ["compile_cpu", "emit_object", "set_num_threads", "get_num_threads", "CpuKernel"]
+__all__ = ["compile_cpu", "emit_object", "CpuKernel"]

@@ -1,25 +1,15 @@
-"""The LLVM module of a `LoweredFunction` and its calling convention (ABI).
+"""The LLVM module of a `LoweredFunction` with the calling convention of `backends.common.cheader`.
 
-Exported symbols, for a kernel NAME with buffers b0..bn-1 (inputs then
-outputs, in declaration order) and size parameters p0..pm-1:
-
-    int32_t NAME(T0 *b0, ..., Tn-1 *bn-1, int64_t p0, ..., int64_t pm-1);
-        The kernel. Buffers are dense, row-major, element-aligned and do not
-        overlap (`noalias`); bool elements are bytes holding 0 or 1. Returns 0,
-        or 1 when a temporary could not be allocated (outputs are then
-        incomplete).
-    int32_t NAME_argv(void **buffers, const int64_t *params);
-        The same with the arguments packed in two arrays.
-    void NAME_set_num_threads(int32_t n);
-        Threads for parallel loops (0, the initial value, lets OpenMP choose).
-        The value lives in the global `NAME.num_threads`.
+The thread count of parallel loops lives in the global `NAME.num_threads`,
+which `NAME_set_num_threads` sets and the Python kernel writes before a call.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from middleend.errors import NotSupportedError
-from middleend.loopir import Allocate, walk_stmts
+from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.backends.common.promote import promote_accumulators
+from mascarpone.middleend.loopir import Allocate, walk_stmts
 
 from .context import FnState, ModuleState, Options, Scope
 from .exprgen import ExprEmitter
@@ -27,11 +17,7 @@ from .llvm_types import I32, I64, PTR, VOID
 from .memory import BufView
 from .parallel import num_threads_global
 from .stmtgen import StmtEmitter, allocate
-
-
-def param_names(lowered):
-    """The size parameters' names in call order."""
-    return [getattr(p, "name", p) for p in lowered.params]
+from .vectorize import explicit_simd
 
 
 def build_module(lowered, options: Options | None = None) -> ir.Module:
@@ -46,7 +32,7 @@ def build_module(lowered, options: Options | None = None) -> ir.Module:
     names = [b.name for b in buffers]
     if len(set(names)) != len(names):
         raise NotSupportedError(f"kernel {name}: two arguments share a name in {names}")
-    params = param_names(lowered)
+    params = list(lowered.params)
 
     fnty = ir.FunctionType(I32, [PTR] * len(buffers) + [I64] * len(params))
     fn = ir.Function(module, fnty, name)
@@ -70,6 +56,8 @@ def build_module(lowered, options: Options | None = None) -> ir.Module:
 
     num_threads_global(ms)
     se = StmtEmitter()
+    # the explicit SIMD code of a vector loop takes its body as it is
+    body_ir = promote_accumulators(lowered.body, enters=lambda loop: not explicit_simd(loop))
     allocated = {s.buffer.name for s in walk_stmts(lowered.body) if isinstance(s, Allocate)}
     pending = [t for t in lowered.temporaries if t.name not in allocated]
 
@@ -77,7 +65,7 @@ def build_module(lowered, options: Options | None = None) -> ir.Module:
         if k < len(pending):  # kernel-wide temporaries without their own Allocate
             allocate(fs, sc, pending[k], lambda inner: body(inner, k + 1))
         else:
-            se.emit(lowered.body, fs, sc)
+            se.emit(body_ir, fs, sc)
 
     body(scope)
     fs.builder.ret(fs.builder.load(fs.status, typ=I32))

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 
-from middleend.errors import NotSupportedError
+from mascarpone.middleend.errors import NotSupportedError
 
 from .llvm_types import I32
 from .memory import BufView, stack_slot

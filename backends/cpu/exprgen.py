@@ -1,10 +1,10 @@
 """Scalar code for expressions of the loop IR."""
 from __future__ import annotations
 
-from middleend.errors import NotSupportedError
-from middleend.expr import (BIT_OPS, COMPARE_OPS, LOGIC_OPS, SHIFT_OPS, Access, BinOp, Call, Cast, Const,
+from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.middleend.expr import (BIT_OPS, COMPARE_OPS, LOGIC_OPS, SHIFT_OPS, Access, BinOp, Call, Cast, Const,
                             Reinterpret, Select, Sym, UnOp, to_c)
-from middleend.types import int64
+from mascarpone.middleend.types import int64
 
 from . import memory
 from .llvm_types import constant

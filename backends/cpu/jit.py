@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
-from .target import optimize, prepare, target_machine
+from .machine import NATIVE, optimize, prepare, target_machine
 
 
 class JitModule:
     """An optimized module loaded into its own MCJIT engine; it lives as long as this object."""
 
-    def __init__(self, ir_text: str):
-        tm = target_machine("jit")
+    def __init__(self, ir_text: str, arch: str = NATIVE):
+        tm = target_machine("jit", arch)
         mod = prepare(ir_text, tm)
         optimize(mod, tm)
         self.optimized_ir = str(mod)
@@ -37,9 +37,9 @@ class JitModule:
         return self._tm.emit_assembly(llvm.parse_assembly(self.optimized_ir))
 
 
-def compile_object(ir_text: str) -> tuple[bytes, str]:
-    """Object code for the host (position independent) and the optimized IR."""
-    tm = target_machine("object")
+def compile_object(ir_text: str, arch: str = NATIVE) -> tuple[bytes, str]:
+    """Object code (position independent) for the host or the CPU `arch` names, and the optimized IR."""
+    tm = target_machine("object", arch)
     mod = prepare(ir_text, tm)
     optimize(mod, tm)
     return tm.emit_object(mod), str(mod)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from middleend.types import DType
+from mascarpone.middleend.types import DType
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)

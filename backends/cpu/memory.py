@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from middleend.types import DType
+from mascarpone.middleend.types import DType
 
 from .llvm_types import I8, I64, PTR, VOID, i64, memory_type
 from .ops import declare

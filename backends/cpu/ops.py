@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from middleend.errors import NotSupportedError
-from middleend.types import DType, int32, int64
+from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.middleend.types import DType, int32, int64
 
 from .llvm_types import I1, I32, is_vector, lanes, scalar_type, type_suffix, value_type
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from middleend.expr import Access, Sym, walk
-from middleend.loopir import stores, walk_exprs
+from mascarpone.middleend.expr import Access, Sym, walk
+from mascarpone.middleend.loopir import stores, walk_exprs
 
 from .context import FnState, Scope
 from .llvm_types import I32, I64, PTR, VOID, i64

@@ -1,4 +1,4 @@
-"""The OpenMP runtime (libgomp) that parallel loops call, and the default thread count."""
+"""The OpenMP runtime (libgomp) that JIT-compiled parallel loops call."""
 from __future__ import annotations
 
 import ctypes.util
@@ -8,26 +8,7 @@ import subprocess
 
 import llvmlite.binding as llvm
 
-from middleend.errors import NotSupportedError
-
-_default_threads = None
-_cpu_count = os.cpu_count() or 1
-
-
-def set_num_threads(n: int | None) -> None:
-    """Set the number of threads parallel loops use in every kernel without its own setting.
-
-    `None` restores the default, `os.cpu_count()`.
-    """
-    global _default_threads
-    if n is not None and (int(n) != n or n < 1):
-        raise ValueError(f"the number of threads must be a positive integer, got {n!r}")
-    _default_threads = None if n is None else int(n)
-
-
-def get_num_threads() -> int:
-    """The number of threads parallel loops use by default."""
-    return _default_threads or _cpu_count
+from mascarpone.middleend.errors import NotSupportedError
 
 
 def _candidates():

@@ -1,16 +1,17 @@
 """Code for the statements of the loop IR: blocks, stores, ifs, allocations and loops of every kind."""
 from __future__ import annotations
 
-from middleend.errors import NotSupportedError
-from middleend.loopir import Allocate, Block, For, If, Store
+from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.middleend.loopir import Allocate, Block, For, If, Store
 
 from . import memory
-from .affine import constant_difference, constant_value
+from mascarpone.backends.common.affine import constant_difference, constant_value
 from .exprgen import ExprEmitter
 from .llvm_types import i64
 from .loops import counted_loop, if_then_else
 from .memory import BufView
-from .promote import promote_accumulators
+from .parallel import emit_parallel_loop
+from .vectorize import emit_vector_loop
 
 
 class StmtEmitter:
@@ -35,7 +36,6 @@ class StmtEmitter:
 
     def store(self, s, fs, scope):
         em = ExprEmitter(fs, scope)
-        check_store_type(s)
         value = em.emit(s.value)
         view, ptr = em.address(s.buffer.name, s.indices)
         memory.store(fs.builder, view, ptr, value)
@@ -51,15 +51,9 @@ class StmtEmitter:
         if kind == "unroll" and s.factor > 1:
             return self.unrolled(s, fs, scope)
         if kind == "vector" and s.factor > 1:
-            from .vectorize import emit_vector_loop
             return emit_vector_loop(self, s, fs, scope)
         if kind == "parallel" and not fs.in_parallel:
-            from .parallel import emit_parallel_loop
             return emit_parallel_loop(self, s, fs, scope)
-        if not getattr(s, "promoted", False):
-            rewritten = promote_accumulators(s)
-            if rewritten is not None:
-                return self.emit(rewritten, fs, scope)
         return self.serial(s, fs, scope)
 
     def bounds(self, s, fs, scope):
@@ -103,12 +97,6 @@ class StmtEmitter:
         if_then_else(fs, exact, lambda: self.copies(s, fs, scope, lo, f),
                      lambda: self.serial(s, fs, scope, lo, hi), name=f"{s.var}.unroll")
 
-
-def check_store_type(s):
-    """A store must write a value of the buffer's element type."""
-    if s.value.dtype != s.buffer.dtype:
-        raise NotSupportedError(f"store of a {s.value.dtype} value into {s.buffer.name}, "
-                                f"a buffer of {s.buffer.dtype}; the middle-end must insert a cast")
 
 
 def allocate(fs, scope, buffer, body):

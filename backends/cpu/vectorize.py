@@ -27,17 +27,16 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from middleend.expr import Sym
-from middleend.loopir import Block, For, If, Store, walk_stmts
-from middleend.types import int64
+from mascarpone.middleend.expr import Sym
+from mascarpone.middleend.loopir import Block, For, If, Store, walk_stmts
+from mascarpone.middleend.types import int64
 
 from . import memory
-from .affine import constant_difference, mentions, stride_along
+from mascarpone.backends.common.affine import constant_difference, mentions, stride_along
 from .exprgen import ExprEmitter
 from .llvm_types import I1, I32, I64, i64, is_vector, memory_type, type_suffix, value_type
 from .loops import counted_loop, if_then_else, loop_metadata
 from .ops import declare
-from .stmtgen import check_store_type
 
 
 #: strides up to this many elements are loaded as contiguous vectors and shuffled (a gather beyond)
@@ -58,6 +57,11 @@ def vectorizable(s, var) -> bool:
         return (s.var != var and not mentions(s.lo, var) and not mentions(s.hi, var)
                 and vectorizable(s.body, var))
     return False
+
+
+def explicit_simd(loop) -> bool:
+    """Whether `loop` becomes explicit SIMD code (a vector loop whose body `vectorizable` admits)."""
+    return loop.kind == "vector" and loop.factor > 1 and vectorizable(loop.body, loop.var)
 
 
 def emit_vector_loop(se, s, fs, scope):
@@ -278,7 +282,6 @@ class VectorBody:
             self.emit(s.else_, inv if mask is None else ops.logic("and", mask, inv))
 
     def store(self, s, mask):
-        check_store_type(s)
         em = self.emitter(mask)
         value = em.emit(s.value)
         view = self.scope.buf(s.buffer.name)

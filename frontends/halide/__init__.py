@@ -11,7 +11,7 @@ bounds (isl bounds inference), builder (inputs and computations), schedule
 """
 from __future__ import annotations
 
-from middleend.algorithm import current_function
+from mascarpone.middleend.algorithm import current_function
 
 from .builder import PipelineTranslation
 from .errors import HalideFormatError, HalideVersionError

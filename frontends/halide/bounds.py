@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import islpy as isl
 
-import middleend.expr as E
-from middleend.affine import affine_text, from_ast_expr, min_max_pieces
-from middleend.errors import NotSupportedError
-from middleend.types import int64
+import mascarpone.middleend.expr as E
+from mascarpone.middleend.affine import affine_text, from_ast_expr, min_max_pieces
+from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.middleend.types import int64
 
 #: Regions wider than this along one dimension come from data-dependent indices nobody clamped.
 MAX_EXTENT = 1 << 28

@@ -12,13 +12,13 @@ from __future__ import annotations
 import islpy as isl
 import numpy as np
 
-import middleend.expr as E
-from middleend.affine import affine_text, constraint_text
-from middleend.algorithm import Computation, Input, Param, Var
-from middleend.buffer import Buffer
-from middleend.errors import DomainError, NotSupportedError
-from middleend.schedule import bind_params
-from middleend.types import int8, int16, int32, int64, uint8, uint16
+import mascarpone.middleend.expr as E
+from mascarpone.middleend.affine import affine_text, constraint_text
+from mascarpone.middleend.algorithm import Computation, Input, Param, Var
+from mascarpone.middleend.buffer import Buffer
+from mascarpone.middleend.errors import DomainError, NotSupportedError
+from mascarpone.middleend.schedule import bind_params
+from mascarpone.middleend.types import int8, int16, int32, int64, uint8, uint16
 
 from . import bounds
 from .errors import HalideFormatError

@@ -1,5 +1,5 @@
 """Errors of the Halide front-end (all are MascarponeErrors)."""
-from middleend.errors import MascarponeError, NotSupportedError
+from mascarpone.middleend.errors import MascarponeError, NotSupportedError
 
 
 class HalideFormatError(MascarponeError, ValueError):

@@ -11,10 +11,10 @@ mascarpone's buffers are row-major.
 """
 from __future__ import annotations
 
-import middleend.expr as E
-from middleend.affine import const_value
-from middleend.errors import NotSupportedError
-from middleend.types import DType, bool_, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64
+import mascarpone.middleend.expr as E
+from mascarpone.middleend.affine import const_value
+from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.middleend.types import DType, bool_, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64
 
 from .schema import CALL_TYPES, TYPE_CODES
 

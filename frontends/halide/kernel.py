@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from middleend.errors import ArgumentError
-from middleend.function import Function
+from mascarpone.middleend.errors import ArgumentError
+from mascarpone.middleend.function import Function
 
 
 class HalideFunction(Function):

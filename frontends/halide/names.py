@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from middleend.affine import ISL_KEYWORDS
+from mascarpone.middleend.affine import ISL_KEYWORDS
 
 
 def sanitize(name: str) -> str:

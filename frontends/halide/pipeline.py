@@ -1,7 +1,7 @@
 """The structure of a decoded pipeline: its Funcs, their stages, the call graph and what is not supported."""
 from __future__ import annotations
 
-from middleend.errors import NotSupportedError
+from mascarpone.middleend.errors import NotSupportedError
 
 from .errors import HalideFormatError
 from .exprs import dtype_of

@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import warnings
 
-from middleend.affine import affine_text
-from middleend.errors import NotSupportedError, ScheduleError
+from mascarpone.middleend.affine import affine_text
+from mascarpone.middleend.errors import NotSupportedError, ScheduleError
 
 from .names import NameTable
 from .schema import FOR_TYPES
@@ -229,7 +229,7 @@ def _consumer_stage(tr, info, level):
 
 
 def _reads(comp, info):
-    from middleend.expr import Access, walk
+    from mascarpone.middleend.expr import Access, walk
     targets = set(info.comps[0]) if info.comps else set()
     exprs = [comp.expr] + ([comp.predicate] if comp.predicate is not None else [])
     return any(isinstance(n, Access) and n.target in targets for e in exprs for n in walk(e))

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from middleend.errors import NotSupportedError
+from mascarpone.middleend.errors import NotSupportedError
 
 from .schema import SPLIT_TYPES, TAIL_STRATEGIES
 

@@ -6,11 +6,12 @@ import re
 import islpy as isl
 import numpy as np
 
-from middleend.affine import affine_text
-from middleend.buffer import as_index_expr
-from middleend.errors import ArgumentError
-from middleend.expr import Access, walk
-from middleend.function import Function
+from mascarpone.middleend.affine import affine_text
+from mascarpone.middleend.buffer import as_index_expr
+from mascarpone.middleend.errors import ArgumentError
+from mascarpone.middleend.expr import Access, walk
+from mascarpone.middleend.function import Function
+from mascarpone.middleend.targets import get_target
 
 from .parser import parse
 from .translate import translate
@@ -29,7 +30,8 @@ class JuliaFunction(Function):
 
         Floating-point contraction (FMA) is off unless `fp_contract=True` is passed, so results
         are those of Julia's own code."""
-        options.setdefault("fp_contract", False)
+        if "fp_contract" in get_target(target).options:
+            options.setdefault("fp_contract", False)
         kernel = super().compile(target, check=check, fixed=fixed, **options)
         return JuliaKernel(self, kernel)
 

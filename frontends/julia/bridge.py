@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from middleend.errors import NotSupportedError
+from mascarpone.middleend.errors import NotSupportedError
 
 from .api import JuliaKernel, from_julia
 

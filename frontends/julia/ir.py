@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from middleend.errors import MascarponeError, NotSupportedError
+from mascarpone.middleend.errors import MascarponeError, NotSupportedError
 
 
 class JuliaParseError(MascarponeError, ValueError):

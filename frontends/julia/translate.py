@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import middleend.types as T
-from middleend.affine import ISL_KEYWORDS, affine_text
-from middleend.algorithm import Computation, Input, Param, Var
-from middleend.expr import Access, Const, Expr, cast, call, floordiv, max_, min_, select, walk
+import mascarpone.middleend.types as T
+from mascarpone.middleend.affine import ISL_KEYWORDS, affine_text
+from mascarpone.middleend.algorithm import Computation, Input, Param, Var
+from mascarpone.middleend.expr import Access, Const, Expr, cast, call, floordiv, max_, min_, select, walk
 
 from . import guards as G
 from .cfg import analyze
@@ -693,7 +693,7 @@ class _Escaped:
 
 def _counter_bound(cond, marker):
     """The exclusive upper bound e' of the counter for `c <= e` / `c < e` / `e >= c` / `e > c`."""
-    from middleend.expr import BinOp
+    from mascarpone.middleend.expr import BinOp
 
     def is_marker(x):
         return any(getattr(n, "name", None) == marker.name for n in walk(x)) and _strip(x) is marker
@@ -717,7 +717,7 @@ def _counter_bound(cond, marker):
 
 
 def _strip(x):
-    from middleend.expr import Cast
+    from mascarpone.middleend.expr import Cast
     while isinstance(x, Cast):
         x = x.a
     return x
@@ -783,7 +783,7 @@ def _unsigned(dtype):
 
 def apply_function(tr, name, args, s):
     """The expression of a supported Julia call, or JuliaNotSupportedError naming it."""
-    from middleend.expr import BinOp
+    from mascarpone.middleend.expr import BinOp
     if name in ("+", "*", "add_int", "mul_int") and len(args) >= 2:
         _numbers(args, s, name=name)
         out = args[0]

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import middleend.types as T
-from middleend.errors import ArgumentError, NotSupportedError
+import mascarpone.middleend.types as T
+from mascarpone.middleend.errors import ArgumentError, NotSupportedError
 
 SCALARS = {"Float64": T.float64, "Float32": T.float32, "Int64": T.int64, "Int": T.int64, "Bool": T.bool_}
 JULIA_NAME = {T.float64: "Float64", T.float32: "Float32", T.int64: "Int64", T.bool_: "Bool", T.int32: "Int32"}

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import itertools
 
-from middleend.buffer import Buffer
-from middleend.expr import Access, BinOp, Const, Sym, substitute, to_c, transform, walk
-from middleend.loopir import Allocate, Block, For, If, Store, stores, walk_exprs
-from middleend.types import int64
+from mascarpone.middleend.buffer import Buffer
+from mascarpone.middleend.expr import Access, BinOp, Const, Sym, substitute, to_c, transform, walk
+from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, stores, walk_exprs
+from mascarpone.middleend.types import int64
 
 from .affine import constant_difference, linearize, mentions
 
@@ -139,8 +139,9 @@ def _copy(buffer, indices, tile, dims, to_tile):
     return body
 
 
-def promote_accumulators(loop: For):
-    """`loop` rewritten to accumulate in local tiles, or None when no buffer qualifies."""
+def _promote(loop: For, tiles_made: set):
+    """`(statement, new loop)`: `loop` rewritten to accumulate in local tiles, or None when no buffer
+    qualifies. The tiles made are added to `tiles_made` (they are never promoted again)."""
     inner = []
     if not _inner_loops(loop.body, inner):
         return None
@@ -155,7 +156,7 @@ def promote_accumulators(loop: For):
     prologue, epilogue, tiles = [], [], []
     for st in list(stores(loop.body)):
         name = st.buffer.name
-        if any(t[0] == name for t in tiles) or getattr(st.buffer, "accumulator_tile", False):
+        if any(t[0] == name for t in tiles) or st.buffer in tiles_made:
             continue
         all_idx = [s.indices for s in stores(loop.body) if s.buffer.name == name] + accesses.get(name, [])
         text = {tuple(to_c(i) for i in idx) for idx in all_idx}
@@ -171,7 +172,7 @@ def promote_accumulators(loop: For):
         if size > TILE_LIMIT or any(d <= 0 for d in shape):
             continue
         tile = Buffer(f"{name}.acc{next(_names)}", shape, st.buffer.dtype, "temporary")
-        tile.accumulator_tile = True
+        tiles_made.add(tile)
         tiles.append((name, tile))
         body = _rewrite(body, name, tile, dims)
         prologue.append(_copy(st.buffer, st.indices, tile, dims, True))
@@ -179,8 +180,48 @@ def promote_accumulators(loop: For):
     if not tiles:
         return None
     new_loop = For(loop.var, loop.lo, loop.hi, body, loop.kind, loop.factor)
-    new_loop.promoted = True
     stmt = If(BinOp("lt", loop.lo, loop.hi), Block(prologue + [new_loop] + epilogue))
     for _, tile in reversed(tiles):
         stmt = Allocate(tile, stmt)
-    return stmt
+    return stmt, new_loop
+
+
+def runs_serially(loop: For, in_parallel: bool) -> bool:
+    """Whether a CPU target runs `loop` one iteration after the other: a serial loop, a parallel loop
+    nested in another (one team of threads only), a vector or unroll tag of one lane, or a tag of
+    another back-end (GPU, MPI, FPGA)."""
+    if loop.kind == "parallel":
+        return in_parallel
+    if loop.kind in ("vector", "unroll"):
+        return loop.factor <= 1
+    return True
+
+
+def promote_accumulators(body, *, serial=runs_serially, enters=lambda loop: True):
+    """The loop IR `body` with its accumulators kept in local tiles: each loop that runs serially
+    (`serial(loop, in_parallel)`) and qualifies (see the module docstring) is rewritten, outer loops
+    first; `enters(loop)` says whether to look inside a loop (a back-end that generates a loop's body
+    its own way, as explicit SIMD code, keeps it as it is)."""
+    tiles_made = set()
+
+    def visit(s, in_parallel):
+        if isinstance(s, Block):
+            return Block([visit(c, in_parallel) for c in s.body])
+        if isinstance(s, If):
+            return If(s.cond, visit(s.then, in_parallel),
+                      None if s.else_ is None else visit(s.else_, in_parallel))
+        if isinstance(s, Allocate):
+            return Allocate(s.buffer, visit(s.body, in_parallel))
+        if not isinstance(s, For):
+            return s
+        if serial(s, in_parallel):
+            promoted = _promote(s, tiles_made)
+            if promoted is not None:
+                stmt, loop = promoted
+                loop.body = visit(loop.body, in_parallel)
+                return stmt
+        if not enters(s):
+            return s
+        return For(s.var, s.lo, s.hi, visit(s.body, in_parallel or s.kind == "parallel"), s.kind, s.factor)
+
+    return visit(body, False)

@@ -16,8 +16,8 @@ import numbers
 
 import numpy as np
 
-from middleend.errors import ArgumentError, NotSupportedError
-from middleend.loopir import in_range, range_text
+from mascarpone.middleend.errors import ArgumentError, NotSupportedError
+from mascarpone.middleend.loopir import in_range, range_text
 
 from .affine import linearize
 from .evaluate import compile_int

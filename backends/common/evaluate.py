@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 import struct
 
-from middleend.errors import NotSupportedError
-from middleend.expr import BinOp, Call, Cast, Const, Expr, Reinterpret, Select, Sym, UnOp, to_c
-from middleend.types import DType
+from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.middleend.expr import BinOp, Call, Cast, Const, Expr, Reinterpret, Select, Sym, UnOp, to_c
+from mascarpone.middleend.types import DType
 
 
 def wrap(value: int, dt: DType) -> int:

@@ -8,7 +8,7 @@ keyed by its printed form, so equal sub-expressions still cancel.
 """
 from __future__ import annotations
 
-from middleend.expr import BinOp, Const, Expr, Sym, UnOp, to_c, walk
+from mascarpone.middleend.expr import BinOp, Const, Expr, Sym, UnOp, to_c, walk
 
 
 class Affine:

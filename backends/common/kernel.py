@@ -1,0 +1,117 @@
+"""What every compiled kernel does on a call: bind the arguments, check the sizes, launch, return.
+
+A target's kernel subclasses `Kernel` and implements `launch` (and `source`);
+`NativeKernel` is the kernel of the targets that load a function with the C
+calling convention of `cheader` into this process ("cpu", "c").
+"""
+from __future__ import annotations
+
+import ctypes
+
+import islpy as isl
+
+from mascarpone.middleend.errors import ArgumentError
+
+from .arguments import Binder
+from .threads import get_num_threads
+
+
+class Kernel:
+    """A compiled kernel: `kernel(**arrays_and_params)`.
+
+    Inputs are numpy arrays and size parameters ints, by keyword (buffer and
+    parameter names). Parameters that a shape determines may be left out.
+    Non-contiguous inputs are copied to C order first. Outputs not passed are
+    allocated and returned (the array, or a tuple in declaration order when
+    there are several); outputs passed are filled in place and returned too
+    (see `arguments` for the exact rules). Bad arguments raise
+    `ms.ArgumentError`; a failed allocation of a temporary, `MemoryError`.
+    """
+
+    #: the target's name, as `Function.compile` takes it
+    target = None
+
+    def __init__(self, lowered):
+        self.name = lowered.name
+        self.lowered = lowered
+        self._binder = Binder(lowered.name, lowered.inputs, lowered.outputs, lowered.params, lowered.derived,
+                              lowered.param_ranges)
+        self._single = len(lowered.outputs) == 1
+        self._fixed = [(lowered.params.index(p), p, v) for p, v in lowered.fixed_params.items()]
+        self._assumed = None
+        if lowered.assumptions:
+            assumed = isl.Set(f"[{', '.join(lowered.params)}] -> {{ : }}")
+            for _, a in lowered.assumptions:
+                assumed = assumed.intersect(a.align_params(assumed.get_space()))
+            self._assumed = assumed
+            self._assumed_ok = set()
+
+    # the steps of a call ---------------------------------------------------------------
+    def bind(self, kwargs):
+        """`(arrays in buffer order, size values in parameter order, output arrays)` for a call's
+        keyword arguments, every shape and dtype checked."""
+        return self._binder.bind(kwargs)
+
+    def check(self, values):
+        """Refuse sizes the code was not generated for: other values of fixed sizes, sizes that break
+        an assumption (`Function.assume`)."""
+        for pos, name, expected in self._fixed:
+            if values[pos] != expected:
+                raise ArgumentError(f"{self.name} was compiled for {name} = {expected} (fixed=...), "
+                                    f"called with {name} = {values[pos]}")
+        if self._assumed is not None:
+            self._check_assumed(values)
+
+    def _check_assumed(self, values):
+        key = tuple(values)
+        if key in self._assumed_ok:
+            return
+        point = self._assumed
+        for k, v in enumerate(values):
+            point = point.fix_val(isl.dim_type.param, k, isl.Val(int(v)))
+        if point.is_empty():
+            promised = " and ".join(text for text, _ in self.lowered.assumptions)
+            given = ", ".join(f"{n} = {v}" for n, v in zip(self.lowered.params, values))
+            raise ArgumentError(f"{self.name} was compiled assuming {promised}; called with {given}")
+        self._assumed_ok.add(key)
+
+    def launch(self, arrays, values) -> int:
+        """Run the code on bound arrays and size values; 0, or non-zero when a temporary could not
+        be allocated."""
+        raise NotImplementedError
+
+    def __call__(self, **kwargs):
+        arrays, values, outputs = self.bind(kwargs)
+        self.check(values)
+        if self.launch(arrays, values):
+            raise MemoryError(f"{self.name}: a temporary buffer could not be allocated")
+        return outputs[0] if self._single else tuple(outputs)
+
+    def source(self, kind: str | None = None) -> str:
+        """The generated code (the kinds depend on the target)."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        args = [f"{b.name}: {b.dtype}[{', '.join(map(str, b.shape))}]" for b in self.lowered.arguments]
+        return f"<{type(self).__name__} {self.name}({', '.join(args + list(self.lowered.params))})>"
+
+
+class NativeKernel(Kernel):
+    """A kernel whose code is a function of this process with the C calling convention of `cheader`.
+
+    `num_threads` (None: the default of `ms.set_num_threads`, initially
+    `os.cpu_count()`) sets the threads of parallel loops. The call releases
+    the GIL.
+    """
+
+    def __init__(self, lowered, address: int, threads_address: int, *, num_threads=None):
+        super().__init__(lowered)
+        self.num_threads = num_threads
+        nbuf = len(lowered.inputs) + len(lowered.outputs)
+        proto = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.c_void_p] * nbuf + [ctypes.c_int64] * len(lowered.params)))
+        self._fn = proto(address)
+        self._threads = ctypes.c_int32.from_address(threads_address)
+
+    def launch(self, arrays, values) -> int:
+        self._threads.value = self.num_threads or get_num_threads()
+        return self._fn(*[a.ctypes.data for a in arrays], *values)
