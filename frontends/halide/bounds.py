@@ -170,6 +170,12 @@ def _combined(a, b, both, either):
     derived size); otherwise `either` takes each where the other is not defined."""
     a, b = _nominal(a), _nominal(b)
     if a.domain().is_equal(b.domain()):
+        # one bound that is always the larger (smaller) is the result: isl's max of `floor(n/4)` and
+        # `floor((n+2)/4)` is a piece per residue of n, and pieces multiply through a pyramid
+        upper = both is isl.PwAff.max
+        for first, second in ((a, b), (b, a)):
+            if (second.le_set(first) if upper else first.le_set(second)).is_equal(first.domain()):
+                return first
         return both(a, b).coalesce()
     return either(a, b).coalesce()
 

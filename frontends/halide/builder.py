@@ -25,6 +25,7 @@ from .errors import HalideFormatError
 from .exprs import Translator, dtype_of
 from .names import NameTable
 from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first, walk_nodes
+from .requirements import read_requirements
 from .schedule import placement
 from .schema import CALL_TYPES
 from .splits import Variable, constant_value, loop_nest
@@ -74,11 +75,15 @@ class ConstBufferInfo:
         strides = [d.stride for d in node.dims]
         item = self.dtype.numpy.itemsize
         raw = np.frombuffer(node.data, dtype=self.dtype.numpy if not self.dtype.is_bool else np.uint8)
-        needed = 1 + sum((e - 1) * s for e, s in zip(extents, strides) if e > 0)
-        if any(s < 0 for s in strides) or raw.size < needed:
-            raise HalideFormatError(f"Buffer {node.name}: its data ({raw.size} elements) does not cover its "
-                                    f"extents {extents} with strides {strides}")
-        view = np.lib.stride_tricks.as_strided(raw, shape=extents[::-1], strides=[s * item for s in strides[::-1]])
+        # Halide writes a compact copy of the buffer (Buffer::copy: dense, dimensions nested in the order
+        # of their signed strides); the strides written are the original ones (a crop's, a view's)
+        dense, step = [0] * len(extents), 1
+        for d in sorted(range(len(extents)), key=lambda d: (strides[d], d)):
+            dense[d], step = step, step * extents[d]
+        if raw.size != step:
+            raise HalideFormatError(f"Buffer {node.name}: its data ({raw.size} elements) is not the "
+                                    f"{step} elements of its extents {extents}")
+        view = np.lib.stride_tricks.as_strided(raw, shape=extents[::-1], strides=[s * item for s in dense[::-1]])
         self.array = np.ascontiguousarray(view).astype(self.dtype.numpy)
         self.extents = extents
         self.input = None
@@ -104,6 +109,7 @@ class PipelineTranslation:
         for info in self.order:
             check_supported(info)
         self._declare_params()
+        self.requirements = read_requirements(self, pipe.requirements)
 
     # names and parameters ---------------------------------------------------------
     def _declare_params(self):
@@ -623,7 +629,7 @@ class PipelineTranslation:
         # the variables' bounds above may be loose (max of pieces); the box isl computed is exact
         positions = {next(i for i, v in enumerate(var_list) if v is ms_vars[h]): dim for h, dim in pure}
         for comp in comps:
-            comp.domain = bounds.restrict_to_box(comp.domain, exact, positions).coalesce()
+            comp.domain = bounds.restrict_to_box(comp.domain, exact, positions).gist_params(context).coalesce()
         return comps
 
     def _check_tuple_update(self, info, k, v, value):

@@ -6,6 +6,8 @@ import numpy as np
 from mascarpone.middleend.errors import ArgumentError
 from mascarpone.middleend.function import Function
 
+from .requirements import scalar_key
+
 
 class HalideFunction(Function):
     """An ms.Function translated from a Halide pipeline; `compile` returns a `HalideKernel`.
@@ -99,15 +101,21 @@ class HalideKernel:
                 values[p.name] = a.shape[ip.ndim - 1 - d]
             if ip.input is not None:
                 args[ip.ms_name] = a
+        required = {n for r in tr.requirements for n in r.params}
         for name, sp in tr.scalar_params.items():
-            if sp.input is None and sp.size is None:
+            if sp.input is None and sp.size is None and name not in required:
                 continue
             if name not in inputs:
                 raise ArgumentError(f"realize is missing the Param {name!r}")
             if sp.size is not None:
                 values[sp.size.name] = _size_value(inputs[name], sp)
-            else:
+            elif sp.input is not None:
                 args[sp.ms_name] = np.array([inputs[name]], dtype=sp.dtype.numpy)
+        if tr.requirements:
+            env = dict(values)
+            env.update({scalar_key(n): _scalar_value(inputs[n], tr.scalar_params[n]) for n in required})
+            for r in tr.requirements:
+                r.check(env)
         for cb in tr.const_buffers.values():
             if cb.input is not None:
                 args[cb.ms_name] = cb.array
@@ -118,7 +126,9 @@ class HalideKernel:
         result = self._kernel_for(values)(**args)
         result = result if isinstance(result, tuple) else (result,)
         by_name = dict(zip((b.name for b in self.kernel.lowered.outputs), result))
-        outs = [by_name[n][window] for o, window in zip(tr.outputs, windows) for n in o.ms_names]
+        # (a zero-dimensional output stays a 0-d array, as Halide's realize gives)
+        outs = [by_name[n][window] if window else by_name[n] for o, window in zip(tr.outputs, windows)
+                for n in o.ms_names]
         return outs[0] if len(outs) == 1 else outs
 
     def _windows(self, values, per_output, into_buffers):
@@ -130,6 +140,12 @@ class HalideKernel:
             windows = []
             for o, sz in zip(self.tr.outputs, per_output):
                 box = _fixed_box(o.region, values)
+                short = [d for d, ((lo, hi), s) in enumerate(zip(box, sz)) if lo > 0 or hi < s - 1]
+                if short:
+                    d = short[0]
+                    raise ArgumentError(f"output {o.name} is computed over [{box[d][0]}, {box[d][1]}] in dimension "
+                                        f"{d} (its bound()), which does not cover the requested [0, {sz[d] - 1}]; "
+                                        f"realize a region inside its bounds")
                 grown = [(lo, hi) for (lo, hi), s in zip(box, sz) if (lo, hi) != (0, s - 1)]
                 if into_buffers and grown:
                     raise ArgumentError(f"output {o.name} is computed and written over {[list(b) for b in box]} "
@@ -211,6 +227,14 @@ class HalideKernel:
                         f"covers [{mins[d]}, {mins[d] + exts[d] - 1}]; pass a larger input or realize a smaller "
                         f"output")
         self._checked[key] = True
+
+
+def _scalar_value(value, sp):
+    """A Param's value as its type holds it (as realize converts it to the Param's type)."""
+    try:
+        return np.array([value], dtype=sp.dtype.numpy)[0].item()
+    except (TypeError, ValueError, OverflowError):
+        raise ArgumentError(f"Param {sp.name}: expected a value of type {sp.dtype}, got {value!r}") from None
 
 
 def _size_value(value, sp):

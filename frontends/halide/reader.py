@@ -13,7 +13,7 @@ from flatbuffers import number_types as N
 from flatbuffers.table import Table
 
 from .errors import HalideFormatError, HalideVersionError
-from .schema import DEFAULTS, EXPR_KINDS, SUPPORTED_VERSIONS, TABLES
+from .schema import DEFAULTS, EXPR_KINDS, STMT_KINDS, SUPPORTED_VERSIONS, TABLES
 
 _SCALARS = {
     "bool": (N.BoolFlags, False), "int8": (N.Int8Flags, 0), "uint8": (N.Uint8Flags, 0),
@@ -38,7 +38,7 @@ class Node:
 
 
 def _slot_count(kind):
-    return 2 if kind in ("Expr", "[Expr]", "[skip_union]") else 1
+    return 2 if kind in ("Expr", "[Expr]", "[Stmt]") else 1
 
 
 class _Decoder:
@@ -109,7 +109,7 @@ class _Decoder:
 
     def field(self, table, slot, kind, what):
         base = 4 + 2 * slot
-        if kind in ("Expr", "[Expr]", "[skip_union]"):
+        if kind in ("Expr", "[Expr]", "[Stmt]"):
             type_off = self.field_offset(table, base)
             value_off = self.field_offset(table, base + 2)
             if kind == "Expr":
@@ -120,12 +120,11 @@ class _Decoder:
             if not value_off:
                 return []
             start, n = self.vector_at(table.Pos + value_off, 4, what)
-            if kind == "[skip_union]":
-                return [None] * n
             tstart, tn = self.vector_at(table.Pos + type_off, 1, what) if type_off else (0, 0)
             if tn != n:
                 raise HalideFormatError(f"the pipeline bytes are corrupted: {what} has {n} values but {tn} types")
-            return [self.union_value(self.get(N.Uint8Flags, tstart + i), start + 4 * i, what) for i in range(n)]
+            read = self.union_value if kind == "[Expr]" else self.statement
+            return [read(self.get(N.Uint8Flags, tstart + i), start + 4 * i, what) for i in range(n)]
         off = self.field_offset(table, base)
         if kind in _SCALARS:
             flags, default = _SCALARS[kind]
@@ -150,6 +149,15 @@ class _Decoder:
                 return [self.string_at(start + 4 * i, what) for i in range(n)]
             return [self.decode(self.indirect(start + 4 * i, what), inner) for i in range(n)]
         return self.decode(self.indirect(at, what), kind)
+
+    def statement(self, tag, off, what):
+        """An AssertStmt (what requirements are) decoded, any other statement as a Node naming its kind."""
+        if not 1 <= tag <= len(STMT_KINDS):
+            raise HalideFormatError(f"the pipeline bytes are corrupted: {what} has an unknown statement kind {tag}")
+        kind = STMT_KINDS[tag - 1]
+        if kind == "AssertStmt":
+            return self.decode(self.indirect(off, what), kind)
+        return Node(kind, {})
 
     def union_value(self, tag, off, what):
         if tag == 0:

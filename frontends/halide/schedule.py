@@ -43,6 +43,7 @@ import warnings
 
 from mascarpone.middleend.affine import affine_text
 from mascarpone.middleend.errors import NotSupportedError, ScheduleError
+from mascarpone.middleend.schedule import root
 
 from .names import NameTable
 from .schema import FOR_TYPES
@@ -274,7 +275,8 @@ def _fuse_tuple_elements(info):
     for comps in info.comps:
         for prev, comp in zip(comps, comps[1:]):
             if comp.compute_at_target is None and prev.compute_at_target is None:
-                comp.after(prev, prev.loops[-1])
+                # (a zero-dimensional Func has no loop to share: one after the other)
+                comp.after(prev, prev.loops[-1] if prev.loops else root)
 
 
 def _place(tr, info, level):

@@ -3,8 +3,8 @@
 Each table is a list of (field name, kind) in declaration order; a field's
 vtable slot follows from its position. Kinds: scalar names ('bool', 'int32',
 ...), 'str', a table name, 'Expr' (a union: two slots, type then value),
-'skip_union' (a union we never read), and '[kind]' for vectors ('[Expr]' is a
-vector of unions and also takes two slots).
+and '[kind]' for vectors ('[Expr]' and '[Stmt]' are vectors of unions and also take two
+slots; of statements only the AssertStmt of `Pipeline.add_requirement` is read).
 """
 
 SUPPORTED_VERSIONS = ("18.0.1",)
@@ -14,6 +14,12 @@ EXPR_KINDS = (
     "IntImm", "UIntImm", "FloatImm", "StringImm", "Cast", "Reinterpret", "Add", "Sub", "Mul", "Div", "Mod",
     "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not", "Select", "Load", "Ramp",
     "Broadcast", "Let", "Call", "Variable", "Shuffle", "VectorReduce", "UndefinedExpr",
+)
+
+#: Members of the Stmt union, in order (type byte = position + 1); requirements are AssertStmts.
+STMT_KINDS = (
+    "LetStmt", "AssertStmt", "ProducerConsumer", "For", "Store", "Provide", "Allocate", "Free", "Realize", "Block",
+    "IfThenElse", "Evaluate", "Prefetch", "Acquire", "Fork", "Atomic", "HoistedStorage", "UndefinedStmt",
 )
 
 FOR_TYPES = ("Serial", "Parallel", "Vectorized", "Unrolled", "Extern", "GPUBlock", "GPUThread", "GPULane")
@@ -50,6 +56,7 @@ TABLES = {
     "Shuffle": [("vectors", "[Expr]"), ("indices", "[int32]")],
     "VectorReduce": [("value", "Expr"), ("reduction_op", "uint8"), ("lanes", "int32")],
     "UndefinedExpr": [],
+    "AssertStmt": [("condition", "Expr"), ("message", "Expr")],
     # helpers
     "ModulusRemainder": [("modulus", "int64"), ("remainder", "int64")],
     "Type": [("code", "int8"), ("bits", "uint8"), ("lanes", "int32")],
@@ -108,7 +115,7 @@ TABLES = {
              ("extern_function_device_api", "int8"), ("extern_proxy_expr", "Expr"), ("trace_loads", "bool"),
              ("trace_stores", "bool"), ("trace_realizations", "bool"), ("trace_tags", "[str]"),
              ("no_profiling", "bool"), ("frozen", "bool")],
-    "Pipeline": [("funcs", "[Func]"), ("output_names", "[str]"), ("requirements", "[skip_union]"),
+    "Pipeline": [("funcs", "[Func]"), ("output_names", "[str]"), ("requirements", "[Stmt]"),
                  ("func_names_in_order", "[str]"), ("parameters", "[Parameter]"),
                  ("external_parameters", "[ExternalParameter]"), ("buffers", "[Buffer]"),
                  ("halide_version", "str"), ("serialization_version", "str")],
