@@ -29,6 +29,7 @@ from .requirements import read_requirements
 from .schedule import placement
 from .schema import CALL_TYPES
 from .splits import Variable, constant_value, loop_nest
+from .validate import check_pipeline
 
 #: types of the Params that may become sizes: every value is an int32, so a bound cast to it stays exact
 SIZE_TYPES = (int8, int16, int32, uint8, uint16)
@@ -94,6 +95,7 @@ class PipelineTranslation:
     """Everything the translation learned: Funcs, inputs, output parameters, the ms.Function."""
 
     def __init__(self, pipe):
+        check_pipeline(pipe)
         self.pipe = pipe
         self.funcs = [FuncInfo(i, f) for i, f in enumerate(pipe.funcs)]
         by_name = {f.name: f for f in self.funcs}

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import mascarpone.middleend.expr as E
 from mascarpone.middleend.affine import const_value
-from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.middleend.errors import ExprTypeError, NotSupportedError
 from mascarpone.middleend.types import DType, bool_, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64
 
+from .errors import HalideFormatError
 from .schema import CALL_TYPES, TYPE_CODES
 
 _INTS = {8: int8, 16: int16, 32: int32, 64: int64}
@@ -38,7 +39,7 @@ _BIT_COUNTS = {"popcount": "popcount", "count_leading_zeros": "clz", "count_trai
 def dtype_of(t, what="a value") -> DType:
     """The mascarpone type of a Halide Type node (scalars only)."""
     if t is None:
-        return int32
+        raise HalideFormatError(f"{what} has no type")
     if t.lanes not in (0, 1):
         raise NotSupportedError(f"{what} is a vector of {t.lanes} lanes; only scalar definitions are supported")
     code = TYPE_CODES[t.code] if 0 <= t.code < len(TYPE_CODES) else str(t.code)
@@ -70,7 +71,12 @@ class Translator:
         method = getattr(self, "_" + node.kind, None)
         if method is None:
             raise self.unsupported(f"the expression node {node.kind}")
-        return method(node)
+        try:
+            return method(node)
+        except ExprTypeError as err:
+            # Halide's IR is typed consistently; operands that do not fit come from corrupted bytes
+            raise HalideFormatError(f"{self.where}: its {node.kind} has operands of types that do not fit "
+                                    f"({err})") from None
 
     # leaves -----------------------------------------------------------------
     def _IntImm(self, n):

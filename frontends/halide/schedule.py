@@ -49,6 +49,11 @@ from .names import NameTable
 from .schema import FOR_TYPES
 from .splits import Variable, constant_value, loop_nest
 
+#: the widest vector loop and the longest unrolled loop a schedule may ask for: every lane and copy
+#: becomes code, so a hostile factor (2**31) would exhaust memory rather than fail
+MAX_LANES = 256
+MAX_UNROLL = 256
+
 _TAGS = {"Parallel": "parallel", "Vectorized": "vector", "Unrolled": "unroll", "GPUBlock": "gpu_block",
          "GPUThread": "gpu_thread", "GPULane": "gpu_thread"}
 
@@ -169,6 +174,10 @@ class StageScheduler:
                         raise NotSupportedError(f"{self.where}: {kind.lower()} loop {d.var} needs a constant "
                                                 f"extent (split it by a constant first)")
                     width = rng[1] - rng[0] + 1
+                limit = MAX_LANES if kind == "Vectorized" else MAX_UNROLL
+                if width > limit:
+                    raise NotSupportedError(f"{self.where}: {kind.lower()} loop {d.var} of {width} iterations; the "
+                                            f"Halide front-end takes at most {limit} (split it first)")
                 # tag in place: the loop already has its final extent, so no further split is wanted
                 self.comp.tags[loop] = ("vector" if kind == "Vectorized" else "unroll", width)
                 self.comp._record(f"{'vectorize' if kind == 'Vectorized' else 'unroll'}({loop}, {width})")
