@@ -128,6 +128,101 @@ def _const(e):
     return None
 
 
+class Intervals:
+    """The (min, max) PwAffs of the sizes that an index takes over a box of variables, by interval
+    arithmetic (as Halide's bounds inference does), for indices where that is exact: each variable
+    appears once, through operations monotone in it (+, -, * and floor division by constants,
+    min, max, integer casts), and data-dependent parts range over their type. isl computes the same
+    bounds from the access relation, but slowly once inlined Funcs make indices of many clamps and
+    divisions; other indices (a variable twice, modulo, a select) take that route (`bounds` gives None).
+
+    `ranges` ({variable name: (min, max)}) bound the variables; the results are defined where every
+    variable's range is not empty (where the stage has instances)."""
+
+    def __init__(self, params, ranges):
+        self.params = list(params)
+        self.ranges = ranges
+        self.space = isl.Set(f"[{', '.join(self.params)}] -> {{ : }}").get_space()
+        nonempty = isl.Set.universe(self.space)
+        for lo, hi in ranges.values():
+            nonempty = nonempty.intersect(lo.le_set(hi))
+        self.nonempty = nonempty.coalesce()
+
+    def bounds(self, e):
+        """(min, max) of the integer index `e`, or None where interval arithmetic is not exact."""
+        counts = {}
+        for n in E.walk(e):
+            if type(n) is E.Sym and n.name in self.ranges:
+                counts[n.name] = counts.get(n.name, 0) + 1
+        if any(c > 1 for c in counts.values()):
+            return None
+        out = self._of(e)
+        if out is None:
+            return None
+        return tuple(pa.intersect_domain(self.nonempty).coalesce() for pa in out)
+
+    def _pw(self, value):
+        return isl.PwAff(f"[{', '.join(self.params)}] -> {{ [({value})] }}")
+
+    def _type_range(self, dtype):
+        if not dtype.is_int:
+            return None
+        return self._pw(dtype.min_value()), self._pw(dtype.max_value())
+
+    def _of(self, e):
+        if isinstance(e, E.Const):
+            return (self._pw(e.value),) * 2 if e.dtype.is_int else None
+        if isinstance(e, E.Sym):
+            if e.name in self.ranges:
+                return self.ranges[e.name]
+            text = affine_text(e)
+            return None if text is None else (self._pw(text),) * 2
+        if isinstance(e, E.Access):
+            return self._type_range(e.dtype)   # data: any value of its type
+        if isinstance(e, E.Cast) and e.dtype.is_int:
+            if not e.a.dtype.is_int:
+                return self._type_range(e.dtype)
+            if e.dtype.bits >= 32 or (e.dtype.bits >= e.a.dtype.bits and (e.dtype.is_signed or not e.a.dtype.is_signed)) \
+                    or affine_text(e) is not None:
+                # (index arithmetic of 32 bits or more is taken not to wrap, as in Halide; affine index
+                # arithmetic keeps its value through casts, as affine_text reads it)
+                return self._of(e.a)
+            return self._type_range(e.dtype)
+        if isinstance(e, E.UnOp) and e.op == "neg" and e.dtype.is_int:
+            a = self._of(e.a)
+            return None if a is None else (a[1].neg(), a[0].neg())
+        if not (isinstance(e, E.BinOp) and e.dtype.is_int):
+            return None
+        if e.op in ("add", "sub", "min", "max"):
+            a, b = self._of(e.a), self._of(e.b)
+            if a is None or b is None:
+                return None
+            if e.op == "add":
+                return a[0].add(b[0]), a[1].add(b[1])
+            if e.op == "sub":
+                return a[0].sub(b[1]), a[1].sub(b[0])
+            return (a[0].min(b[0]), a[1].min(b[1])) if e.op == "min" else (a[0].max(b[0]), a[1].max(b[1]))
+        c = _const(e.b)
+        if e.op == "mul" and (c is not None or _const(e.a) is not None):
+            factor, other = (c, e.a) if c is not None else (_const(e.a), e.b)
+            a = self._of(other)
+            if a is None:
+                return None
+            lo, hi = (pa.scale_val(isl.Val(factor)) for pa in a)
+            return (lo, hi) if factor >= 0 else (hi, lo)
+        if e.op == "ediv" and c is not None and c > 0:
+            a = self._of(e.a)
+            return None if a is None else tuple(pa.scale_down_val(isl.Val(c)).floor() for pa in a)
+        if e.op in ("shl", "shr") and c is not None and abs(c) < e.dtype.bits:
+            a = self._of(e.a)
+            if a is None:
+                return None
+            if (e.op == "shl") == (c >= 0):
+                return tuple(pa.scale_val(isl.Val(1 << abs(c))) for pa in a)
+            return tuple(pa.scale_down_val(isl.Val(1 << abs(c))).floor() for pa in a)
+        return None
+
+
 def access_region(domain: isl.Set, params, stage, dims, indices, target) -> isl.Set:
     """The elements of `target` that `target[indices]` reads (or writes) over the stage's instances `domain`."""
     it = IndexText()

@@ -51,7 +51,7 @@ class ImageParamInfo:
         self.name, self.ms_name, self.dtype, self.ndim = name, ms_name, dtype, ndim
         self.extent_params = extent_params
         self.input = None
-        self.region = None
+        self.boxes = []   # the boxes of it the pipeline reads, as (min, max) PwAffs per dimension
 
 
 class ScalarParamInfo:
@@ -88,7 +88,7 @@ class ConstBufferInfo:
         self.array = np.ascontiguousarray(view).astype(self.dtype.numpy)
         self.extents = extents
         self.input = None
-        self.region = None
+        self.boxes = []
 
 
 class PipelineTranslation:
@@ -132,7 +132,8 @@ class PipelineTranslation:
         self.params = {p.name: p for ps in self.out_params.values() for p in ps}
         for ip in self.image_params.values():
             self.params.update({p.name: p for p in ip.extent_params})
-        self.ranges = {}   # {name: (lo, hi)} of the sizes that are Params; the others are at least 1
+        self.ranges = {}   # {name: (lo, hi)} of the sizes that are Params or bound sizes (None: unbounded); others >= 1
+        self.bound_sizes = []   # (name, PwAff of the sizes before it) in order, see _named_bounds
         self._declare_sizes()
         # sizes for which every ShiftInwards loop at the root has at least its factor of points (the
         # steady regime, see _note_steady); None: all sizes
@@ -180,10 +181,38 @@ class PipelineTranslation:
             self.ranges[sp.ms_name] = (sp.dtype.min_value(), sp.dtype.max_value())
 
     def context(self):
+        """The sizes' ranges: at least 1, or a Param's type's range, or a bound size's (see _named_bounds)."""
         names = sorted(self.params)
-        cons = " and ".join(f"{self.ranges[n][0]} <= {n} <= {self.ranges[n][1]}" if n in self.ranges
-                            else f"{n} >= 1" for n in names) or "true"
-        return isl.Set(f"[{', '.join(names)}] -> {{ : {cons} }}")
+        cons = []
+        for n in names:
+            lo, hi = self.ranges.get(n, (1, None))
+            cons += ([f"{lo} <= {n}"] if lo is not None else []) + ([f"{n} <= {hi}"] if hi is not None else [])
+        return isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(cons) or 'true'} }}")
+
+    def _named_bounds(self, info, bnds, context):
+        """`bnds` with each piecewise bound replaced by a size of its own (a bound size), computed
+        by the kernel from the sizes before the call, as Halide names a Func's bounds (`f.min.0`).
+        The bounds of the Funcs it reads are then affine in that size: the max of two consumers'
+        needs, each a floor division of the one before through a pyramid, no longer splits every set
+        built on it into a case per piece, and per combination of pieces further down."""
+        out = []
+        for d, pair in enumerate(bnds):
+            named = []
+            for side, pa in zip(("min", "max"), pair):
+                pa = pa.intersect_params(context).coalesce()
+                if pa.n_piece() > 1:
+                    # (one name for one function: a Func's required and accessed boxes, its consumers')
+                    name = next((n for n, value in self.bound_sizes if value.is_equal(pa)), None)
+                    if name is None:
+                        name = self.names.fresh(f"{info.name}_{side}_{d}")
+                        lo, hi = (_finite(v) for v in (pa.min_val(), pa.max_val()))
+                        self.params[name] = Param(name)
+                        self.ranges[name] = (lo, hi)
+                        self.bound_sizes.append((name, pa))
+                    pa = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
+                named.append(pa)
+            out.append(tuple(named))
+        return out
 
     # the pieces of expressions both passes share ----------------------------------------
     def param_value(self, node, dtype, final):
@@ -223,17 +252,22 @@ class PipelineTranslation:
         """
         context = self.context()
         params = sorted(self.params)
-        self.regions, self.accessed = {}, {}
+        self.regions, self.accessed, self.input_boxes = {}, {}, {}
         for o in self.outputs:
             out_box = " and ".join(f"0 <= d{d} < {p.name}" for d, p in enumerate(self.out_params[o.index]))
             reg = isl.Set(f"[{', '.join(params)}] -> {{ F{o.index}[{', '.join(f'd{d}' for d in range(o.ndim))}] : "
                           f"{out_box} }}")
-            self._add_region(("func", o.index), reg, context, f"Func {o.name}")
+            self._add_region(("func", o.index), bounds.box_bounds(reg, context, f"Func {o.name}"))
         for info in self.order:
             required = self.regions.get(("func", info.index))
             accessed = bounds.merge_bounds(self.accessed.get(("func", info.index)), required)
             if accessed is None:
                 continue
+            context = self.context()
+            if info not in self.outputs:
+                required = self._named_bounds(info, required, context) if required is not None else None
+                accessed = self._named_bounds(info, accessed, context)
+            context, params = self.context(), sorted(self.params)   # (with the bound sizes made so far)
             space = isl.Set(f"[{', '.join(params)}] -> {{ F{info.index}[{', '.join(f'd{d}' for d in range(info.ndim))}] }}").get_space()
             where = placement(self, info)
             at_root, inlined = where == "root", where == "inline"
@@ -259,14 +293,11 @@ class PipelineTranslation:
                 info.region = info.stage_exact[0]   # the requested box and what its updates write
         for name, ip in list(self.image_params.items()) + list(self.const_buffers.items()):
             kind = "image" if name in self.image_params else "buffer"
-            bnds = self.accessed.get((kind, name))
-            if bnds is None:
-                continue
-            tup = f"I_{ip.ms_name}" if kind == "image" else f"B_{ip.ms_name}"
-            ndim = len(bnds)
-            space = isl.Set(f"[{', '.join(params)}] -> {{ {tup}[{', '.join(f'd{d}' for d in range(ndim))}] }}").get_space()
-            ip.region = bounds.box_set(bnds, space).intersect_params(context)
-            bounds.check_extent(ip.region, f"{'ImageParam' if kind == 'image' else 'Buffer'} {name}", self.ranges)
+            ip.boxes = self.input_boxes.get((kind, name), [])
+            what = f"{'ImageParam' if kind == 'image' else 'Buffer'} {name}"
+            for box in ip.boxes:
+                space = isl.Set(f"[{', '.join(sorted(self.params))}] -> {{ I[{', '.join(f'd{d}' for d in range(len(box)))}] }}").get_space()
+                bounds.check_extent(bounds.box_set(box, space).intersect_params(self.context()), what, self.ranges)
 
     def _stage_bounds(self, info, k, stage_bnds, space, context, params, at_root, required=None):
         """Set the boxes of stage k and record its accesses, given `stage_bnds`, the box its loops run
@@ -302,11 +333,10 @@ class PipelineTranslation:
                 if key == ("func", info.index):
                     writes.append(reg)
                 else:
-                    self._add_region(key, reg, context, what, only_accessed and key[0] == "func")
-            for reg in writes:
+                    self._add_region(key, reg, only_accessed and key[0] == "func")
+            for written in writes:
                 # what an update writes, the stages before compute too (for an output, Halide's bounds
                 # query grows the realized region likewise, and realize returns the requested part)
-                written = bounds.box_bounds(reg, context, what)
                 if not only_accessed:
                     stage_bnds = bounds.merge_bounds(stage_bnds, written)
                 if info.storage is not None:
@@ -412,9 +442,18 @@ class PipelineTranslation:
             region = grown
         raise NotSupportedError(f"{what}: the tails of its splits keep growing the region it computes")
 
-    def _add_region(self, key, reg, context, what, accessed_only=False):
-        """Record that `reg` of a Func or input is accessed (and, unless `accessed_only`, required)."""
-        box = bounds.box_bounds(reg, context, what)
+    def _add_region(self, key, box, accessed_only=False):
+        """Record that the box `box` of a Func or input is accessed (and, unless `accessed_only`, required).
+
+        An input's boxes are kept apart: only the kernel needs their union, for the sizes of a call
+        (HalideKernel checks each), and their union as PwAffs of the sizes is costly (each clamp of a
+        boundary condition is two pieces, and a pipeline reads its input in many places)."""
+        if key[0] in ("image", "buffer"):
+            self.regions.setdefault(key, True)
+            boxes = self.input_boxes.setdefault(key, [])
+            if not any(_same_box(box, b) for b in boxes):
+                boxes.append(box)
+            return
         self.accessed[key] = bounds.merge_bounds(self.accessed.get(key), box)
         if not accessed_only:
             self.regions[key] = bounds.merge_bounds(self.regions.get(key), box)
@@ -454,8 +493,10 @@ class PipelineTranslation:
         return pure, rvars
 
     def _stage_accesses(self, info, k, params, box=None, exact=None):
-        """Regions read (keyed by Func or input) and written by stage k over its box (or over `box`,
-        expressions, and `exact`, a set)."""
+        """The boxes (per dimension (min, max) PwAffs) read, keyed by Func or input, and written by
+        stage k over its box (or over `box`, expressions, and `exact`, a set). Each index is bounded by
+        interval arithmetic where that is exact (bounds.Intervals), else from its isl access relation."""
+        context = self.context()
         pure, rvars = self.stage_vars(info, k)
         names = NameTable(self.params)
         var_names = {h: names.fresh(h) for h, _ in pure}
@@ -464,29 +505,48 @@ class PipelineTranslation:
         t = Translator(scope, info.stage_name(k))
         cons = []
         box = info.stage_boxes[k] if box is None else box
+        exact = info.stage_exact[k] if exact is None else exact
+        ranges = {}
+        exact_box = bounds.box_bounds(exact, context, info.stage_name(k))
         for h, dim in pure:
             lo, hi = box[dim]
             cons.append(f"{affine_text(lo)} <= {var_names[h]} < {affine_text(hi)}")
+            ranges[var_names[h]] = exact_box[dim]
         for r in rvars:
             lo, ext = affine_text(t(r.min)), affine_text(t(r.extent))
             if lo is None or ext is None:
                 raise NotSupportedError(f"{info.stage_name(k)}: the bounds of reduction variable {r.var} must be "
                                         f"affine in the sizes (constants, ImageParam extents or integer Params)")
             cons.append(f"{lo} <= {var_names[r.var]} < ({lo}) + ({ext})")
+            ranges[var_names[r.var]] = tuple(isl.PwAff(f"[{', '.join(params)}] -> {{ [({v})] }}")
+                                             for v in (lo, f"({lo}) + ({ext}) - 1"))
         d = info.stages[k]
         exprs = [t(v) for v in d.values]
         pred = _predicate(d)
+        constrained = False
         if pred is not None:
             p = t(pred)
             exprs.append(p)
-            cons += [c for c in (constraint_text(c) for c in _conjuncts(p)) if c is not None]
+            pred_cons = [c for c in (constraint_text(c) for c in _conjuncts(p)) if c is not None]
+            cons += pred_cons
+            constrained = bool(pred_cons)
         args = [t(a) for a in d.args] if k else []
         dims = [var_names[h] for h, _ in pure] + [var_names[r.var] for r in rvars]
         stage = f"S{info.index}_{k}"
-        dom = isl.Set(f"[{', '.join(params)}] -> {{ {stage}[{', '.join(dims)}]"
-                      + (f" : {' and '.join(f'({c})' for c in cons)}" if cons else "") + " }")
-        dom = bounds.restrict_to_box(dom, info.stage_exact[k] if exact is None else exact,
-                                     {i: dim for i, (_, dim) in enumerate(pure)})
+        intervals = None if constrained else bounds.Intervals(params, ranges)
+        domain = []
+
+        def region(indices, tup):
+            found = [intervals.bounds(i) for i in indices] if intervals is not None else [None]
+            if None not in found:
+                return found
+            if not domain:   # the stage's instances, built once for the accesses that need isl
+                dom = isl.Set(f"[{', '.join(params)}] -> {{ {stage}[{', '.join(dims)}]"
+                              + (f" : {' and '.join(f'({c})' for c in cons)}" if cons else "") + " }")
+                domain.append(bounds.restrict_to_box(dom, exact, {i: dim for i, (_, dim) in enumerate(pure)}))
+            reg = bounds.access_region(domain[0], params, stage, dims, indices, tup)
+            return bounds.box_bounds(reg, context, info.stage_name(k))
+
         reads = []
         for e in exprs + args:
             for n in E.walk(e):
@@ -494,8 +554,8 @@ class PipelineTranslation:
                     kind, key = n.target.key
                     tup = {"func": lambda: f"F{key}", "image": lambda: f"I_{self.image_params[key].ms_name}",
                            "buffer": lambda: f"B_{self.const_buffers[key].ms_name}"}[kind]()
-                    reads.append(((kind, key), bounds.access_region(dom, params, stage, dims, n.indices, tup)))
-        writes = [bounds.access_region(dom, params, stage, dims, args, f"F{info.index}")] if k else []
+                    reads.append(((kind, key), region(n.indices, tup)))
+        writes = [region(args, f"F{info.index}")] if k else []
         return reads, writes
 
     # pass 2: the ms.Function -------------------------------------------------------------------
@@ -505,6 +565,8 @@ class PipelineTranslation:
         for sp in self.scalar_params.values():
             if sp.size is not None:
                 self.function.declare_param(sp.size, *self.ranges[sp.ms_name])
+        for name, _ in self.bound_sizes:
+            self.function.declare_param(self.params[name], *self.ranges[name])
         for name, ip in self.image_params.items():
             if ("image", name) in self.regions or ("image", name) in self.used_inputs:
                 ip.input = Input(ip.ms_name, list(reversed(ip.extent_params)), ip.dtype)
@@ -656,6 +718,15 @@ def _grown(box, reached, context, what):
     for (lo, hi), (_, rhi) in zip(box, bounds.box_bounds(reached, context, what)):
         out.append((lo, _larger(hi, rhi, context)))
     return out
+
+
+def _same_box(a, b):
+    return all(x.is_equal(y) for pa, pb in zip(a, b) for x, y in zip(pa, pb))
+
+
+def _finite(val):
+    """An isl Val as a Python int, or None when it is infinite."""
+    return val.to_python() if val.is_int() else None
 
 
 def _at_least(pa, value):

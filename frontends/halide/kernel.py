@@ -111,6 +111,8 @@ class HalideKernel:
                 values[sp.size.name] = _size_value(inputs[name], sp)
             elif sp.input is not None:
                 args[sp.ms_name] = np.array([inputs[name]], dtype=sp.dtype.numpy)
+        for name, pa in tr.bound_sizes:
+            values[name] = _value_at(pa, values)
         if tr.requirements:
             env = dict(values)
             env.update({scalar_key(n): _scalar_value(inputs[n], tr.scalar_params[n]) for n in required})
@@ -215,17 +217,20 @@ class HalideKernel:
         tr = self.tr
         for what, info in [("ImageParam", ip) for ip in tr.image_params.values()] + \
                           [("Buffer", cb) for cb in tr.const_buffers.values()]:
-            if info.region is None:
+            if not info.boxes:
                 continue
-            box = _fixed_box(info.region, values)
-            mins = getattr(info, "mins", [0] * len(box))
+            mins = getattr(info, "mins", None) or [0] * len(info.boxes[0])
             exts = getattr(info, "extents", None) or [values[p.name] for p in info.extent_params]
-            for d, (lo, hi) in enumerate(box):
-                if lo < mins[d] or hi >= mins[d] + exts[d]:
-                    raise ArgumentError(
-                        f"{what} {info.name} is accessed over [{lo}, {hi}] in dimension {d} (Halide's order) but "
-                        f"covers [{mins[d]}, {mins[d] + exts[d] - 1}]; pass a larger input or realize a smaller "
-                        f"output")
+            for box in info.boxes:
+                fixed = [(_value_at(lo, values, None), _value_at(hi, values, None)) for lo, hi in box]
+                if any(v is None for pair in fixed for v in pair):
+                    continue   # no instance reads it for these sizes
+                for d, (lo, hi) in enumerate(fixed):
+                    if lo <= hi and (lo < mins[d] or hi >= mins[d] + exts[d]):
+                        raise ArgumentError(
+                            f"{what} {info.name} is accessed over [{lo}, {hi}] in dimension {d} (Halide's order) "
+                            f"but covers [{mins[d]}, {mins[d] + exts[d] - 1}]; pass a larger input or realize a "
+                            f"smaller output")
         self._checked[key] = True
 
 
@@ -244,6 +249,21 @@ def _size_value(value, sp):
         raise ArgumentError(f"Param {sp.name}: expected an integer of type {sp.dtype} (in [{lo}, {hi}]), "
                             f"got {value!r}")
     return int(value)
+
+
+def _value_at(pa, values, undefined=ArgumentError):
+    """The value of the PwAff `pa` of the sizes at `values` ({size: int}); where it is not defined,
+    `undefined` (None) or an ArgumentError."""
+    isl = _isl()
+    point = isl.Point.zero(pa.get_domain_space())
+    for k in range(pa.dim(isl.dim_type.param)):
+        point = point.set_coordinate_val(isl.dim_type.param, k, isl.Val(values[pa.get_dim_name(isl.dim_type.param, k)]))
+    value = pa.eval(point)
+    if not value.is_int():
+        if undefined is not ArgumentError:
+            return undefined
+        raise ArgumentError(f"a bound of the pipeline is not defined for the sizes {values}")
+    return value.to_python()
 
 
 def _fixed(s, values):

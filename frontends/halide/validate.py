@@ -160,7 +160,7 @@ class PipelineChecker:
             if repeated is not None:
                 raise HalideFormatError(f"{where} repeats the variable {repeated} on its left-hand side; Halide "
                                         f"refuses such definitions")
-        exprs = ExprChecker(self, where)
+        exprs = ExprChecker(self, where, None if k else f.name)
         for v, (value, t) in enumerate(zip(d.values, types)):
             got = exprs(value, f"value {v}")
             if got != t:
@@ -242,9 +242,10 @@ class ExprChecker:
     """The type of a Halide expression (code name, bits), checking it node by node as Halide's IR
     constructors do."""
 
-    def __init__(self, pipeline, where):
+    def __init__(self, pipeline, where, pure_of=None):
         self.p = pipeline
         self.where = where
+        self.pure_of = pure_of   # the Func whose pure definition this is: it may not call itself
 
     def fail(self, what, why):
         return HalideFormatError(f"{self.where}: {what} {why}")
@@ -319,8 +320,11 @@ class ExprChecker:
             t = _type_of(n.type, f"{self.where}: variable {n.name} in {what}")
             rd = n.reduction_domain
             if rd is not None and rd.defined:
-                for r in rd.domain:
-                    _name(getattr(r, "var", None), f"{self.where}: a reduction variable in {what}")
+                names = [_name(getattr(r, "var", None), f"{self.where}: a reduction variable in {what}")
+                         for r in rd.domain]
+                if n.name not in names:
+                    raise self.fail(what, f"has the variable {n.name} with a reduction domain over {names}, "
+                                          f"which does not hold it")
             return t
         if kind == "Call":
             return self._call(n, kids, what)
@@ -339,6 +343,8 @@ class ExprChecker:
             if not 0 <= n.func_index < len(funcs):
                 raise self.fail(what, f"calls Func index {n.func_index}; the pipeline has {len(funcs)} Funcs")
             callee = funcs[n.func_index]
+            if callee.name == self.pure_of:
+                raise self.fail(what, f"calls {callee.name} itself; only an update may read its own Func")
             if len(kids) != len(callee.args):
                 raise self.fail(what, f"calls {callee.name} with {len(kids)} arguments; it has {len(callee.args)}")
             if not 0 <= n.value_index < len(callee.output_types):
