@@ -97,14 +97,17 @@ class _BufferAccess(Access):
 
 def _tile_corner(stmt, local, d):
     """The lower corner of a tile buffer along dim d, as a function of `stmt`'s instances: through the
-    consumer's prefix map for a consumer, or the instance's own prefix dims for the producer and its
-    updates."""
+    instance's own prefix dims for the producer and its updates, else through the values of the loops
+    the tile depends on, around any statement that reads it (the consumer, or a computation run inside
+    the consumer's loops)."""
     if stmt.local is local:
         n = stmt.domain.dim(isl.dim_type.set)
         to_prefix = (isl.Map.identity(stmt.domain.get_space().map_from_set())
                      .project_out(isl.dim_type.out, local.depth, n - local.depth).reset_tuple_id(isl.dim_type.out))
     else:
-        to_prefix = local.prefix
+        n = stmt.loop_map.dim(isl.dim_type.out)
+        to_prefix = stmt.loop_map.project_out(isl.dim_type.out, local.depth, n - local.depth) \
+            .reset_tuple_id(isl.dim_type.out)
     return local.lower[d].pullback_pw_multi_aff(isl.PwMultiAff.from_map(to_prefix)).intersect_domain(stmt.domain)
 
 

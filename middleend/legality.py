@@ -14,7 +14,7 @@ import islpy as isl
 
 from .errors import IllegalScheduleError
 from .dependences import union_maps
-from .statements import reads_of
+from .statements import reads_of, runs_inside
 
 PARALLEL_KINDS = ("parallel", "vector", "gpu_block", "gpu_thread", "distribute")
 
@@ -72,9 +72,34 @@ def _checked_pairs(stmts, deps, function, context):
                 pairs = a.to_original.apply_range(m).apply_range(b.to_original.reverse())
                 pairs = pairs.intersect(_same_prefix(pairs.get_space(), a.prefix_depth))
                 out.append((kind, m, a.time, b.time, pairs))
+            elif a is not None and b is not None and _reads_tile(a, b, kind, by_name):
+                # a computation run inside the loops a tile is computed in reads that iteration's tile
+                # (or, from a sliding window, earlier ones: window_violations checks those)
+                pairs = a.to_original.apply_range(m).apply_range(b.to_original.reverse())
+                pairs = pairs.intersect(_same_loops(a, b, a.prefix_depth))
+                out.append((kind, m, a.time, b.time, pairs))
             else:
                 out.append((kind, m, times[src], times[snk], m))
     return out
+
+
+def _reads_tile(a, b, kind, by_name):
+    """Whether statement `b` reads the tile of the producer of `a` as a computation run inside the
+    consumer's loops (not the consumer itself, whose reads hold by construction)."""
+    producer = a.comp.storage_owner
+    target = producer.compute_at_target
+    if kind != "read-after-write" or target is None or producer.stored_at_root or a.local is None:
+        return False
+    consumer = by_name.get(target[0].name)
+    return consumer is not None and b.comp is not consumer.comp and b.comp.storage_owner is not producer and \
+        b.loops[:a.prefix_depth] == a.loops[:a.prefix_depth] and runs_inside(b.comp, consumer, a.prefix_depth - 1)
+
+
+def _same_loops(a, b, n):
+    """Pairs of instances of statements a and b with the same values of their first n loops."""
+    at_a = a.loop_map.project_out(isl.dim_type.out, n, len(a.loops) - n).reset_tuple_id(isl.dim_type.out)
+    at_b = b.loop_map.project_out(isl.dim_type.out, n, len(b.loops) - n).reset_tuple_id(isl.dim_type.out)
+    return at_a.apply_range(at_b.reverse())
 
 
 def _same_prefix(space, n):
@@ -178,9 +203,20 @@ def window_violations(stmts, context):
         dims = [f"d{i}" for i in range(a.domain.dim(isl.dim_type.set))]
         prefix_of = isl.Map(f"{{ {a.name}[{', '.join(dims)}] -> [{', '.join(dims[:n])}] }}").intersect_domain(a.domain)
         computed = prefix_of.reverse().apply_range(a.to_original)
-        b_prefix = b.loop_map.project_out(isl.dim_type.out, n, b.loop_map.dim(isl.dim_type.out) - n)
-        reads = reads_of(b.comp, producer, context)
-        needed = b_prefix.reverse().apply_range(b.to_original.apply_range(reads))
+        # what the consumer, and what runs inside its loops down to the compute level, read
+        needed = None
+        for r in stmts:
+            if r is not b and not (r.comp is not producer and r.comp.storage_owner is not producer
+                                   and r.loops[:n] == b.loops[:n] and runs_inside(r.comp, b, n - 1)):
+                continue
+            reads = reads_of(r.comp, producer, context)
+            if reads is None:
+                continue
+            r_prefix = r.loop_map.project_out(isl.dim_type.out, n, r.loop_map.dim(isl.dim_type.out) - n)
+            part = r_prefix.reset_tuple_id(isl.dim_type.out).reverse().apply_range(r.to_original.apply_range(reads))
+            needed = part if needed is None else needed.union(part)
+        if needed is None:
+            continue
         earlier = isl.Map.lex_ge(computed.get_space().domain())   # p -> p' with p' not after p
         for d in range(depth):
             earlier = earlier.equate(isl.dim_type.in_, d, isl.dim_type.out, d)

@@ -115,7 +115,8 @@ def build_statements(function, context):
             if comp.updated is not None:
                 s = _expand_update(comp, build(comp.updated, visiting + (comp,)), context)
             else:
-                s = _expand(comp, build(consumer, visiting + (comp,)), level, function, context)
+                s = _expand(comp, build(consumer, visiting + (comp,)), level, function, context,
+                            lambda c: build(c, visiting + (comp,)))
         if any(c.compute_at_target is not None and c.compute_at_target[0] is comp for c in comps):
             s = per_time(s)   # tiles are computed inside its loops
         stmts[comp] = s
@@ -174,25 +175,37 @@ def _interleave(loops, betas, depth):
     return isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(out)}] }}")
 
 
-def _expand(comp, consumer_stmt, level, function, context):
-    """The statement of `comp` computed inside `consumer_stmt`'s loop `level`."""
+def _expand(comp, consumer_stmt, level, function, context, statement_of):
+    """The statement of `comp` computed inside `consumer_stmt`'s loop `level`: per iteration of the
+    loops down to `level`, the instances that the consumer and the computations run inside those
+    loops (computed at `level` or deeper, directly or through each other) read.
+    `statement_of(c)` gives the statement of such a computation."""
     cmd = f"{comp.name}.compute_at({consumer_stmt.name}, {level})"
     if level not in consumer_stmt.loops:
         raise ScheduleError(f"{cmd}: {consumer_stmt.name} has no loop {level!r}; its loops are {consumer_stmt.loops}")
     if comp.is_output:
         raise ScheduleError(f"{cmd}: {comp.name} is an output; outputs are computed at the root")
-    others = [c.name for c in function.computations
-              if c is not consumer_stmt.comp and not c.inlined and c is not comp and c not in comp.updates
-              and reads_of(c, comp, context)]
+    lvl = consumer_stmt.loops.index(level)
+    readers = [c for c in function.computations
+               if c is not consumer_stmt.comp and not c.inlined and c is not comp and c not in comp.updates
+               and reads_of(c, comp, context)]
+    inside = [c for c in readers if runs_inside(c, consumer_stmt, lvl)]
+    others = [c.name for c in readers if c not in inside]
     if others:
         raise ScheduleError(f"{cmd}: {comp.name} is also read by {others}; compute it at root or inline it")
-    lvl = consumer_stmt.loops.index(level)
     n_loops = len(consumer_stmt.loops)
     prefix = consumer_stmt.loop_map.project_out(isl.dim_type.out, lvl + 1, n_loops - lvl - 1)
-    reads = reads_of(consumer_stmt.comp, comp, context)
-    if reads is None:
+    need = None
+    for reader in [consumer_stmt] + [statement_of(c) for c in inside]:
+        reads = reads_of(reader.comp, comp, context)
+        if reads is None:
+            continue
+        at = reader.loop_map.project_out(isl.dim_type.out, lvl + 1, len(reader.loops) - lvl - 1)
+        part = reader.to_original.apply_range(reads).apply_domain(at.reset_tuple_id(isl.dim_type.out))
+        need = part if need is None else need.union(part)
+    if need is None:
         raise ScheduleError(f"{cmd}: {consumer_stmt.name} does not read {comp.name}")
-    need = consumer_stmt.to_original.apply_range(reads).apply_domain(prefix).coalesce()
+    need = need.coalesce()
     store = lvl   # the loop the tile buffer lives in
     if comp.store_level is not None:
         if comp.store_level not in consumer_stmt.loops[:lvl + 1]:
@@ -217,6 +230,20 @@ def _expand(comp, consumer_stmt, level, function, context):
                               time_dim=2 * store + 1, depth=store + 1)
     return Statement(comp, domain, consumer_stmt.loops[:lvl + 1] + list(comp.loops), loop_map, to_original,
                      tags, local)
+
+
+def runs_inside(comp, consumer_stmt, lvl):
+    """Whether `comp` runs inside loop `lvl` of `consumer_stmt` (and the loops around it): computed at
+    that loop or one inside it, directly or at a computation that does."""
+    seen = set()
+    c = comp
+    while c.compute_at_target is not None and c not in seen:
+        seen.add(c)
+        target, loop = c.compute_at_target
+        if target is consumer_stmt.comp:
+            return loop in consumer_stmt.loops and consumer_stmt.loops.index(loop) >= lvl
+        c = target
+    return False
 
 
 def _tile_instances(comp, tiles, prefix_names, only_needed=False):
