@@ -29,6 +29,7 @@ from .requirements import read_requirements
 from .schedule import placement
 from .schema import CALL_TYPES
 from .splits import Variable, constant_value, loop_nest
+from .tiles import TileReaders
 from .validate import check_pipeline
 
 #: types of the Params that may become sizes: every value is an int32, so a bound cast to it stays exact
@@ -143,6 +144,8 @@ class PipelineTranslation:
         self.derived, self.derived_params = {}, {}
         self.function = None   # the HalideFunction being declared
         self._nests = {}       # (Func index, stage) -> (box, its loop nest), see _stage_nest
+        self.pending_widths = []   # vector and unrolled loops whose extent one tile gives (schedule.resolve_widths)
+        self.tile_readers = TileReaders(self, placement)
 
     def _declare_sizes(self):
         """Make sizes of the integer Params that bound an RDom, and of those an index, an RDom

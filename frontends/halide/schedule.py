@@ -153,9 +153,20 @@ class StageScheduler:
         except ScheduleError as err:
             raise NotSupportedError(f"{self.where}: its loop nest {[lp.halide for lp in nest.loops]} "
                                     f"({err})") from None
-        self.loops = {lp.halide: lp for lp in nest.loops}
+        self.loops = nest.named
         self._tags([d for d in sched.dims if d.var != "__outermost"])
+        # (a fused group's loop, for compute_at, is its innermost member)
         return {h: lp.ident for h, lp in self.loops.items()}
+
+    def _parallel_member(self, group):
+        """The loop of a fused group that runs in parallel: its outermost one that may have more than
+        one iteration (the same iterations run in parallel as in Halide's fused loop, split among
+        fewer tasks)."""
+        for m in group:
+            rng = _loop_range(self.comp, m.ident, self.context)
+            if rng is None or rng[1] > rng[0]:
+                return m.ident
+        return group[0].ident
 
     def _tags(self, dims):
         blocks, threads = [], []
@@ -163,24 +174,26 @@ class StageScheduler:
             kind = FOR_TYPES[d.for_type] if 0 <= d.for_type < len(FOR_TYPES) else str(d.for_type)
             if kind == "Serial":
                 continue
+            group = self.loops[d.var].members
             loop = self.loops[d.var].ident
+            if group is not None and kind != "Parallel":
+                raise NotSupportedError(f"{self.where}: {kind.lower()} loop {d.var} fuses loops whose extents are not "
+                                        f"constants; only a parallel tag is supported on such a loop")
             if kind == "Parallel":
-                self.comp.parallelize(loop)
+                self.comp.parallelize(self._parallel_member(group) if group is not None else loop)
             elif kind in ("Vectorized", "Unrolled"):
                 width = self.loops[d.var].extent
                 if width is None:
                     rng = _loop_range(self.comp, loop, self.context)
+                    if rng is None and self.per_tile:
+                        # its extent in one tile is known once the Func is placed (see resolve_widths)
+                        self.tr.pending_widths.append((self.comp, loop, kind, d.var, self.where))
+                        continue
                     if rng is None:
                         raise NotSupportedError(f"{self.where}: {kind.lower()} loop {d.var} needs a constant "
                                                 f"extent (split it by a constant first)")
                     width = rng[1] - rng[0] + 1
-                limit = MAX_LANES if kind == "Vectorized" else MAX_UNROLL
-                if width > limit:
-                    raise NotSupportedError(f"{self.where}: {kind.lower()} loop {d.var} of {width} iterations; the "
-                                            f"Halide front-end takes at most {limit} (split it first)")
-                # tag in place: the loop already has its final extent, so no further split is wanted
-                self.comp.tags[loop] = ("vector" if kind == "Vectorized" else "unroll", width)
-                self.comp._record(f"{'vectorize' if kind == 'Vectorized' else 'unroll'}({loop}, {width})")
+                tag_width(self.comp, loop, kind, width, f"{self.where}: {kind.lower()} loop {d.var}")
             elif kind == "GPUBlock":
                 blocks.append(loop)
             elif kind in ("GPUThread", "GPULane"):
@@ -189,6 +202,50 @@ class StageScheduler:
                 raise NotSupportedError(f"{self.where}: the loop type {kind} of {d.var}")
         if blocks or threads:
             self.comp.gpu(list(reversed(blocks)), list(reversed(threads)))
+
+
+def tag_width(comp, loop, kind, width, what):
+    """Tag `loop` of `comp` as a vector or unrolled loop of `width` iterations (its final extent: no
+    further split), within the limits."""
+    limit = MAX_LANES if kind == "Vectorized" else MAX_UNROLL
+    if width > limit:
+        raise NotSupportedError(f"{what} of {width} iterations; the Halide front-end takes at most {limit} "
+                                f"(split it first)")
+    comp.tags[loop] = ("vector" if kind == "Vectorized" else "unroll", width)
+    comp._record(f"{'vectorize' if kind == 'Vectorized' else 'unroll'}({loop}, {width})")
+
+
+def resolve_widths(tr):
+    """Tag the vector and unrolled loops of Funcs computed per tile whose extent is not one constant
+    over the whole domain: the most iterations the loop has in one tile (Halide unrolls or
+    vectorizes a loop by the constant its bounds inference finds per tile; shorter tiles are the
+    partial ones the middle-end generates apart)."""
+    if not tr.pending_widths:
+        return
+    from mascarpone.middleend.statements import build_statements
+    f = tr.function
+    context = f._prepare()
+    stmts = {s.comp: s for s in build_statements(f, context)}
+    for comp, loop, kind, halide_loop, where in tr.pending_widths:
+        what = f"{where}: {kind.lower()} loop {halide_loop}"
+        s = stmts.get(comp)
+        width = None if s is None or loop not in s.loops else _tile_extent(s, s.loops.index(loop), context)
+        if width is None:
+            raise NotSupportedError(f"{what} has no constant extent in one tile (split it by a constant first)")
+        tag_width(comp, loop, kind, width, what)
+    tr.pending_widths = []
+
+
+def _tile_extent(stmt, j, context):
+    """The most iterations loop j of a statement runs for fixed values of the loops around it."""
+    import islpy as isl
+    points = stmt.loop_map.intersect_domain(stmt.domain).range()
+    n = points.dim(isl.dim_type.set)
+    points = points.project_out(isl.dim_type.set, j + 1, n - j - 1)
+    points = points.move_dims(isl.dim_type.param, points.dim(isl.dim_type.param), isl.dim_type.set, 0, j)
+    extent = points.dim_max(0).sub(points.dim_min(0)).intersect_params(context)
+    top = extent.max_val()
+    return top.to_python() + 1 if top.is_int() else None
 
 
 def affine_of(e, where):
@@ -222,29 +279,6 @@ def apply_loop_schedules(tr, context):
             info.loop_names.append(names)
 
 
-def _consumer_stage(tr, info, level):
-    consumer = next((f for f in tr.funcs if f.name == level.func_name), None)
-    if consumer is None or consumer.region is None:
-        raise NotSupportedError(f"Func {info.name} is computed at {level.func_name}.{level.var_name}, a Func the "
-                                f"pipeline does not compute")
-    if level.stage_index >= 0:
-        return consumer, level.stage_index
-    readers = [k for k, comps in enumerate(consumer.comps)
-               if any(_reads(c, info) for c in comps)]
-    if len(readers) != 1:
-        raise NotSupportedError(f"Func {info.name} is computed at {level.func_name}.{level.var_name}, and "
-                                f"{'several stages' if readers else 'no stage'} of {consumer.name} read it; "
-                                f"name the stage")
-    return consumer, readers[0]
-
-
-def _reads(comp, info):
-    from mascarpone.middleend.expr import Access, walk
-    targets = set(info.comps[0]) if info.comps else set()
-    exprs = [comp.expr] + ([comp.predicate] if comp.predicate is not None else [])
-    return any(isinstance(n, Access) and n.target in targets for e in exprs for n in walk(e))
-
-
 def _match_loop(names, var, where):
     hits = [h for h in names if h == var or h.endswith("." + var)]
     if not hits:
@@ -253,7 +287,8 @@ def _match_loop(names, var, where):
 
 
 def apply_placements(tr, context):
-    """compute_root / compute_at / inline, storage folds and compute_with, Func by Func."""
+    """compute_root / compute_at / inline, storage folds and compute_with, Func by Func; then the
+    vector and unrolled loops whose extent depends on the tile (resolve_widths)."""
     for info in reversed(tr.order):
         if info.region is None:
             continue
@@ -276,6 +311,7 @@ def apply_placements(tr, context):
             level = fl.fuse_level if fl is not None else None
             if level is not None and level.func_name:
                 _compute_with(tr, info, k, level)
+    resolve_widths(tr)
 
 
 def _fuse_tuple_elements(info):
@@ -298,7 +334,11 @@ def _place(tr, info, level):
         return
     if level.var_name == "__root" or level.var_name == "__outermost":
         return
-    consumer, k = _consumer_stage(tr, info, level)
+    consumer = next((f for f in tr.funcs if f.name == level.func_name), None)
+    if consumer is None or consumer.region is None:
+        raise NotSupportedError(f"Func {info.name} is computed at {level.func_name}.{level.var_name}, a Func the "
+                                f"pipeline does not compute")
+    k, element = tr.tile_readers.where(info)
     scans = _scans(tr, info)
     if scans:
         # Halide grows each tile by the whole range such an update writes (a scan runs over all of its
@@ -307,10 +347,7 @@ def _place(tr, info, level):
                       f"is computed at root instead (same values, no locality)", stacklevel=3)
         return
     var = _match_loop(consumer.loop_names[k], level.var_name, f"{where}.compute_at({consumer.name})")
-    targets = [c for c in consumer.comps[k] if _reads(c, info)]
-    if len(targets) != 1:
-        raise NotSupportedError(f"{where}.compute_at({consumer.name}, {level.var_name}): {len(targets)} Tuple "
-                                f"elements of {consumer.name} read it; only one reader is supported")
+    targets = [consumer.comps[k][element]]
     for comp in info.comps[0]:
         try:
             comp.compute_at(targets[0], var)

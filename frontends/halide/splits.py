@@ -20,7 +20,12 @@ by a factor `f` into an outer loop `o` in [0, ceil(e/f)) and an inner loop `i` i
     says Auto.
 
 A split of a split's loop uses that loop's range (an inner loop: [0, f)). Fusing
-two loops gives `(outer - outer_min) * inner_extent + (inner - inner_min)`.
+two loops gives `(outer - outer_min) * inner_extent + (inner - inner_min)` when the
+inner extent is a constant. Otherwise (an autoscheduler fuses the tile loops of a
+region whose size is a parameter) that is not affine: the fused loop stays the
+nest of its loops, which runs the same iterations in the same order, and it is a
+group of them by its name (a parallel tag goes to its outermost loop that may have
+more than one iteration; splitting or vectorizing it is refused by name).
 
 `loop_nest` builds the relation from a stage's variables to its loops. A pure
 variable's bounds are isl parameters (its loop's min and max), set to the region
@@ -71,15 +76,26 @@ class Loop:
     from_inner: bool       # comes from the inner loop of a split (RoundUp would recompute updates)
     shift_factor: int | None = None   # outer loop of a ShiftInwards split of this factor, or a loop split from one
     bounded: bool = True   # whether the relation already keeps the loop in its range (not yet for variables)
+    members: list | None = None   # a fused loop of non-constant extent: its loops, outermost first
+
+    def flat(self):
+        """The loops of the relation this loop stands for: itself, or a fused group's members."""
+        return [self] if self.members is None else self.members
 
 
 @dataclass
 class LoopNest:
-    """A stage's loops, outermost first, and the relation `{ S[variables] -> [loops] }`."""
+    """A stage's loops, outermost first (the relation's output dimensions), the relation
+    `{ S[variables] -> [loops] }`, and its loops by Halide name (a fused group under its name)."""
 
     loops: list
     relation: isl.Map
     tails: list            # (old loop, factor, strategy applied), in split order
+    named: dict | None = None
+
+    def __post_init__(self):
+        if self.named is None:
+            self.named = {lp.halide: lp for lp in self.loops}
 
 
 def split_factor(split, where):
@@ -152,9 +168,13 @@ class _Builder:
         raise NotSupportedError(f"{self.where}: its schedule names the loop {halide_name}, which it does not "
                                 f"have")
 
+    def dims(self):
+        """The relation's output dimensions (a fused group's members in its place)."""
+        return [m.ident for lp in self.loops for m in lp.flat()]
+
     def _step(self, outs, constraints):
         """Compose the relation with `{ [loops] -> [outs] : constraints }`."""
-        ins = [lp.ident for lp in self.loops]
+        ins = self.dims()
         text = (f"[{', '.join(self.params)}] -> {{ [{', '.join(ins)}] -> [{', '.join(outs)}] : "
                 f"{' and '.join(constraints)} }}")
         self.relation = self.relation.apply_range(isl.Map(text))
@@ -162,6 +182,9 @@ class _Builder:
     def split(self, s, factor):
         k = self.index(s.old_var)
         old = self.loops[k]
+        if old.members is not None:
+            raise NotSupportedError(f"{self.where}: split({old.halide}) of a fused loop whose extent is not a "
+                                    f"constant; fuse loops of constant extent, or split before fusing")
         strategy = split_strategy(s, self.where)
         if strategy == "Auto":
             strategy = resolve_auto(old, factor, s.exact, self.is_init)
@@ -177,7 +200,8 @@ class _Builder:
             constraints.append(f"{old.ident} <= {old.hi}")
         elif strategy != "ShiftInwards" and strategy != "RoundUp":
             raise NotSupportedError(f"{self.where}: split({old.halide}) with TailStrategy.{strategy}")
-        outs = [lp.ident for lp in self.loops[:k]] + [o, i] + [lp.ident for lp in self.loops[k + 1:]]
+        outs = [m.ident for lp in self.loops[:k] for m in lp.flat()] + [o, i] + \
+            [m.ident for lp in self.loops[k + 1:] for m in lp.flat()]
         self._step(outs, constraints)
         shift = factor if strategy == "ShiftInwards" else old.shift_factor
         outer_extent = -(-old.extent // factor) if old.extent is not None else None
@@ -193,20 +217,22 @@ class _Builder:
         take its values outside)."""
         loops = [lp for lp in loops if not lp.bounded]
         if loops:
-            ins = [lp.ident for lp in self.loops]
-            self._step(ins, [f"({lp.lo}) <= {lp.ident} <= {lp.hi}" for lp in loops])
+            self._step(self.dims(), [f"({lp.lo}) <= {lp.ident} <= {lp.hi}" for lp in loops])
             for lp in loops:
                 lp.bounded = True
 
     def fuse(self, s):
         ko, ki = self.index(s.outer), self.index(s.inner)
         outer, inner = self.loops[ko], self.loops[ki]
-        self.bound([outer, inner])
-        if inner.extent is None:
+        self.bound([m for lp in (outer, inner) for m in lp.flat()])
+        if inner.extent is None and inner.members is None:
             inner.extent = constant_value(f"({inner.hi}) - ({inner.lo}) + 1", self.params)
-        if inner.extent is None:
-            raise NotSupportedError(f"{self.where}: fuse({s.inner}, {s.outer}) needs the inner loop {s.inner} to "
-                                    f"have a constant extent (use bound() or fuse loops of constant size)")
+        if inner.extent is None or outer.members is not None:
+            members = outer.flat() + inner.flat()
+            group = Loop(s.old_var, members[-1].ident, "0", "0", None, outer.rvar or inner.rvar,
+                         outer.from_inner or inner.from_inner, members=members)
+            self.loops = [group if lp is inner else lp for lp in self.loops if lp is not outer]
+            return
         fused = self.fresh(s.old_var)
         value = f"(({outer.ident}) - ({outer.lo})) * {inner.extent} + (({inner.ident}) - ({inner.lo}))"
         outs = [fused if lp is inner else lp.ident for lp in self.loops if lp is not outer]
@@ -248,7 +274,8 @@ def loop_nest(tuple_name, variables, schedule, params, where, is_init, fresh, gu
         raise NotSupportedError(f"{where}: its loops {[lp.halide for lp in b.loops]} do not match the "
                                 f"schedule's {dims}")
     order = [b.loops[b.index(name)] for name in reversed(dims)]
+    flat = [m for lp in order for m in lp.flat()]
     # Halide lists dims innermost first; the relation's loops go outermost first
     relation = b.relation.apply_range(isl.Map(
-        f"{{ [{', '.join(lp.ident for lp in b.loops)}] -> [{', '.join(lp.ident for lp in order)}] }}"))
-    return LoopNest(order, relation, b.tails)
+        f"{{ [{', '.join(b.dims())}] -> [{', '.join(m.ident for m in flat)}] }}"))
+    return LoopNest(flat, relation, b.tails, {**{m.halide: m for m in flat}, **{lp.halide: lp for lp in order}})
