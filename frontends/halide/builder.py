@@ -24,7 +24,7 @@ from . import bounds
 from .errors import HalideFormatError
 from .exprs import Translator, dtype_of
 from .names import NameTable
-from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first, walk_nodes
+from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first, redirect_to_wrappers, walk_nodes
 from .requirements import read_requirements
 from .schedule import placement
 from .schema import CALL_TYPES
@@ -107,6 +107,7 @@ class PipelineTranslation:
         self.names = NameTable()
         self.image_params, self.scalar_params, self.const_buffers = {}, {}, {}
         self.used_inputs = set()
+        redirect_to_wrappers(self.funcs)
         build_call_graph(self.funcs)
         self.order = consumers_first(self.funcs, self.outputs)
         for info in self.order:

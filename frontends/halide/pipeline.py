@@ -71,11 +71,30 @@ def check_supported(info: FuncInfo):
         sched = d.stage_schedule
         if sched is not None and sched.atomic:
             raise NotSupportedError(f"{where} uses atomic, which the Halide front-end does not support")
-    if node.func_schedule is not None and node.func_schedule.wrappers:
-        raise NotSupportedError(f"Func {info.name} has wrappers (Func.in_), which the Halide front-end does not "
-                                f"support")
     if node.func_schedule is not None and node.func_schedule.memoized:
         raise NotSupportedError(f"Func {info.name} uses memoize, which the Halide front-end does not support")
+
+
+def redirect_to_wrappers(funcs):
+    """Calls to a Func with wrappers (`f.in_(g)`, `f.in_()`, `f.clone_in(g)`) go to its wrappers, as
+    Halide's lowering makes them: in g, calls to f read g's wrapper (or clone); elsewhere, where f has
+    a global wrapper (`f.in_()`), they read it, except in the wrappers themselves."""
+    for f in funcs:
+        refs = f.node.func_schedule.wrappers if f.node.func_schedule is not None else []
+        if not refs:
+            continue
+        specific = {r.func_name: r.func_index for r in refs if r.func_name}
+        everywhere = next((r.func_index for r in refs if not r.func_name), None)
+        wrappers = set(specific.values()) | ({everywhere} if everywhere is not None else set())
+        for c in funcs:
+            if c is f or c.index in wrappers:
+                continue
+            target = specific.get(c.name, everywhere)
+            if target is None:
+                continue
+            for n in walk_nodes(c.stages):
+                if n.kind == "Call" and n.call_type == CALL_TYPES.index("Halide") and n.func_index == f.index:
+                    n.func_index, n.name = target, funcs[target].name
 
 
 def build_call_graph(funcs):

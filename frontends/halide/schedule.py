@@ -242,7 +242,10 @@ def _tile_extent(stmt, j, context):
     points = stmt.loop_map.intersect_domain(stmt.domain).range()
     n = points.dim(isl.dim_type.set)
     points = points.project_out(isl.dim_type.set, j + 1, n - j - 1)
-    points = points.move_dims(isl.dim_type.param, points.dim(isl.dim_type.param), isl.dim_type.set, 0, j)
+    first = points.dim(isl.dim_type.param)
+    points = points.move_dims(isl.dim_type.param, first, isl.dim_type.set, 0, j)
+    for i in range(j):   # (the loops around it, as parameters: isl wants them named)
+        points = points.set_dim_name(isl.dim_type.param, first + i, f"outer_loop_{i}")
     extent = points.dim_max(0).sub(points.dim_min(0)).intersect_params(context)
     top = extent.max_val()
     return top.to_python() + 1 if top.is_int() else None
@@ -296,6 +299,10 @@ def apply_placements(tr, context):
         if info not in tr.outputs:
             _place(tr, info, sched.compute_level if sched is not None else None)
         for sd in (sched.storage_dims if sched is not None else []):
+            # a tile computed per iteration of a consumer's loop keeps its whole tile: the fold only
+            # saves memory there (the middle-end folds buffers at the root), the values are the same
+            if placement(tr, info) == "tile":
+                continue
             if sd.fold_factor is not None and sd.fold_factor.kind != "UndefinedExpr":
                 factor = _int_value(sd.fold_factor, f"Func {info.name}: fold_storage({sd.var})")
                 var = info.stage_vars[0].get(sd.var)
@@ -362,8 +369,10 @@ def _place(tr, info, level):
                 comp.store_root()   # Halide's sliding window: each value computed once, reused by later rows
         return
     if store.func_name != consumer.name:
-        raise NotSupportedError(f"{where}.store_at({store.func_name}, {store.var_name}): storage at a loop of "
-                                f"another Func than the one it is computed at ({consumer.name})")
+        # storage at a loop of a Func further out (the consumer's consumer): the middle-end slides a
+        # window only within the consumer's own loops, so each tile is computed whole (same values,
+        # computed again where tiles overlap, as without store_at)
+        return
     outer = _match_loop(consumer.loop_names[k], store.var_name, f"{where}.store_at({consumer.name})")
     if outer != var and _serial_between(targets[0], outer, var):
         for comp in info.comps[0]:

@@ -55,13 +55,27 @@ class TileReaders:
                 if g in out or g is consumer or level is None or level.func_name != host.name or \
                         self.placement(self.tr, g) != "tile":
                     continue
-                if host is consumer:
-                    gk, ge = self.where(g)
-                    if gk != k or (element is not None and ge != element):
-                        continue
+                if host is consumer and self._ambiguous(consumer) and not self._lands(g, k, element):
+                    continue
                 out.append(g)
                 frontier.append(g)
         return out
+
+    @staticmethod
+    def _ambiguous(consumer):
+        """Whether Funcs computed at `consumer` may land in different stages or Tuple elements."""
+        return len(consumer.stages) > 1 or len(consumer.dtypes) > 1
+
+    def _lands(self, g, k, element):
+        """Whether `g` lands in stage k (and Tuple element) of its consumer; a Func still being decided
+        (asked about through the Funcs beside it) counts as landing there."""
+        try:
+            gk, ge = self.where(g)
+        except NotSupportedError:
+            return False
+        if gk is None:
+            return True
+        return gk == k and (element is None or ge == element)
 
     def _reads(self, consumer, k, nodes, element, info):
         """Whether `nodes` of stage k of `consumer`, or the Funcs computed inside its loops, read `info`."""
