@@ -23,7 +23,7 @@ from mascarpone.middleend.types import int8, int16, int32, int64, uint8, uint16
 from . import bounds
 from .errors import HalideFormatError
 from .exprs import Translator, dtype_of
-from .names import NameTable
+from .names import NameTable, sanitize
 from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first, redirect_to_wrappers, walk_nodes
 from .requirements import read_requirements
 from .schedule import placement
@@ -651,9 +651,19 @@ class PipelineTranslation:
             self.derived[key] = (pa, same)
         return self.derived[key][1]
 
+    def loop_namer(self, info, taken=()):
+        """The function naming the loops and variables of `info`'s stages. A Func computed per tile
+        runs inside its consumer's loops, and the middle-end names a tile's loops after the
+        consumer's: its own are named after it (`blur_x_y`), unique in the translation; the others keep
+        Halide's names (unique within the computation)."""
+        if placement(self, info) == "tile":
+            base = sanitize(info.name)
+            return lambda name: self.names.fresh(f"{base}_{name}")
+        return NameTable(set(taken) | set(self.params) | set(self.names.taken)).fresh
+
     def _declare_stage(self, info, k):
         pure, rvars = self.stage_vars(info, k)
-        names = NameTable(set(self.params) | set(self.names.taken))
+        fresh = self.loop_namer(info)
         ms_vars = {}
         box, exact = info.stage_boxes[k], info.stage_exact[k]
         context = self.context()
@@ -663,12 +673,12 @@ class PipelineTranslation:
             box = bounds.box(symbolic, context, {**self.params, **self.derived_params}, info.stage_name(k))
         for h, dim in pure:
             lo, hi = box[dim]
-            ms_vars[h] = Var(names.fresh(h), lo, hi)
+            ms_vars[h] = Var(fresh(h), lo, hi)
         scope = _FinalScope(self, ms_vars, info, k)
         t = Translator(scope, info.stage_name(k))
         for r in rvars:
             lo, ext = t(r.min), t(r.extent)
-            ms_vars[r.var] = Var(names.fresh(r.var), lo, lo + ext)
+            ms_vars[r.var] = Var(fresh(r.var), lo, lo + ext)
         d = info.stages[k]
         values = [t(v) for v in d.values]
         pred = _predicate(d)

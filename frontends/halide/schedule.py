@@ -116,7 +116,9 @@ class StageScheduler:
         self.pure = pure                  # Halide dimension of each pure variable, by Halide name
         self.per_tile = per_tile
         self.guarded = guarded            # ShiftInwards splits guarded instead (see apply_loop_schedules)
-        self.names = NameTable(set(tr.params) | set(tr.derived_params) | set(comp.loops))
+        self.names = NameTable(set(tr.params) | set(tr.derived_params) | set(comp.loops) | set(tr.names.taken))
+        # (loops of a Func computed per tile are named after it: see PipelineTranslation.loop_namer)
+        self.loop_fresh = tr.loop_namer(info, self.names.taken) if per_tile else self.names.fresh
 
     def _variables(self):
         """The computation's variables for loop_nest, and {variable: (lo, hi) parameter names}."""
@@ -143,7 +145,7 @@ class StageScheduler:
         variables, bounds = self._variables()
         box_params = [p for pair in bounds.values() for p in pair]
         nest = loop_nest(self.comp.name, variables, sched, self.params + box_params, self.where,
-                         self.k == 0, self.names.fresh, self.guarded)
+                         self.k == 0, self.loop_fresh, self.guarded)
         halide_of = {v.name: h for h, v in self.info.stage_vars[self.k].items()}
         anchor = self.tr.symbolic_bounds(self.info, self.info.stage_anchor[self.k])
         root = {name: anchor[self.pure[halide_of[name]]] for name in bounds}
