@@ -35,14 +35,19 @@ def serialize(pipeline_or_func) -> bytes:
     return hl.serialize_pipeline(p)
 
 
-def from_halide(pipeline_or_func, name=None) -> HalideFunction:
+def from_halide(pipeline_or_func, name=None, output_mins=None) -> HalideFunction:
     """Translate a Halide pipeline (algorithm and schedule) into an ms.Function.
 
     Accepts an hl.Pipeline, an hl.Func, a list of output Funcs, or the bytes of
     `hl.serialize_pipeline`. Unsupported features raise ms.NotSupportedError
-    naming the Func; unreadable bytes raise HalideFormatError.
+    naming the Func; unreadable bytes raise HalideFormatError. `output_mins`
+    ({output index: [min per dimension]}) computes the outputs over regions that
+    start there instead of 0 (the kernel makes such translations itself when
+    realizing into buffers with a nonzero min).
     """
-    tr = PipelineTranslation(read_pipeline(serialize(pipeline_or_func)))
+    data = serialize(pipeline_or_func)
+    tr = PipelineTranslation(read_pipeline(data), output_mins)
+    tr.data = data
     tr.infer_bounds()
     fname = sanitize(name or tr.outputs[0].name)
     if current_function(required=False) is not None:
@@ -57,6 +62,7 @@ def from_halide(pipeline_or_func, name=None) -> HalideFunction:
     context = tr.context()
     apply_loop_schedules(tr, context)
     apply_placements(tr, context)
+    tr.commands = len(f.history())
     return f
 
 

@@ -21,9 +21,13 @@ MAX_EXTENT = 1 << 28
 
 
 class IndexText:
-    """isl text for index expressions, with fresh unknowns (and their constraints) for data-dependent parts."""
+    """isl text for index expressions, with fresh unknowns (and their constraints) for data-dependent
+    parts. `runtime(cast)` gives the isl text of the (min, max) of an integer cast of floats when the
+    floats' range is known (sizes computed on each call where it depends on Params), else None."""
 
-    def __init__(self):
+    def __init__(self, runtime=None):
+        self.runtime = runtime
+        self.extra_params = set()   # sizes the runtime ranges introduced
         self.unknowns = []
         self.constraints = []
         self._memo = {}   # id(expr) -> (expr, text): a shared sub-expression (a Let value) is one unknown
@@ -54,6 +58,11 @@ class IndexText:
         exact = affine_text(e)
         if exact is not None:
             return exact
+        if isinstance(e, E.Cast) and e.a.dtype.is_float and e.dtype.is_int and self.runtime is not None:
+            ends = self.runtime(e)
+            if ends is not None:
+                self.extra_params.update(x for x in ends if not _is_number(x))
+                return self._unknown(*ends)
         if isinstance(e, E.Cast) and e.a.dtype.is_int and e.dtype.is_int:
             # like Halide's bounds inference, index arithmetic of 32 bits or more is taken not to wrap
             if e.dtype.bits >= 32 or (e.dtype.bits >= e.a.dtype.bits and (e.dtype.is_signed or not e.a.dtype.is_signed)):
@@ -122,6 +131,10 @@ class IndexText:
         return None
 
 
+def _is_number(text):
+    return text.lstrip("-").isdigit()
+
+
 def _const(e):
     if isinstance(e, E.Const) and e.dtype.is_int:
         return e.value
@@ -139,9 +152,10 @@ class Intervals:
     `ranges` ({variable name: (min, max)}) bound the variables; the results are defined where every
     variable's range is not empty (where the stage has instances)."""
 
-    def __init__(self, params, ranges):
+    def __init__(self, params, ranges, runtime=None):
         self.params = list(params)
         self.ranges = ranges
+        self.runtime = runtime
         self.space = isl.Set(f"[{', '.join(self.params)}] -> {{ : }}").get_space()
         nonempty = isl.Set.universe(self.space)
         for lo, hi in ranges.values():
@@ -162,7 +176,9 @@ class Intervals:
         return tuple(pa.intersect_domain(self.nonempty).coalesce() for pa in out)
 
     def _pw(self, value):
-        return isl.PwAff(f"[{', '.join(self.params)}] -> {{ [({value})] }}")
+        value = str(value)
+        params = self.params + ([value] if value.isidentifier() and value not in self.params else [])
+        return isl.PwAff(f"[{', '.join(params)}] -> {{ [({value})] }}")
 
     def _type_range(self, dtype):
         if not dtype.is_int:
@@ -181,7 +197,8 @@ class Intervals:
             return self._type_range(e.dtype)   # data: any value of its type
         if isinstance(e, E.Cast) and e.dtype.is_int:
             if not e.a.dtype.is_int:
-                return self._type_range(e.dtype)
+                ends = self.runtime(e) if self.runtime is not None else None
+                return self._type_range(e.dtype) if ends is None else tuple(self._pw(x) for x in ends)
             if e.dtype.bits >= 32 or (e.dtype.bits >= e.a.dtype.bits and (e.dtype.is_signed or not e.a.dtype.is_signed)) \
                     or affine_text(e) is not None:
                 # (index arithmetic of 32 bits or more is taken not to wrap, as in Halide; affine index
@@ -223,11 +240,13 @@ class Intervals:
         return None
 
 
-def access_region(domain: isl.Set, params, stage, dims, indices, target) -> isl.Set:
-    """The elements of `target` that `target[indices]` reads (or writes) over the stage's instances `domain`."""
-    it = IndexText()
+def access_region(domain: isl.Set, params, stage, dims, indices, target, runtime=None) -> isl.Set:
+    """The elements of `target` that `target[indices]` reads (or writes) over the stage's instances
+    `domain` (`runtime`: see IndexText)."""
+    it = IndexText(runtime)
     outs = [it.text(i) for i in indices]
     cons = it.constraints
+    params = list(params) + sorted(it.extra_params - set(params))
     text = (f"[{', '.join(params)}] -> {{ {stage}[{', '.join(list(dims) + it.unknowns)}] -> "
             f"{target}[{', '.join(outs)}]" + (f" : {' and '.join(cons)}" if cons else "") + " }")
     extended = domain.add_dims(isl.dim_type.set, len(it.unknowns)).set_tuple_name(stage)

@@ -23,9 +23,10 @@ from mascarpone.middleend.types import int8, int16, int32, int64, uint8, uint16
 from . import bounds
 from .errors import HalideFormatError
 from .exprs import Translator, dtype_of
+from .floatrange import cast_end, float_range, needs_params
 from .names import NameTable, sanitize
 from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first, redirect_to_wrappers, walk_nodes
-from .requirements import read_requirements
+from .requirements import read_output_constraints, read_requirements
 from .schedule import placement
 from .schema import CALL_TYPES
 from .splits import Variable, constant_value, loop_nest
@@ -95,7 +96,7 @@ class ConstBufferInfo:
 class PipelineTranslation:
     """Everything the translation learned: Funcs, inputs, output parameters, the ms.Function."""
 
-    def __init__(self, pipe):
+    def __init__(self, pipe, output_mins=None):
         check_pipeline(pipe)
         self.pipe = pipe
         self.funcs = [FuncInfo(i, f) for i, f in enumerate(pipe.funcs)]
@@ -104,6 +105,9 @@ class PipelineTranslation:
         if missing or not pipe.output_names:
             raise HalideFormatError(f"the pipeline's outputs {pipe.output_names} are not among its Funcs")
         self.outputs = [by_name[n] for n in pipe.output_names]
+        # the min of each output's region ({Func index: [min per dimension]}); 0 unless given
+        self.output_mins = {o.index: list(output_mins[o.index]) for o in self.outputs
+                            if output_mins and o.index in output_mins and any(output_mins[o.index])}
         self.names = NameTable()
         self.image_params, self.scalar_params, self.const_buffers = {}, {}, {}
         self.used_inputs = set()
@@ -114,6 +118,7 @@ class PipelineTranslation:
             check_supported(info)
         self._declare_params()
         self.requirements = read_requirements(self, pipe.requirements)
+        self.output_constraints = read_output_constraints(self)
 
     # names and parameters ---------------------------------------------------------
     def _declare_params(self):
@@ -136,6 +141,9 @@ class PipelineTranslation:
             self.params.update({p.name: p for p in ip.extent_params})
         self.ranges = {}   # {name: (lo, hi)} of the sizes that are Params or bound sizes (None: unbounded); others >= 1
         self.bound_sizes = []   # (name, PwAff of the sizes before it) in order, see _named_bounds
+        # (name, float expression of Params, integer type, "min" or "max"): an index's range computed on
+        # each call, see runtime_range
+        self.runtime_bounds, self._runtime_names = [], {}
         self._declare_sizes()
         # sizes for which every ShiftInwards loop at the root has at least its factor of points (the
         # steady regime, see _note_steady); None: all sizes
@@ -192,6 +200,34 @@ class PipelineTranslation:
             lo, hi = self.ranges.get(n, (1, None))
             cons += ([f"{lo} <= {n}"] if lo is not None else []) + ([f"{n} <= {hi}"] if hi is not None else [])
         return isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(cons) or 'true'} }}")
+
+    def runtime_range(self, cast):
+        """isl text of the (min, max) of `cast`, an integer cast of floats whose range is known (see
+        floatrange.py), or None. An end computed from Params becomes a size the kernel computes on
+        each call (`runtime_bounds`); one without Params is a constant."""
+        lo, hi = float_range(cast.a)
+        if lo is None and hi is None:
+            return None
+        dtype = cast.dtype
+        out = []
+        for side, end, limit in (("min", lo, dtype.min_value()), ("max", hi, dtype.max_value())):
+            if end is None:
+                out.append(str(limit))
+            elif not needs_params(end):
+                value = cast_end(end, {}, dtype, side)
+                if value is None:
+                    return None   # not finite, or beyond the type: any value of the type
+                out.append(str(value))
+            else:
+                key = (side, E.to_c(end), dtype.name)
+                if key not in self._runtime_names:
+                    name = self.names.fresh(f"index_{side}")
+                    self.params[name] = Param(name)
+                    self.ranges[name] = (dtype.min_value(), dtype.max_value())
+                    self.runtime_bounds.append((name, end, dtype, side))
+                    self._runtime_names[key] = name
+                out.append(self._runtime_names[key])
+        return tuple(out)
 
     def _named_bounds(self, info, bnds, context):
         """`bnds` with each piecewise bound replaced by a size of its own (a bound size), computed
@@ -258,7 +294,9 @@ class PipelineTranslation:
         params = sorted(self.params)
         self.regions, self.accessed, self.input_boxes = {}, {}, {}
         for o in self.outputs:
-            out_box = " and ".join(f"0 <= d{d} < {p.name}" for d, p in enumerate(self.out_params[o.index]))
+            mins = self.output_mins.get(o.index, [0] * o.ndim)
+            out_box = " and ".join(f"{m} <= d{d} < {m} + {p.name}" for d, (m, p) in
+                                   enumerate(zip(mins, self.out_params[o.index])))
             reg = isl.Set(f"[{', '.join(params)}] -> {{ F{o.index}[{', '.join(f'd{d}' for d in range(o.ndim))}] : "
                           f"{out_box} }}")
             self._add_region(("func", o.index), bounds.box_bounds(reg, context, f"Func {o.name}"))
@@ -537,7 +575,7 @@ class PipelineTranslation:
         args = [t(a) for a in d.args] if k else []
         dims = [var_names[h] for h, _ in pure] + [var_names[r.var] for r in rvars]
         stage = f"S{info.index}_{k}"
-        intervals = None if constrained else bounds.Intervals(params, ranges)
+        intervals = None if constrained else bounds.Intervals(params, ranges, self.runtime_range)
         domain = []
 
         def region(indices, tup):
@@ -548,7 +586,7 @@ class PipelineTranslation:
                 dom = isl.Set(f"[{', '.join(params)}] -> {{ {stage}[{', '.join(dims)}]"
                               + (f" : {' and '.join(f'({c})' for c in cons)}" if cons else "") + " }")
                 domain.append(bounds.restrict_to_box(dom, exact, {i: dim for i, (_, dim) in enumerate(pure)}))
-            reg = bounds.access_region(domain[0], params, stage, dims, indices, tup)
+            reg = bounds.access_region(domain[0], params, stage, dims, indices, tup, self.runtime_range)
             return bounds.box_bounds(reg, context, info.stage_name(k))
 
         reads = []
@@ -569,7 +607,7 @@ class PipelineTranslation:
         for sp in self.scalar_params.values():
             if sp.size is not None:
                 self.function.declare_param(sp.size, *self.ranges[sp.ms_name])
-        for name, _ in self.bound_sizes:
+        for name in [n for n, _ in self.bound_sizes] + [b[0] for b in self.runtime_bounds]:
             self.function.declare_param(self.params[name], *self.ranges[name])
         for name, ip in self.image_params.items():
             if ("image", name) in self.regions or ("image", name) in self.used_inputs:
@@ -588,11 +626,28 @@ class PipelineTranslation:
                 continue
             info.ms_names = [self.names.fresh(info.name if len(info.dtypes) == 1 else f"{info.name}_{v}")
                              for v in range(len(info.dtypes))]
+            info.out_buffers = list(info.ms_names)   # (an output's buffers, as the kernel names them)
             info.comps = []
             info.stage_vars = []
             for k in range(len(info.stages)):
                 info.comps.append(self._declare_stage(info, k))
             self._declare_storage(info)
+            if self.output_mins.get(info.index):
+                self._declare_offset_output(info)
+
+    def _declare_offset_output(self, info):
+        """An output realized over a region that does not start at 0 (output_mins): its buffer holds
+        that region from its min (the middle-end indexes an output from 0 otherwise)."""
+        context = self.context()
+        box = bounds.box(bounds.box_bounds(info.region, context, f"Func {info.name}"), context, self.params,
+                         f"Func {info.name}")
+        var_of = {dim: info.stage_vars[0][h] for h, dim in self.stage_vars(info, 0)[0]}
+        shape = [E.simplify(box[d][1] - box[d][0]) for d in reversed(range(info.ndim))]
+        index = [E.cast(int64, var_of[d]) - box[d][0] for d in reversed(range(info.ndim))]
+        info.out_buffers = []
+        for owner in info.comps[0]:
+            info.out_buffers.append(self.names.fresh(f"{owner.name}_region"))
+            owner.store_in(Buffer(info.out_buffers[-1], shape, owner.dtype, "output"), index)
 
     def _declare_storage(self, info):
         """A buffer over the Func's storage box when it exceeds what its stages write: a consumer that

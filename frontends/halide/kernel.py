@@ -6,7 +6,10 @@ import numpy as np
 from mascarpone.middleend.errors import ArgumentError
 from mascarpone.middleend.function import Function
 
-from .requirements import scalar_key
+from mascarpone.middleend.expr import Sym, to_c, walk
+
+from .requirements import check_output, scalar_key
+from .floatrange import cast_end
 
 
 class HalideFunction(Function):
@@ -35,14 +38,29 @@ class HalideFunction(Function):
         their factors, see PipelineTranslation._note_steady), the code is for those sizes; the kernel
         compiles general code the first time it is called with other sizes."""
         steady = self.translation.steady
+        variant = self._variant(target, check, options) if fixed is None else None
         if steady is None:
-            return HalideKernel(super().compile(target, check=check, fixed=fixed, **options), self.translation)
+            return HalideKernel(super().compile(target, check=check, fixed=fixed, **options), self.translation,
+                                variant=variant)
         with self.assuming(self.translation.symbolic_steady()):
             kernel = super().compile(target, check=check, fixed=fixed, **options)
 
         def general():
             return Function.compile(self, target, check=check, fixed=fixed, **options)
-        return HalideKernel(kernel, self.translation, steady, general)
+        return HalideKernel(kernel, self.translation, steady, general, variant)
+
+    def _variant(self, target, check, options):
+        """A factory of kernels for other output regions ({output index: mins}): the same pipeline
+        translated for that region, compiled alike. Only while the Function keeps the schedule it was
+        translated with (commands given since are not replayed)."""
+        tr = self.translation
+        if len(self.history()) != tr.commands:
+            return None
+
+        def make(mins):
+            from . import from_halide
+            return from_halide(tr.data, self.name, output_mins=mins).compile(target, check=check, **options)
+        return make
 
 
 class HalideKernel:
@@ -63,9 +81,10 @@ class HalideKernel:
     else a list of them (one per output and Tuple element, in that order).
     """
 
-    def __init__(self, kernel, translation, steady=None, general=None):
+    def __init__(self, kernel, translation, steady=None, general=None, variant=None):
         self.kernel = kernel
         self.tr = translation
+        self._variant_factory, self._variants = variant, {}   # kernels for other output regions (see _at)
         self._checked = {}
         self._window_cache = {}
         self._steady, self._general_factory, self._general = steady, general, None
@@ -76,12 +95,19 @@ class HalideKernel:
 
     def realize(self, sizes, **inputs):
         """Compute the outputs over [0, size) per dimension, as `hl.Pipeline.realize(sizes)` does, or
-        into given output arrays or buffers (see the class)."""
+        into given output arrays or buffers (see the class); an `hl.Buffer` whose min is not zero (set_min,
+        a crop) gets the region it covers, computed by a kernel for that region (made once per region)."""
         tr = self.tr
         dests = self._destinations(sizes)
+        if dests is not None and any(self.asked_mins[o.index] != tr.output_mins.get(o.index, [0] * o.ndim)
+                                     for o in tr.outputs):
+            return self._at(self.asked_mins).realize(sizes, **inputs)
         per_output = self._sizes(sizes) if dests is None else \
-            [list(reversed(dests[o.ms_names[0]].shape)) for o in tr.outputs]
+            [list(reversed(dests[o.out_buffers[0]].shape)) for o in tr.outputs]
+        # a view the kernel cannot fill in place (a crop of a larger buffer) is filled through a copy
+        views = {n: a for n, a in (dests or {}).items() if not (a.flags.c_contiguous and a.flags.aligned)}
         args, values = dict(dests or {}), {}
+        args.update({n: np.empty(a.shape, a.dtype) for n, a in views.items()})
         for o, sz in zip(tr.outputs, per_output):
             values.update({p.name: s for p, s in zip(tr.out_params[o.index], sz)})
         unknown = set(inputs) - set(tr.image_params) - set(tr.scalar_params)
@@ -101,7 +127,8 @@ class HalideKernel:
                 values[p.name] = a.shape[ip.ndim - 1 - d]
             if ip.input is not None:
                 args[ip.ms_name] = a
-        required = {n for r in tr.requirements for n in r.params}
+        required = {n for r in tr.requirements for n in r.params} | runtime_params(tr) | \
+            {n for cs in tr.output_constraints.values() for c in cs for n in c[3]}
         for name, sp in tr.scalar_params.items():
             if sp.input is None and sp.size is None and name not in required:
                 continue
@@ -111,13 +138,21 @@ class HalideKernel:
                 values[sp.size.name] = _size_value(inputs[name], sp)
             elif sp.input is not None:
                 args[sp.ms_name] = np.array([inputs[name]], dtype=sp.dtype.numpy)
+        env = dict(values)
+        env.update({scalar_key(n): _scalar_value(inputs[n], tr.scalar_params[n]) for n in required})
+        for r in tr.requirements:
+            r.check(env)
+        for o, sz in zip(tr.outputs, per_output):
+            if tr.output_constraints.get(o.index):
+                given = dests[o.out_buffers[0]] if dests is not None else None
+                strides = [st // given.itemsize for st in reversed(given.strides)] if given is not None else \
+                    [int(np.prod(sz[:d])) for d in range(len(sz))]
+                check_output(o.name, tr.output_constraints[o.index], env,
+                             tr.output_mins.get(o.index, [0] * o.ndim), sz, strides)
+        for name, end, dtype, side in tr.runtime_bounds:
+            values[name] = _runtime_bound(end, dtype, side, env)
         for name, pa in tr.bound_sizes:
             values[name] = _value_at(pa, values)
-        if tr.requirements:
-            env = dict(values)
-            env.update({scalar_key(n): _scalar_value(inputs[n], tr.scalar_params[n]) for n in required})
-            for r in tr.requirements:
-                r.check(env)
         for cb in tr.const_buffers.values():
             if cb.input is not None:
                 args[cb.ms_name] = cb.array
@@ -129,8 +164,11 @@ class HalideKernel:
         result = result if isinstance(result, tuple) else (result,)
         by_name = dict(zip((b.name for b in self.kernel.lowered.outputs), result))
         # (a zero-dimensional output stays a 0-d array, as Halide's realize gives)
+        for n, view in views.items():
+            view[...] = by_name[n]
+            by_name[n] = view
         outs = [by_name[n][window] if window else by_name[n] for o, window in zip(tr.outputs, windows)
-                for n in o.ms_names]
+                for n in o.out_buffers]
         return outs[0] if len(outs) == 1 else outs
 
     def _windows(self, values, per_output, into_buffers):
@@ -142,19 +180,21 @@ class HalideKernel:
             windows = []
             for o, sz in zip(self.tr.outputs, per_output):
                 box = _fixed_box(o.region, values)
-                short = [d for d, ((lo, hi), s) in enumerate(zip(box, sz)) if lo > 0 or hi < s - 1]
+                mins = self.tr.output_mins.get(o.index, [0] * o.ndim)
+                asked = [(m, m + s - 1) for m, s in zip(mins, sz)]
+                short = [d for d, ((lo, hi), (a, b)) in enumerate(zip(box, asked)) if lo > a or hi < b]
                 if short:
                     d = short[0]
                     raise ArgumentError(f"output {o.name} is computed over [{box[d][0]}, {box[d][1]}] in dimension "
-                                        f"{d} (its bound()), which does not cover the requested [0, {sz[d] - 1}]; "
-                                        f"realize a region inside its bounds")
-                grown = [(lo, hi) for (lo, hi), s in zip(box, sz) if (lo, hi) != (0, s - 1)]
-                if into_buffers and grown:
+                                        f"{d} (its bound()), which does not cover the requested "
+                                        f"[{asked[d][0]}, {asked[d][1]}]; realize a region inside its bounds")
+                if into_buffers and [tuple(b) for b in box] != asked:
                     raise ArgumentError(f"output {o.name} is computed and written over {[list(b) for b in box]} "
                                         f"(min, max per dimension, by its splits or updates), beyond the given "
-                                        f"buffer's {[[0, s - 1] for s in sz]}; give a buffer that covers it, "
+                                        f"buffer's {[list(a) for a in asked]}; give a buffer that covers it, "
                                         f"or realize by sizes")
-                windows.append(tuple(slice(-lo, -lo + s) for (lo, _), s in zip(reversed(box), reversed(sz))))
+                windows.append(tuple(slice(a - lo, a - lo + s) for (lo, _), (a, _), s in
+                                     zip(reversed(box), reversed(asked), reversed(sz))))
             self._window_cache[key] = windows
         return self._window_cache[key]
 
@@ -165,21 +205,36 @@ class HalideKernel:
             if any(_is_image(g) for g in given):
                 raise ArgumentError("realize takes either sizes or output arrays/buffers, not a mix")
             return None
-        names = [n for o in self.tr.outputs for n in o.ms_names]
-        labels = [o.name if len(o.ms_names) == 1 else f"{o.name}[{v}]" for o in self.tr.outputs
-                  for v in range(len(o.ms_names))]
+        names = [n for o in self.tr.outputs for n in o.out_buffers]
+        labels = [o.name if len(o.out_buffers) == 1 else f"{o.name}[{v}]" for o in self.tr.outputs
+                  for v in range(len(o.out_buffers))]
         if len(given) != len(names):
             raise ArgumentError(f"realize got {len(given)} output buffer(s) for the pipeline's {len(names)}: "
                                 f"{labels}")
-        dests = {n: _as_array(g, f"output {label}") for n, g, label in zip(names, given, labels)}
+        dests = {n: _as_array(g, f"output {label}", allow_min=True) for n, g, label in zip(names, given, labels)}
+        mins = {n: _mins(g) for n, g in zip(names, given)}
         for o in self.tr.outputs:
-            wrong = [dests[n].shape for n in o.ms_names if dests[n].ndim != o.ndim]
+            if len({tuple(mins[n]) for n in o.out_buffers}) > 1:
+                raise ArgumentError(f"the Tuple elements of output {o.name} need buffers of one region, got mins "
+                                    f"{[mins[n] for n in o.out_buffers]}")
+        self.asked_mins = {o.index: mins[o.out_buffers[0]] for o in self.tr.outputs}
+        for o in self.tr.outputs:
+            wrong = [dests[n].shape for n in o.out_buffers if dests[n].ndim != o.ndim]
             if wrong:
                 raise ArgumentError(f"output {o.name} has {o.ndim} dimension(s); got an array of shape {wrong[0]}")
-            shapes = {dests[n].shape for n in o.ms_names}
+            shapes = {dests[n].shape for n in o.out_buffers}
             if len(shapes) > 1:
                 raise ArgumentError(f"the Tuple elements of output {o.name} need buffers of one size, got {shapes}")
         return dests
+
+    def _at(self, mins):
+        """The kernel computing each output over a region of these mins ({output index: mins})."""
+        key = tuple(tuple(mins[o.index]) for o in self.tr.outputs)
+        if key not in self._variants:
+            if self._variant_factory is None:
+                raise ArgumentError("this kernel computes its outputs from 0; realize into buffers whose min is 0")
+            self._variants[key] = self._variant_factory(mins)
+        return self._variants[key]
 
     def _kernel_for(self, values):
         """The kernel for these sizes: the steady regime's, or the general one (compiled once)."""
@@ -232,6 +287,22 @@ class HalideKernel:
                             f"but covers [{mins[d]}, {mins[d] + exts[d] - 1}]; pass a larger input or realize a "
                             f"smaller output")
         self._checked[key] = True
+
+
+def runtime_params(tr):
+    """The Params that the runtime ranges of indices (PipelineTranslation.runtime_range) read."""
+    return {n.name[len(scalar_key("")):] for _, end, _, _ in tr.runtime_bounds for n in walk(end)
+            if isinstance(n, Sym) and n.name.startswith(scalar_key(""))}
+
+
+def _runtime_bound(end, dtype, side, env):
+    """An end of an index's range computed from the Params' values (widened by one, see floatrange)."""
+    value = cast_end(end, env, dtype, side)
+    if value is None:
+        params = ", ".join(f"{k[len(scalar_key('')):]} = {v}" for k, v in env.items() if k.startswith(scalar_key("")))
+        raise ArgumentError(f"an index computed from the Params ({params}) is not finite or does not fit {dtype}: "
+                            f"{to_c(end)} converted to {dtype}; the pipeline's reads are unbounded for these values")
+    return value
 
 
 def _scalar_value(value, sp):
@@ -299,7 +370,15 @@ def _is_image(value):
     return isinstance(value, hl.Buffer)
 
 
-def _as_array(value, what):
+def _mins(value):
+    """The min of each dimension (Halide's order) of an array (0) or hl.Buffer."""
+    if isinstance(value, np.ndarray):
+        return [0] * value.ndim
+    return [value.dim(d).min() for d in range(value.dimensions())]
+
+
+def _as_array(value, what, allow_min=False):
+    """The numpy view of an array or hl.Buffer (an input's min must be 0; an output's is its region's)."""
     if isinstance(value, np.ndarray):
         return value
     try:
@@ -307,8 +386,8 @@ def _as_array(value, what):
     except ImportError:  # pragma: no cover - halide is installed with the front-end's extras
         hl = None
     if hl is not None and isinstance(value, hl.Buffer):
-        if any(value.dim(d).min() != 0 for d in range(value.dimensions())):
-            raise ArgumentError(f"{what}: buffers with a nonzero min are not supported; crop it to a "
+        if not allow_min and any(value.dim(d).min() != 0 for d in range(value.dimensions())):
+            raise ArgumentError(f"{what}: input buffers with a nonzero min are not supported; crop it to a "
                                 f"zero-based buffer")
         return np.asarray(value)
     raise ArgumentError(f"{what}: expected a numpy array or hl.Buffer, got {type(value).__name__}")

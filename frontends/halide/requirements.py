@@ -1,4 +1,5 @@
-"""A pipeline's requirements (`Pipeline.add_requirement`): conditions on its Params, checked on each call.
+"""A pipeline's requirements (`Pipeline.add_requirement`) and the constraints on its output buffers
+(`Func.output_buffer().dim(d).set_bounds/set_stride`): conditions on its Params, checked on each call.
 
 Halide checks them before computing anything and fails the call with the
 message given; the kernel does the same (ArgumentError).
@@ -85,3 +86,39 @@ def _message(node, translate):
     if user is None:
         return [n.value for n in walk_nodes(node) if n.kind == "StringImm"]
     return [a.value if a is not None and a.kind == "StringImm" else translate(a) for a in user.args]
+
+
+def read_output_constraints(tr):
+    """{output Func index: [(dimension, "min" | "extent" | "stride", expression of the Params)]}: what
+    the pipeline requires of each output's buffer (the stride of dimension 0 is 1 unless said)."""
+    by_name = {p.name: p for p in tr.pipe.parameters if p is not None and p.is_buffer}
+    out = {}
+    for o in tr.outputs:
+        param = by_name.get(o.name)
+        found = []
+        for d, c in enumerate(param.buffer_constraints[:o.ndim] if param is not None else []):
+            if c is None:
+                continue
+            for attr in ("min", "extent", "stride"):
+                node = getattr(c, attr)
+                if node is None or node.kind == "UndefinedExpr":
+                    continue
+                scope = _ParamScope(tr)
+                value = Translator(scope, f"the {attr} of dimension {d} of output {o.name}'s buffer")(node)
+                if not value.dtype.is_int:
+                    raise HalideFormatError(f"the {attr} of dimension {d} of output {o.name}'s buffer is a "
+                                            f"{value.dtype} value")
+                found.append((d, attr, value, sorted(scope.params)))
+        out[o.index] = found
+    return out
+
+
+def check_output(name, constraints, env, mins, extents, strides):
+    """Raise ArgumentError when an output's buffer (per dimension: min, extent, stride in elements,
+    Halide's order) breaks a constraint of the pipeline."""
+    actual = {"min": mins, "extent": extents, "stride": strides}
+    for d, attr, value, _ in constraints:
+        want = evaluate(value, env)
+        if actual[attr][d] != want:
+            raise ArgumentError(f"output {name}: its buffer must have {attr} {want} in dimension {d} (a "
+                                f"constraint of the pipeline), got {actual[attr][d]}")

@@ -249,7 +249,10 @@ def _tile_extent(stmt, j, context):
     for i in range(j):   # (the loops around it, as parameters: isl wants them named)
         points = points.set_dim_name(isl.dim_type.param, first + i, f"outer_loop_{i}")
     extent = points.dim_max(0).sub(points.dim_min(0)).intersect_params(context)
-    top = extent.max_val()
+    values = isl.Map.from_pw_aff(extent).range()
+    if values.is_empty():
+        return None
+    top = values.dim_max_val(0)
     return top.to_python() + 1 if top.is_int() else None
 
 
