@@ -296,8 +296,20 @@ def _match_loop(names, var, where):
 
 def apply_placements(tr, context):
     """compute_root / compute_at / inline, storage folds and compute_with, Func by Func; then the
-    vector and unrolled loops whose extent depends on the tile (resolve_widths)."""
-    for info in reversed(tr.order):
+    vector and unrolled loops whose extent depends on the tile (resolve_widths).
+
+    Producers come first, so Funcs computed at one loop run in the order they read each other; a Func
+    computed at another's loop comes after that one is placed (placing the consumer moves the loops
+    that hold the producer's tile)."""
+    def depth(info):
+        hops, level = 0, info.schedule.compute_level if info.schedule is not None else None
+        while level is not None and placement(tr, info) == "tile" and hops <= len(tr.funcs):
+            info = next((f for f in tr.funcs if f.name == level.func_name), None)
+            if info is None:
+                break
+            hops, level = hops + 1, info.schedule.compute_level if info.schedule is not None else None
+        return hops
+    for info in sorted(reversed(tr.order), key=depth):
         if info.region is None:
             continue
         sched = info.schedule
