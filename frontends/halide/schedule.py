@@ -249,7 +249,7 @@ def _tile_extent(stmt, j, context):
     for i in range(j):   # (the loops around it, as parameters: isl wants them named)
         points = points.set_dim_name(isl.dim_type.param, first + i, f"outer_loop_{i}")
     extent = points.dim_max(0).sub(points.dim_min(0)).intersect_params(context)
-    values = isl.Map.from_pw_aff(extent).range()
+    values = isl.Set.from_pw_aff(extent)
     if values.is_empty():
         return None
     top = values.dim_max_val(0)
