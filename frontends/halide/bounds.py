@@ -58,10 +58,10 @@ class IndexText:
         exact = affine_text(e)
         if exact is not None:
             return exact
-        if isinstance(e, E.Cast) and e.a.dtype.is_float and e.dtype.is_int and self.runtime is not None:
-            ends = self.runtime(e)
+        if e.dtype.is_int and self.runtime is not None:
+            ends = self.runtime(e)   # (an index computed from floats of a known range, as a whole)
             if ends is not None:
-                self.extra_params.update(x for x in ends if not _is_number(x))
+                self.extra_params.update(x for x in ends if x.isidentifier())
                 return self._unknown(*ends)
         if isinstance(e, E.Cast) and e.a.dtype.is_int and e.dtype.is_int:
             # like Halide's bounds inference, index arithmetic of 32 bits or more is taken not to wrap
@@ -131,10 +131,6 @@ class IndexText:
         return None
 
 
-def _is_number(text):
-    return text.lstrip("-").isdigit()
-
-
 def _const(e):
     if isinstance(e, E.Const) and e.dtype.is_int:
         return e.value
@@ -186,6 +182,10 @@ class Intervals:
         return self._pw(dtype.min_value()), self._pw(dtype.max_value())
 
     def _of(self, e):
+        if self.runtime is not None and e.dtype.is_int and not isinstance(e, (E.Const, E.Sym)):
+            ends = self.runtime(e)   # (an index computed from floats of a known range, as a whole)
+            if ends is not None:
+                return tuple(self._pw(x) for x in ends)
         if isinstance(e, E.Const):
             return (self._pw(e.value),) * 2 if e.dtype.is_int else None
         if isinstance(e, E.Sym):
@@ -197,8 +197,7 @@ class Intervals:
             return self._type_range(e.dtype)   # data: any value of its type
         if isinstance(e, E.Cast) and e.dtype.is_int:
             if not e.a.dtype.is_int:
-                ends = self.runtime(e) if self.runtime is not None else None
-                return self._type_range(e.dtype) if ends is None else tuple(self._pw(x) for x in ends)
+                return self._type_range(e.dtype)
             if e.dtype.bits >= 32 or (e.dtype.bits >= e.a.dtype.bits and (e.dtype.is_signed or not e.a.dtype.is_signed)) \
                     or affine_text(e) is not None:
                 # (index arithmetic of 32 bits or more is taken not to wrap, as in Halide; affine index

@@ -23,7 +23,7 @@ from mascarpone.middleend.types import int8, int16, int32, int64, uint8, uint16
 from . import bounds
 from .errors import HalideFormatError
 from .exprs import Translator, dtype_of
-from .floatrange import cast_end, float_range, needs_params
+from .floatrange import cast_end, float_range, has_float_cast, needs_params
 from .names import NameTable, sanitize
 from .pipeline import FuncInfo, build_call_graph, check_supported, consumers_first, redirect_to_wrappers, walk_nodes
 from .requirements import read_output_constraints, read_requirements
@@ -201,23 +201,27 @@ class PipelineTranslation:
             cons += ([f"{lo} <= {n}"] if lo is not None else []) + ([f"{n} <= {hi}"] if hi is not None else [])
         return isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(cons) or 'true'} }}")
 
-    def runtime_range(self, cast):
-        """isl text of the (min, max) of `cast`, an integer cast of floats whose range is known (see
-        floatrange.py), or None. An end computed from Params becomes a size the kernel computes on
-        each call (`runtime_bounds`); one without Params is a constant."""
-        lo, hi = float_range(cast.a)
+    def runtime_range(self, index):
+        """isl text of the (min, max) of `index`, an integer expression converting floats whose range
+        is known (see floatrange.py), or None. An end computed from Params becomes a size the kernel
+        computes on each call (`runtime_bounds`); one without Params is a constant."""
+        if not has_float_cast(index):
+            return None
+        lo, hi = float_range(index)
         if lo is None and hi is None:
             return None
-        dtype = cast.dtype
+        dtype = index.dtype
         out = []
         for side, end, limit in (("min", lo, dtype.min_value()), ("max", hi, dtype.max_value())):
             if end is None:
                 out.append(str(limit))
             elif not needs_params(end):
-                value = cast_end(end, {}, dtype, side)
+                value = cast_end(end, {})
                 if value is None:
                     return None   # not finite, or beyond the type: any value of the type
                 out.append(str(value))
+            elif not has_float_cast(end) and affine_text(end) is not None:
+                out.append(affine_text(end))   # (an end a clamp gives in the sizes: exact in isl)
             else:
                 key = (side, E.to_c(end), dtype.name)
                 if key not in self._runtime_names:

@@ -296,8 +296,8 @@ def runtime_params(tr):
 
 
 def _runtime_bound(end, dtype, side, env):
-    """An end of an index's range computed from the Params' values (widened by one, see floatrange)."""
-    value = cast_end(end, env, dtype, side)
+    """An end of an index's range computed from the Params' values (see floatrange)."""
+    value = cast_end(end, env)
     if value is None:
         params = ", ".join(f"{k[len(scalar_key('')):]} = {v}" for k, v in env.items() if k.startswith(scalar_key("")))
         raise ArgumentError(f"an index computed from the Params ({params}) is not finite or does not fit {dtype}: "

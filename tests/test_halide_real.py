@@ -1,0 +1,286 @@
+"""Constructs of real Halide programs (Halide's Python apps, tutorials and correctness tests), each
+reproduced in a small pipeline of our own and realized by Halide and by mascarpone."""
+import numpy as np
+import pytest
+
+import mascarpone as ms
+from halide_check import hl, realize_both
+
+rng = np.random.default_rng(5)
+x, y, c, z = hl.Var("x"), hl.Var("y"), hl.Var("c"), hl.Var("z")
+xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+
+
+def i32(*shape):
+    return rng.integers(-1000, 1000, shape).astype(np.int32)
+
+
+def f32(*shape):
+    return rng.random(shape, dtype=np.float32)
+
+
+# compute_at a loop of a consumer that reads the Func through others ---------------------------------
+
+@pytest.mark.parametrize("middle", ["inlined", "computed at the same loop", "computed deeper"])
+def test_compute_at_a_consumer_that_reads_through_another_func(middle):
+    inp = hl.ImageParam(hl.Int(32), 2, "inp")
+    f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
+    f[x, y] = inp[x, y] * 2
+    g[x, y] = f[x, y] + f[x + 1, y]
+    h[x, y] = g[x, y] + g[x, y + 1]
+    f.compute_at(h, y)
+    if middle == "computed at the same loop":
+        g.compute_at(h, y)
+    elif middle == "computed deeper":
+        h.split(x, xo, xi, 8)
+        g.compute_at(h, xo)
+    realize_both(h, [29, 11], {inp: i32(12, 30)})
+
+
+def test_pyramid_levels_computed_at_one_output_loop_with_sliding_windows():
+    """The interpolate app's shape: each level upsamples the next, all computed per strip of the output
+    and stored per block of strips."""
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    edge = hl.BoundaryConditions.repeat_edge(inp)
+    levels = 3
+    down = [hl.Func(f"down{k}") for k in range(levels)]
+    up = [hl.Func(f"up{k}") for k in range(levels)]
+    down[0][x, y] = edge[x, y]
+    for k in range(1, levels):
+        down[k][x, y] = (down[k - 1][2 * x, 2 * y] + down[k - 1][2 * x + 1, 2 * y + 1]) * 0.5
+    up[levels - 1][x, y] = down[levels - 1][x, y]
+    for k in range(levels - 2, -1, -1):
+        up[k][x, y] = down[k][x, y] * 0.5 + up[k + 1][x / 2, y / 2]
+    out = hl.Func("out")
+    out[x, y] = up[0][x, y]
+    out.split(y, yo, yi, 8).parallel(yo).vectorize(x, 8)
+    for k in range(1, levels):
+        down[k].compute_root()
+        up[k].store_at(out, yo).compute_at(out, yi).vectorize(x, 4)
+    realize_both(out, [37, 30], {inp: f32(30, 37)})
+
+
+# wrappers and clones ---------------------------------------------------------------------------------
+
+def test_wrappers_in_one_consumer_and_everywhere():
+    f, g, h = hl.Func("wf"), hl.Func("wg"), hl.Func("wh")
+    f[x, y] = x * 3 + y
+    g[x, y] = 2 * f[x, y]
+    h[x, y] = 3 + g[x, y] - f[x + 5, y - 2]
+    for fn in (f, g, h):
+        fn.compute_root()
+    f.in_(g).compute_at(g, y).vectorize(x, 4)
+    f.in_(h).split(x, xo, xi, 2).reorder(xo, xi).compute_at(h, y)
+    realize_both(h, [13, 9])
+
+    a, b = hl.Func("wa"), hl.Func("wb")
+    a[x, y] = x - y
+    b[x, y] = a[x, y] + a[x + 1, y]
+    a.compute_root()
+    a.in_().compute_root()
+    realize_both(b, [8, 6])
+
+
+def test_clones_in_several_consumers():
+    f, g, h, out = hl.Func("cf"), hl.Func("cg"), hl.Func("ch"), hl.Func("cout")
+    f[x, y] = x + 2 * y
+    g[x, y] = 2 * f[x, y]
+    h[x, y] = f[x, y] + 10
+    out[x, y] = f[x, y] + g[x, y] + h[x, y]
+    for fn in (f, g, h):
+        fn.compute_root()
+    f.clone_in([g, h]).compute_root()
+    realize_both(out, [7, 5])
+
+
+def test_an_image_param_staged_through_its_wrapper():
+    inp = hl.ImageParam(hl.UInt(8), 2, "inp")
+    blur = hl.Func("staged")
+    blur[x, y] = hl.u16(inp[x, y]) + hl.u16(inp[x + 1, y]) + hl.u16(inp[x, y + 1])
+    blur.split(y, yo, yi, 4)
+    inp.in_().compute_at(blur, yo)
+    realize_both(blur, [16, 12], {inp: rng.integers(0, 256, (13, 17), dtype=np.uint8)})
+
+
+# fuse of loops whose extents are not constant -------------------------------------------------------
+
+def test_fused_loops_of_parameter_extents():
+    g = hl.Func("fused")
+    g[x, y] = x + y * 100
+    fused = hl.Var("fused_xy")
+    g.fuse(x, y, fused).parallel(fused)
+    realize_both(g, [5, 4])
+
+    t = hl.Func("tiles")
+    t[x, y] = x * 7 - y
+    tile = hl.Var("tile_index")
+    t.tile(x, y, xo, yo, xi, yi, 4, 4).fuse(xo, yo, tile).parallel(tile)
+    realize_both(t, [19, 10])
+
+
+def test_splitting_a_fused_loop_of_parameter_extents_is_refused_by_name():
+    g = hl.Func("fused_split")
+    g[x, y] = x + y
+    fused, fo, fi = hl.Var("fxy"), hl.Var("fo"), hl.Var("fi")
+    g.fuse(x, y, fused).split(fused, fo, fi, 8)
+    with pytest.raises(ms.NotSupportedError, match=r"fused_split.*split\(x\.fxy\) of a fused loop"):
+        ms.from_halide(g)
+
+
+# indices from floats -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("clamped", [True, False])
+def test_a_bin_index_from_a_float_divided_by_a_param(clamped):
+    """A bilateral grid's z: a float scaled by a Param, then converted (and maybe clamped)."""
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    sigma = hl.Param(hl.Float(32), "sigma")
+    r = hl.RDom([(0, 4), (0, 4)], "r")
+    v = hl.clamp(inp[x * 4 + r.x, y * 4 + r.y], 0.0, 1.0)
+    zi = hl.i32(v / sigma + 0.5)
+    if clamped:
+        zi = hl.clamp(zi, 0, 12)
+    hist = hl.Func("hist")
+    hist[x, y, z] = 0.0
+    hist[x, y, zi] += 1.0
+    bins = hl.Func("bins")
+    bins[x, y, z] = hist[x, y, z] + hist[x, y, z + 1]
+    out = hl.Func("slice_of_bins")
+    zv = hl.i32(hl.clamp(inp[x, y], 0.0, 1.0) / sigma)
+    out[x, y] = bins[x / 4, y / 4, zv]
+    hist.compute_root()
+    bins.compute_root()
+    img = f32(24, 28)
+    k = ms.from_halide(out).compile("cpu")
+    inp.set(hl.Buffer(img))
+    for s in (0.1, 0.25):   # (the range of z follows sigma: computed on each call)
+        sigma.set(s)
+        np.testing.assert_allclose(k.realize([28, 24], inp=img, sigma=s), np.asarray(out.realize([28, 24])))
+    with pytest.raises(ms.ArgumentError, match=r"sigma = 0.0.*not finite"):
+        k.realize([28, 24], inp=img, sigma=0.0)
+
+
+# outputs over other regions, bounds and constraints ---------------------------------------------
+
+def test_realize_into_buffers_whose_min_is_not_zero():
+    grad = hl.Func("grad")
+    grad[x, y] = x * 10 + y
+    grad.vectorize(x, 4)
+    k = ms.from_halide(grad).compile("cpu")
+    for mins, extents in (([100, 50], [5, 7]), ([-25, -3], [9, 4])):
+        ours, theirs = hl.Buffer(hl.Int(32), extents), hl.Buffer(hl.Int(32), extents)
+        ours.set_min(mins)
+        theirs.set_min(mins)
+        k.realize(ours)
+        grad.realize(theirs)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    big = hl.Buffer(hl.Int(32), [20, 12])
+    k.realize(big.cropped(0, 4, 8).cropped(1, 3, 5))
+    np.testing.assert_array_equal(np.asarray(big)[3:8, 4:12], np.add.outer(np.arange(3, 8), np.arange(4, 12) * 10))
+
+
+@pytest.mark.parametrize("condition", ["repeat_edge", "mirror_image", "mirror_interior", "repeat_image",
+                                       "constant_exterior"])
+def test_boundary_conditions_over_a_region_around_the_image(condition):
+    data = hl.Buffer(rng.integers(0, 256, (20, 24), dtype=np.uint8))
+    src = hl.Func("src")
+    src[x, y] = data[x, y]
+    bc = getattr(hl.BoundaryConditions, condition)
+    edged = bc(src, 7, [(0, 24), (0, 20)]) if condition == "constant_exterior" else bc(src, [(0, 24), (0, 20)])
+    out = hl.Func("edged_" + condition)
+    out[x, y] = edged[x, y]
+    out.vectorize(x, 8)
+    ours, theirs = hl.Buffer(hl.UInt(8), [60, 50]), hl.Buffer(hl.UInt(8), [60, 50])
+    ours.set_min([-20, -15])
+    theirs.set_min([-20, -15])
+    ms.from_halide(out).compile("cpu").realize(ours)
+    out.realize(theirs)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+def test_bound_on_an_output():
+    f = hl.Func("bounded")
+    f[x, y] = x + y
+    f.bound(x, 0, 16)
+    k = ms.from_halide(f).compile("cpu")
+    np.testing.assert_array_equal(k.realize([8, 4]), np.add.outer(np.arange(4), np.arange(8)))
+    one = hl.Func("bounded_to_one")
+    one[x, y] = x * 3 + y
+    one.bound(x, 0, 1)
+    np.testing.assert_array_equal(ms.from_halide(one).compile("cpu").realize([1, 3]), [[0], [1], [2]])
+    shifted = hl.Func("bounded_elsewhere")
+    shifted[x, y] = x
+    shifted.bound(x, 2, 8)
+    with pytest.raises(ms.ArgumentError, match=r"bounded_elsewhere is computed over \[2, 9\] in dimension 0 "
+                                               r"\(its bound\(\)\), which does not cover the requested \[0, 7\]"):
+        ms.from_halide(shifted).compile("cpu").realize([8, 4])
+
+
+def test_output_buffer_constraints_are_checked():
+    f = hl.Func("constrained")
+    f[x, y] = x - y
+    f.output_buffer().dim(1).set_bounds(0, 4)
+    k = ms.from_halide(f).compile("cpu")
+    assert k.realize([5, 4]).shape == (4, 5)
+    with pytest.raises(ms.ArgumentError, match=r"constrained: its buffer must have extent 4 in dimension 1"):
+        k.realize(np.zeros((6, 5), np.int32))
+    with pytest.raises(hl.HalideError, match="Constraint violated"):
+        f.realize(hl.Buffer(hl.Int(32), [5, 6]))
+
+
+# Tuples, requirements, constant buffers ----------------------------------------------------------
+
+def test_a_zero_dimensional_tuple():
+    f = hl.Func("pair0")
+    f[()] = (hl.i32(3) * 7, hl.f32(2.5))
+    ours = ms.from_halide(f).compile("cpu").realize([])
+    theirs = f.realize([])
+    for a, b in zip(ours, theirs):
+        assert a.shape == () and a == np.asarray(b)
+
+
+def test_requirements_are_checked_on_each_call():
+    p = hl.Param(hl.Int(32), "p")
+    inp = hl.ImageParam(hl.UInt(8), 1, "inp")
+    f = hl.Func("required")
+    f[x] = x + p + hl.i32(inp[x])
+    pipeline = hl.Pipeline(f)
+    pipeline.add_requirement(p > 3, "p must exceed 3, got", p)
+    pipeline.add_requirement(inp.width() >= 10)
+    k = ms.from_halide(pipeline).compile("cpu")
+    data = np.arange(12, dtype=np.uint8)
+    np.testing.assert_array_equal(k.realize([6], p=5, inp=data), np.arange(6) * 2 + 5)
+    inp.set(hl.Buffer(data))
+    for value in (2, 3):
+        p.set(value)
+        with pytest.raises(hl.HalideError, match="Requirement Failed"):
+            pipeline.realize([6])
+        with pytest.raises(ms.ArgumentError, match=rf"p must exceed 3, got {value}"):
+            k.realize([6], p=value, inp=data)
+    with pytest.raises(ms.ArgumentError, match=r"inp_extent_0 >= 10"):
+        k.realize([6], p=5, inp=data[:8])
+
+
+def test_constant_buffers_from_cropped_and_strided_numpy_views():
+    base = i32(10, 12)
+    for view in (base[2:7, 3:9], base[::2, 1:], base.T[1:5, 2:8], base[::-1, :]):
+        table = hl.Buffer(view)
+        f = hl.Func("lookup")
+        f[x, y] = table[x, y] * 2 + 1
+        realize_both(f, [view.shape[1], view.shape[0]])
+
+
+# autoscheduled schedules -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("autoscheduler", ["Adams2019", "Mullapudi2016"])
+def test_an_autoscheduled_blur(autoscheduler):
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "halide"))
+    import app_pipelines
+    spec = app_pipelines.blur("none", 96, 64, rng)
+    pipeline, _ = app_pipelines.autoschedule(spec, autoscheduler)
+    (ip, image), = spec["images"].items()
+    ip.set(hl.Buffer(image))
+    theirs = np.asarray(pipeline.realize(spec["sizes"]))
+    ours = ms.from_halide(pipeline).compile("cpu").realize(spec["sizes"], input=image)
+    np.testing.assert_array_equal(ours, theirs)
