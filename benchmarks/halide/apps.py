@@ -1,0 +1,117 @@
+"""Halide's Python apps (blur, bilateral grid, interpolate, local Laplacian) with the schedule the app
+writes by hand and with the schedules of Halide's autoschedulers, by Halide's JIT and by mascarpone.
+
+    python benchmarks/halide/apps.py [--size W H] [--only APP ...] [--schedules hand Adams2019 ...]
+                                     [--repeat N] [--no-append]
+
+Per app and schedule: the translation time (from_halide) and the compile time, the outputs checked
+against Halide's, then medians of interleaved rounds of both realizing into preallocated outputs in
+this process, and their ratio (ours / Halide, below 1: faster). A schedule mascarpone refuses is
+listed with the error. The pipelines are our reproductions of the apps' algorithms
+(app_pipelines.py); the autoscheduled schedules are made here, with this machine's target, by the
+plugins of the halide wheel. Results are appended to benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import halide as hl
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import mascarpone as ms  # noqa: E402
+import app_pipelines  # noqa: E402
+from benchlog import append_results  # noqa: E402
+from run import _arrays, _halide_realizer, _our_realizer, compare, paired_medians  # noqa: E402
+
+SCHEDULES = ("hand",) + app_pipelines.AUTOSCHEDULERS
+
+
+def bench_app(name, schedule, w, h, repeat, levels):
+    """A row: the times of one app with one schedule, or the error that refused it."""
+    kwargs = {} if levels is None or name not in ("interpolate", "local_laplacian") else {"levels": levels}
+    spec = app_pipelines.APPS[name]("hand" if schedule == "hand" else "none", w, h, np.random.default_rng(0),
+                                    **kwargs)
+    pipeline = hl.Pipeline(spec["outputs"]) if schedule == "hand" else app_pipelines.autoschedule(spec, schedule)[0]
+    for ip, array in spec["images"].items():
+        ip.set(hl.Buffer(array))
+    for p, value in spec["params"]:
+        p.set(value)
+    row = {"app": name, "schedule": schedule}
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = ms.from_halide(pipeline)
+            row["translate"] = time.perf_counter() - start
+            start = time.perf_counter()
+            kernel = f.compile("cpu")
+            row["compile"] = time.perf_counter() - start
+    except ms.MascarponeError as err:
+        row["error"] = f"{type(err).__name__}: {str(err)[:160]}"
+        return row
+    halide_run = _halide_realizer(pipeline, spec["sizes"], spec["outputs"])
+    theirs = _arrays(halide_run())
+    inputs = {ip.name(): a for ip, a in spec["images"].items()}
+    inputs.update({p.name(): v for p, v in spec["params"]})
+    ours_run = _our_realizer(kernel, spec["sizes"], inputs)
+    compare(ours_run(), theirs, spec["tol"], f"{name} ({schedule})")
+    row["halide"], row["ours"] = paired_medians([halide_run, ours_run], repeat)
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size", nargs=2, type=int, default=[1536, 2560], metavar=("W", "H"),
+                        help="the apps' estimate size by default")
+    parser.add_argument("--only", nargs="*", choices=sorted(app_pipelines.APPS))
+    parser.add_argument("--schedules", nargs="*", choices=SCHEDULES)
+    parser.add_argument("--levels", type=int, help="pyramid levels of interpolate and local_laplacian "
+                                                   "(the apps' own: 10 and 8)")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--no-append", action="store_true")
+    args = parser.parse_args()
+    w, h = args.size
+    rows = []
+    for name in args.only or app_pipelines.APPS:
+        for schedule in args.schedules or SCHEDULES:
+            row = bench_app(name, schedule, w, h, args.repeat, args.levels)
+            rows.append(row)
+            if "error" in row:
+                print(f"{name} ({schedule}): refused: {row['error']}", flush=True)
+            else:
+                print(f"{name} ({schedule}): translate {row['translate']:.1f} s, compile {row['compile']:.1f} s, "
+                      f"ours {row['ours'] * 1e3:.2f} ms, Halide {row['halide'] * 1e3:.2f} ms", flush=True)
+    header = ("| app | schedule | translate (s) | compile (s) | Halide JIT (ms) | mascarpone (ms) | ours / Halide |\n"
+              "|---|---|---|---|---|---|---|")
+    lines = []
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['app']} | {r['schedule']} | | | | | refused: {r['error']} |")
+        else:
+            lines.append(f"| {r['app']} | {r['schedule']} | {r['translate']:.1f} | {r['compile']:.1f} | "
+                         f"{r['halide'] * 1e3:.2f} | {r['ours'] * 1e3:.2f} | {r['ours'] / r['halide']:.2f} |")
+    timed = [r for r in rows if "error" not in r]
+    if timed:
+        geo = math.exp(sum(math.log(r["ours"] / r["halide"]) for r in timed) / len(timed))
+        lines.append(f"| **geometric mean** | | | | | | **{geo:.2f}** |")
+    table = "\n".join([header] + lines)
+    print(table)
+    if not args.no_append:
+        levels = f", {args.levels} pyramid levels" if args.levels else ""
+        append_results(f"Halide apps, {w}x{h}{levels}", table,
+                       f"`benchmarks/halide/apps.py`: Halide's Python apps (our reproductions) with their hand "
+                       f"schedules and the Adams2019 / Mullapudi2016 autoschedulers' schedules; medians of "
+                       f"{args.repeat} interleaved rounds in one process, ratio ours / Halide (below 1: faster).")
+
+
+if __name__ == "__main__":
+    main()
