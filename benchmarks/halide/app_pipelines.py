@@ -236,8 +236,10 @@ def local_laplacian(schedule, w, h, rng, levels=8):
             g_pyr[j].compute_root().parallel(k)
             out_g[j].compute_root()
     image = rng.integers(0, 1 << 16, (3, h, w), dtype=np.uint16)
+    # (tol 1: exp and the long float chain differ from Halide's in the last bits, which the conversion
+    # to 16 bits turns into a difference of 1 at a few pixels)
     return dict(outputs=[out], images={inp: image}, params=[(n_levels, 8), (alpha, 1.0), (beta, 1.0)],
-                sizes=[w, h, 3], tol=None, estimates=[[(0, w), (0, h), (0, 3)]])
+                sizes=[w, h, 3], tol=1, estimates=[[(0, w), (0, h), (0, 3)]])
 
 
 APPS = {"blur": blur, "bilateral_grid": bilateral_grid, "interpolate": interpolate,

@@ -30,9 +30,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mascarpone as ms  # noqa: E402
 import app_pipelines  # noqa: E402
 from benchlog import append_results  # noqa: E402
-from run import _arrays, _halide_realizer, _our_realizer, compare, paired_medians  # noqa: E402
+from run import _arrays, _halide_realizer, _our_realizer, paired_medians  # noqa: E402
 
 SCHEDULES = ("hand",) + app_pipelines.AUTOSCHEDULERS
+
+
+def compare(ours, theirs, tol, what):
+    """Outputs equal to Halide's: exactly (tol None), within `tol` absolutely for integers, or
+    relatively and absolutely for floats."""
+    ours = ours if isinstance(ours, list) else [ours]
+    for a, b in zip(ours, theirs):
+        if tol is None:
+            np.testing.assert_array_equal(a, b, err_msg=what)
+        elif np.issubdtype(a.dtype, np.integer):
+            assert np.abs(a.astype(np.int64) - b.astype(np.int64)).max() <= tol, what
+        else:
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol, err_msg=what)
 
 
 def bench_app(name, schedule, w, h, repeat, levels):

@@ -218,46 +218,15 @@ def tag_width(comp, loop, kind, width, what):
 
 
 def resolve_widths(tr):
-    """Tag the vector and unrolled loops of Funcs computed per tile whose extent is not one constant
-    over the whole domain: the most iterations the loop has in one tile (Halide unrolls or
-    vectorizes a loop by the constant its bounds inference finds per tile; shorter tiles are the
-    partial ones the middle-end generates apart)."""
-    if not tr.pending_widths:
-        return
-    from mascarpone.middleend.statements import build_statements
-    f = tr.function
-    context = f._prepare()
-    stmts = {s.comp: s for s in build_statements(f, context)}
-    for comp, loop, kind, halide_loop, where in tr.pending_widths:
-        what = f"{where}: {kind.lower()} loop {halide_loop}"
-        s = stmts.get(comp)
-        width = None if s is None or loop not in s.loops else _tile_extent(s, s.loops.index(loop), context)
-        if width is None:
-            # (isl finds no constant bound, though Halide's bounds found one: the bounds of the tiles
-            # are in sizes it knows less about than Halide's expressions say)
-            warnings.warn(f"{what}: no constant bounds its iterations in one tile here; it runs as a serial "
-                          f"loop (the same values)", stacklevel=3)
-            continue
-        tag_width(comp, loop, kind, width, what)
+    """The vector and unrolled loops of Funcs computed per tile whose extent is not one constant over
+    the whole domain run as plain loops (the same values), with a warning naming them: their extent
+    in one tile is known only once the tiles are expanded, at lowering, and expanding them here
+    costs as much as lowering (Halide finds a constant per tile in its bounds)."""
+    if tr.pending_widths:
+        loops = ", ".join(f"{where}: {kind.lower()} {halide_loop}" for _, _, kind, halide_loop, where in tr.pending_widths)
+        warnings.warn(f"loops of Funcs computed per tile whose extent is not a constant run unvectorized and "
+                      f"not unrolled ({loops})", stacklevel=3)
     tr.pending_widths = []
-
-
-def _tile_extent(stmt, j, context):
-    """The most iterations loop j of a statement runs for fixed values of the loops around it."""
-    import islpy as isl
-    points = stmt.loop_map.intersect_domain(stmt.domain).range()
-    n = points.dim(isl.dim_type.set)
-    points = points.project_out(isl.dim_type.set, j + 1, n - j - 1)
-    first = points.dim(isl.dim_type.param)
-    points = points.move_dims(isl.dim_type.param, first, isl.dim_type.set, 0, j)
-    for i in range(j):   # (the loops around it, as parameters: isl wants them named)
-        points = points.set_dim_name(isl.dim_type.param, first + i, f"outer_loop_{i}")
-    extent = points.dim_max(0).sub(points.dim_min(0)).intersect_params(context)
-    values = isl.Set.from_pw_aff(extent)
-    if values.is_empty():
-        return None
-    top = values.dim_max_val(0)
-    return top.to_python() + 1 if top.is_int() else None
 
 
 def affine_of(e, where):
