@@ -1,22 +1,10 @@
 """Typed expressions shared by the algorithm layer and the loop IR.
 
 Every node carries its element type. Python numbers take the type of the other
-operand; two expressions of different types need an explicit cast.
-
-Integer semantics (documented, identical on every back-end):
-  * ``+ - *`` wrap at the type's width.
-  * ``/`` and ``%`` truncate toward zero, as in C and Julia (``div``/``rem``).
-  * ``//`` and ``floormod`` are Halide's kind: the quotient rounds so that the
-    remainder is never negative (Euclidean division).
-  * Division or remainder by zero gives 0 in both kinds (Halide's definition).
-  * ``& | ^ ~`` are bitwise on integers (logical on bools). ``a << b`` and
-    ``a >> b`` are ``a * 2**b`` wrapped and ``floor(a / 2**b)`` for every
-    amount: ``b`` is an integer of any type, read with its own signedness, a
-    negative amount shifts the other way, and amounts of the width or more
-    give 0 (or -1 for a negative ``a`` shifted right). ``>>`` of signed values
-    is thus arithmetic, of unsigned values logical.
-  * ``reinterpret`` reads the bits of a value as another type of the same width.
-Floats follow IEEE; nothing is reassociated.
+operand; two expressions of different types need an explicit cast. How each
+operation computes (wrapping integers, C and Halide division, division by zero,
+shifts, conversions, floats) is the loop IR's contract, written once in
+middleend/semantics.py.
 """
 from __future__ import annotations
 
