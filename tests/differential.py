@@ -1,0 +1,93 @@
+"""Differential testing: every program a test compiles for "cpu" also runs on "c", and the two agree.
+
+While the test suite runs (conftest.py installs this unless MASCARPONE_DIFFERENTIAL=0),
+`Function.compile(target="cpu", ...)` returns a `DifferentialKernel`: the test's own kernel, plus a
+pair compiled with `fp_contract=False` and without fast-math on both targets (LLVM and the C
+compiler), so that floats too must match bit for bit. Each call runs the test's kernel as usual, then
+the pair on copies of the same arguments; integers and floats must be equal bit for bit (any NaN
+equals any NaN: payloads are not part of the contract). A disagreement is a bug in one of the two
+back-ends: the error names the program, the output and the first differing element.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from mascarpone.middleend.function import Function
+
+ENABLED = os.environ.get("MASCARPONE_DIFFERENTIAL", "1") != "0"
+_original_compile = Function.compile
+#: (program, number of calls compared) for the summary at the end of the run
+compared = []
+
+
+class DifferentialKernel:
+    """The test's kernel, checked against the other target on every call; everything else delegates."""
+
+    def __init__(self, kernel, reference, other, program):
+        object.__setattr__(self, "_kernel", kernel)
+        object.__setattr__(self, "_pair", (reference, other))
+        object.__setattr__(self, "_program", program)
+
+    def __getattr__(self, name):
+        return getattr(self._kernel, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._kernel, name, value)
+        if name == "num_threads":
+            for k in self._pair:
+                k.num_threads = value
+
+    def __repr__(self):
+        return repr(self._kernel)
+
+    def __call__(self, **kwargs):
+        untouched = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        result = self._kernel(**kwargs)    # a bad argument raises here, as it would without this check
+        reference, other = self._pair
+        copies = [{k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in untouched.items()}
+                  for _ in self._pair]
+        want = reference(**copies[0]) if reference is not self._kernel else result
+        got = other(**copies[1])
+        compare(self._program, reference.lowered, want, got)
+        compared.append(self._program)
+        return result
+
+
+def compare(program, lowered, want, got):
+    """Assert the outputs of the two targets are the same bits; name the first difference."""
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    for buf, a, b in zip(lowered.outputs, want, got):
+        assert a.shape == b.shape and a.dtype == b.dtype, (
+            f"{program}: output {buf.name} is {a.dtype}{a.shape} on cpu but {b.dtype}{b.shape} on c")
+        if a.dtype.kind == "f":
+            same = (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}")) | (np.isnan(a) & np.isnan(b))
+        else:
+            same = a == b
+        if not same.all():
+            first = tuple(int(k) for k in np.argwhere(~same)[0])
+            raise AssertionError(f"cpu and c disagree on {program}: output {buf.name}, first at index {first}: "
+                                 f"cpu gives {a[first]!r}, c gives {b[first]!r} "
+                                 f"({int((~same).sum())} of {same.size} elements differ)")
+
+
+def _compile(self, target="cpu", check=True, fixed=None, **options):
+    kernel = _original_compile(self, target, check, fixed, **options)
+    if target != "cpu":
+        return kernel
+    exact = dict(options, fp_contract=False, fast_math=False)
+    if options.get("fp_contract", True) or options.get("fast_math", False):
+        reference = _original_compile(self, "cpu", check, fixed, **exact)
+    else:
+        reference = kernel
+    exact.pop("arch", None)  # the C compiler's -march names differ from LLVM's
+    other = _original_compile(self, "c", check, fixed, **exact)
+    return DifferentialKernel(kernel, reference, other, self.name)
+
+
+def install():
+    """Make Function.compile return differential kernels for "cpu" (a no-op when disabled)."""
+    if ENABLED:
+        Function.compile = _compile
