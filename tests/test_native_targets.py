@@ -3,14 +3,10 @@ C compiler), each checked against numpy and the Python evaluator: every operatio
 (middleend/semantics.py) on every type, every loop kind, temporaries, threads and argument checks."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 
 from mascarpone.backends.common.threads import get_num_threads, set_num_threads
-from mascarpone.backends.cpu import emit_object
 from mascarpone.backends.common.evaluate import (euclid_div, euclid_mod, evaluate, float_to_int, trunc_div,
                                                  trunc_mod, wrap)
 from mascarpone.middleend.buffer import Buffer
@@ -692,57 +688,3 @@ def test_overlapping_input_and_output_is_safe(target):
     ref = x[::-1] + 1
     res = kern(a=x, out=x)  # the input is copied first
     np.testing.assert_array_equal(res, ref)
-
-
-def test_source_kinds():
-    kern = axpy_kernel("cpu", "serial", "vector", fi=8, name="src")
-    assert "define" in kern.source("llvm") and "<8 x float>" in kern.source("llvm-unoptimized")
-    assert "ret" in kern.source("asm")
-    with pytest.raises(ValueError):
-        kern.source("ptx")
-
-
-# --- object files ------------------------------------------------------------------------------------
-
-DRIVER = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include "axpy_obj.h"
-int main(void) {
-    const int64_t n = 5, m = 11;
-    float a[5 * 11], b[11], out[5 * 11];
-    for (int t = 0; t < n * m; t++) a[t] = (float)t * 0.5f;
-    for (int t = 0; t < m; t++) b[t] = (float)(t - 3);
-    axpy_obj_set_num_threads(2);
-    if (axpy_obj(a, b, out, n, m) != 0) return 2;
-    for (int t = 0; t < n * m; t++) {
-        float want = a[t] * 2.0f + b[t % m];
-        if (out[t] != want) { printf("bad %d %f %f\n", t, out[t], want); return 1; }
-    }
-    void *bufs[3] = {a, b, out};
-    int64_t params[2] = {n, m};
-    for (int t = 0; t < n * m; t++) out[t] = 0;
-    if (axpy_obj_argv(bufs, params) != 0 || out[n * m - 1] != a[n * m - 1] * 2.0f + b[m - 1]) return 3;
-    printf("ok\n");
-    return 0;
-}
-"""
-
-
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-def test_emit_object_links_with_c(tmp_path):
-    a = Buffer("a", [N, M], float32, "input")
-    b = Buffer("b", [M], float32, "input")
-    out = Buffer("out", [N, M], float32, "output")
-    body = Store(out, (i, j), a[i, j] * 2.0 + b[j])
-    nest = loop("i", 0, N, loop("j", 0, M, body, "vector", 8), "parallel")
-    header = emit_object(LoweredFunction("axpy_obj", ["N", "M"], [a, b], [out], nest), tmp_path / "axpy_obj.o")
-    assert header == str(tmp_path / "axpy_obj.h")
-    text = open(header).read()
-    assert "int32_t axpy_obj(const float *a, const float *b, float *out, int64_t N, int64_t M);" in text
-    (tmp_path / "main.c").write_text(DRIVER)
-    exe = tmp_path / "main"
-    subprocess.run(["gcc", "-O1", "-o", str(exe), str(tmp_path / "main.c"), str(tmp_path / "axpy_obj.o"),
-                    "-I", str(tmp_path), "-lgomp", "-lm"], check=True, capture_output=True)
-    res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout + res.stderr
