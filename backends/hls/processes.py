@@ -107,7 +107,7 @@ def split(lowered, body=None) -> list:
             return None
 
         part = _prune(whole, keep) or Block([])
-        buffers = touched(part) - streams
+        buffers = touched(part)
         _check_control(part, name, buffers)
         out.append(Process(name, part, sorted(buffers), sorted(streams)))
     return out
