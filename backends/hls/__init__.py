@@ -58,17 +58,17 @@ def check_ii(lowered, strict=False):
                    f"can start an iteration only every {r.ii} cycles: {r.limit}")
         if strict:
             raise IllegalScheduleError(message + " (strict_ii=True)")
-        warnings.warn(HLSWarning(message), stacklevel=4)
+        warnings.warn(HLSWarning(message), stacklevel=5)
     return rep
 
 
-def compile_hls(lowered, *, strict_ii=False) -> HLSKernel:
+def compile_hls(lowered, *, strict_ii=False, fp_contract=False) -> HLSKernel:
     """Print `lowered` as HLS C++, check its initiation intervals, build the C simulation and load it."""
     lowered = prepare(lowered)
     check_ii(lowered, strict_ii)
     printer, source = hls_source(lowered)
     csim = source + csim_wrapper(printer)
-    path = build_shared_library(csim, toolchain.flags(), f"kernel {lowered.name}",
+    path = build_shared_library(csim, toolchain.flags(fp_contract), f"kernel {lowered.name}",
                                 compiler=toolchain.cxx_compiler(), suffix=".cpp", libs=())
     return HLSKernel(lowered, source, csim, path, lambda sizes: R.build(lowered, sizes))
 

@@ -210,6 +210,7 @@ class _Estimator:
         trip = _trip(f, env)
         if trip is None:
             r._known = False
+            self._unknown(f, env, level)
             return None
         r.entries += weight
         r._iters += weight * trip
@@ -243,6 +244,19 @@ class _Estimator:
         each = weight * trip / len(values)
         parts = [self.cycles(f.body, dict(env, **{f.var: v}), level + 1, each) for v in values]
         return None if any(p is None for p in parts) else sum(parts) / len(parts)
+
+    def _unknown(self, f, env, level):
+        """Rows for `f` and the loops under it when its trip count is not known: pipelined loops still get
+        their initiation interval (it does not depend on the sizes)."""
+        for inner, depth in _loops_with_depth(f, level):
+            r = self.row(inner, depth, False)
+            r._known = False
+            if inner.kind == "pipeline" and r.pipelined:
+                ii, limit = self.ii(inner, env)
+                r.requested_ii, r.ii, r.limit = inner.factor, ii, limit
+                for sub, d in _loops_with_depth(inner.body, depth + 1):
+                    row = self.row(sub, d, True)
+                    row.pipelined, row.in_pipeline = False, True
 
     def _unvisited(self, s, level):
         for st in _loops_under(s):
@@ -326,15 +340,19 @@ class _Estimator:
         return best, why
 
 
-def _accesses(s, env, times=1):
-    """{(is a FIFO, buffer name): [reads, writes, buffer]} of one iteration of a pipelined body (inner loops
-    unrolled, the larger count of two exclusive branches)."""
+def _accesses(s, env, unrolled=()):
+    """{(is a FIFO, buffer name): [reads, writes, buffer]} of one iteration of a pipelined body: inner
+    loops (`unrolled`: (variable, trip count) pairs) are unrolled, an access counting once per value of
+    the unrolled variables its indices use; of two exclusive branches, the busier one counts."""
     counts = {}
 
     def add(name, r, w, buf):
         c = counts.setdefault(name, [0, 0, buf])
         c[0] += r
         c[1] += w
+
+    def copies(indices):
+        return math.prod(trip for var, trip in unrolled if any(mentions(i, var) for i in indices))
 
     if isinstance(s, (Store, P.StreamWrite)):
         seen = set()
@@ -345,29 +363,29 @@ def _accesses(s, env, times=1):
                     key = (n.target.name, tuple(to_c(i) for i in n.indices))
                     if key not in seen:
                         seen.add(key)
-                        add((False, n.target.name), times, 0, n.target)
+                        add((False, n.target.name), copies(n.indices), 0, n.target)
         if isinstance(s, Store):
-            add((False, s.buffer.name), 0, times, s.buffer)
+            add((False, s.buffer.name), 0, copies(s.indices), s.buffer)
         else:
-            add((True, s.stream), 0, times, None)
+            add((True, s.stream), 0, math.prod(t for _, t in unrolled), None)
     elif isinstance(s, P.StreamRead):
-        add((True, s.stream), times, 0, None)
+        add((True, s.stream), math.prod(t for _, t in unrolled), 0, None)
     elif isinstance(s, Block):
         for c in s.body:
-            for name, (r, w, buf) in _accesses(c, env, times).items():
+            for name, (r, w, buf) in _accesses(c, env, unrolled).items():
                 add(name, r, w, buf)
     elif isinstance(s, If):
-        branches = [_accesses(b, env, times) for b in (s.then, s.else_) if b is not None]
+        branches = [_accesses(b, env, unrolled) for b in (s.then, s.else_) if b is not None]
         for name in set().union(*branches):
             r = max(b.get(name, [0, 0])[0] for b in branches)
             w = max(b.get(name, [0, 0])[1] for b in branches)
             buf = next(b[name][2] for b in branches if name in b)
             add(name, r, w, buf)
     elif isinstance(s, Allocate):
-        counts = _accesses(s.body, env, times)
+        counts = _accesses(s.body, env, unrolled)
     elif isinstance(s, For):
         trip = _trip(s, env)
-        counts = _accesses(s.body, env, times * (trip if trip is not None else 1))
+        counts = _accesses(s.body, env, unrolled + ((s.var, trip if trip is not None else 1),))
     return counts
 
 

@@ -11,6 +11,8 @@ class HLSTarget(Target):
     description = ("Vitis HLS C++ (pragmas, m_axi/s_axilite interfaces, dataflow streams), run by C simulation "
                    "with g++ and Xilinx's HLS headers; k.report() estimates cycles and block RAM")
     options = {
+        "fp_contract": "let g++ fuse a float multiply and add in C simulation (default False: every operation "
+                       "rounds, as Vitis's separate operator cores do)",
         "strict_ii": "refuse (IllegalScheduleError) a pipelined loop whose requested II its dependences or "
                      "memory ports cannot meet (default False: a warning, and the report gives the achievable II)",
     }

@@ -44,8 +44,8 @@ def missing() -> str | None:
     return None
 
 
-def flags() -> list:
+def flags(fp_contract=False) -> list:
     """g++ flags of a C simulation build: every float operation rounded (no contraction, as the
-    hardware's operator cores), the pragmas ignored."""
-    return ["-std=c++14", "-O2", "-ffp-contract=off", "-fno-math-errno", "-Wno-unknown-pragmas",
+    hardware's operator cores) unless `fp_contract`, the pragmas ignored."""
+    return ["-std=c++14", "-O2", f"-ffp-contract={'fast' if fp_contract else 'off'}", "-fno-math-errno", "-Wno-unknown-pragmas",
             f"-I{header_dir()}"]
