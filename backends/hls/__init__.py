@@ -23,7 +23,7 @@ import dataclasses
 import warnings
 
 from mascarpone.backends.c.compiler import build_shared_library
-from mascarpone.middleend.errors import IllegalScheduleError, MascarponeError
+from mascarpone.middleend.errors import IllegalScheduleError
 
 from . import report as R
 from . import toolchain
@@ -73,5 +73,4 @@ def compile_hls(lowered, *, strict_ii=False, fp_contract=False) -> HLSKernel:
     return HLSKernel(lowered, source, csim, path, lambda sizes: R.build(lowered, sizes))
 
 
-__all__ = ["compile_hls", "hls_source", "check_ii", "HLSKernel", "HLSPrinter", "HLSWarning",
-           "MascarponeError"]
+__all__ = ["compile_hls", "hls_source", "check_ii", "HLSKernel", "HLSPrinter", "HLSWarning"]
