@@ -10,5 +10,6 @@ def compile(jl_function, argtypes, schedule=None, name=None, **options):
 
 def interpret(text, argtypes, *args, **kwargs):
     """Run printed lowered IR on numpy arrays with Julia's semantics (the tests' reference)."""
-    from mascarpone.frontends.julia import interpret as _interpret
-    return _interpret(text, argtypes, *args, **kwargs)
+    from mascarpone.frontends.julia.interpreter import run
+    static = kwargs.pop("static_parameters", None)
+    return run(text, argtypes, *args, static_parameters_=static, **kwargs)

@@ -13,9 +13,12 @@ from mascarpone.middleend.expr import Access, walk
 from mascarpone.middleend.function import Function
 from mascarpone.middleend.targets import get_target
 
+from .arguments import check_read_slots, ordered_argtypes
+from .arguments import static_parameters as static_parameters_of
 from .parser import parse
-from .translate import translate
+from .translate import WidenRetry, translate
 from .types import check_array
+from .values import ArrayRef
 
 
 class JuliaFunction(Function):
@@ -41,23 +44,30 @@ class JuliaFunction(Function):
                          for c in self.computations)
 
 
-def from_julia(text, argtypes, name=None) -> JuliaFunction:
+def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFunction:
     """An ms.Function for the Julia function whose lowered IR `text` prints.
 
     `argtypes` maps each argument name, in order, to its Julia type (`"Matrix{Float64}"`,
     `"Int64"`, ...). Computations are named `s<n>` after the statement number n
-    they come from; loops keep Julia's variable names.
+    they come from; loops keep Julia's variable names. `static_parameters` gives the values of
+    a `where` method's parameters (`["Float64"]`) when the text does not list them.
     """
     code = parse(text)
-    argtypes = dict(argtypes)
-    if code.arguments and list(argtypes) != code.arguments:
-        missing = [a for a in code.arguments if a not in argtypes]
-        if missing or set(argtypes) - set(code.arguments):
-            raise ArgumentError(f"the IR's header lists arguments {code.arguments}; argtypes gives {list(argtypes)}")
-        argtypes = {a: argtypes[a] for a in code.arguments}
+    argtypes = ordered_argtypes(code, argtypes)
+    check_read_slots(code, argtypes)
+    sparams = static_parameters_of(code, argtypes, static_parameters)
     fname = name or _function_name(text) or "julia_kernel"
-    with JuliaFunction(fname) as f:
-        tr = translate(code, argtypes, f)
+    widen = {}
+    for _ in range(len(code.stmts) + 1):
+        with JuliaFunction(fname) as f:
+            try:
+                tr = translate(code, argtypes, f, sparams, widen)
+            except WidenRetry as retry:
+                if retry.widen == widen:
+                    raise AssertionError("the widened types did not settle") from None
+                widen = retry.widen
+                continue
+        break
     f.julia_code = code
     f.julia_argtypes = tr.argtypes
     f.statements = tr.statements
@@ -73,7 +83,6 @@ def from_julia(text, argtypes, name=None) -> JuliaFunction:
 
 
 def _is_array(v):
-    from .translate import ArrayRef
     return isinstance(v, ArrayRef)
 
 
