@@ -79,6 +79,7 @@ def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFuncti
                           None) if tr.returned is not None and not _is_array(tr.returned) else None
     f.julia_returns_array = tr.returned.name if _is_array(tr.returned) else None
     f.bounds_violations = _bounds_violations(f)
+    f.julia_bounds_flags = [(comp.name, what) for comp, what in tr.bounds_flags]
     return f
 
 
@@ -197,14 +198,26 @@ class JuliaKernel:
         if f.julia_return is not None:
             ret = np.empty((), f.julia_return.dtype.numpy)
             call[f.julia_return.name] = ret
-        self.kernel(**call)
+        outputs = self.kernel(**call)
         for a, out in copy_back:
             a[...] = out.T
+        self._check_flags(outputs)
         if ret is not None:
             return ret[()]
         if f.julia_returns_array is not None:
             return values[f.julia_returns_array]
         return None
+
+    def _check_flags(self, outputs):
+        """Julia's BoundsError for an access with a data-dependent index that went outside its array (the
+        kernel skipped it and set a flag; arrays written before are updated, as when Julia throws)."""
+        flags = dict(self.function.julia_bounds_flags)
+        if not flags:
+            return
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        for buf, value in zip(self.kernel.lowered.outputs, outputs):
+            if buf.name in flags and np.any(value):
+                raise ArgumentError(f"BoundsError: {flags[buf.name]}")
 
     def _check_bounds(self, params):
         key = tuple(sorted(params.items()))

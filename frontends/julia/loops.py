@@ -208,9 +208,10 @@ def _exit_test(code, assign, iter_slot, shape):
                                                           or _is_call(code, negation.value, "!", 1)):
         _refuse(f"the exit test `{test.text}` does not test `Base.not_int({iter_slot} === nothing)`", test)
     compare = code.stmt(negation.value.args[0].n) if isinstance(negation.value.args[0], SSA) else None
-    if compare is None or compare.kind != "expr" or not _is_call(code, compare.value, "===", 2):
-        what = compare.text if compare is not None else _show(negation.value.args[0])
-        _refuse(f"the exit test negates `{what}`, not `{iter_slot} === nothing`", negation)
+    if compare is None:
+        _refuse(f"the exit test negates {_show(negation.value.args[0])}, not `{iter_slot} === nothing`", negation)
+    if compare.kind != "expr" or not _is_call(code, compare.value, "===", 2):
+        _refuse(f"the exit test is `{compare.text}`, not `{iter_slot} === nothing`", compare)
     a, b = compare.value.args
     operand = b if a == NOTHING else a
     if NOTHING not in (a, b) or _slot_read(code, operand) != iter_slot:

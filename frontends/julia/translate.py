@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import mascarpone.middleend.types as T
 from mascarpone.middleend.affine import ISL_KEYWORDS, affine_text
 from mascarpone.middleend.algorithm import Computation, Input, Param, Var
+from mascarpone.middleend.buffer import as_index_expr
 from mascarpone.middleend.errors import MascarponeError
 from mascarpone.middleend.expr import Access, BinOp, Cast, Const, Expr, cast, min_, walk
 
@@ -150,6 +151,8 @@ class Translator:
         self.returned = None
         self.stmt = None
         self._current_reads = set()
+        self._g = G.TRUE                  # the path condition of the statement being translated
+        self.bounds_flags = []            # (computation, description): accesses checked while running
         self._declare_arguments()
 
     # pre-scan --------------------------------------------------------------------------------
@@ -328,6 +331,7 @@ class Translator:
                     raise JuliaNotSupportedError("`return` inside a loop", last)
                 if g != G.TRUE:
                     raise JuliaNotSupportedError("a `return` that only some paths reach (several returns)", last)
+                self._g = G.TRUE
                 self.returned = self._value(last.value)
             elif last.kind == "unreachable":
                 continue
@@ -369,6 +373,7 @@ class Translator:
     def _condition(self, s: Stmt, g):
         """The expression of a branch condition, stored in a computation when it reads mutable storage."""
         self._current_reads = set()
+        self._g = g
         value = self._value(s.value)
         if not isinstance(value, Expr) or not value.dtype.is_bool:
             raise JuliaNotSupportedError(f"a branch on {describe(value)} (Julia needs a Bool and would throw a "
@@ -454,6 +459,7 @@ class Translator:
         """Bind the loop variable (or the element taken apart later) to this iteration's element; an
         element read from an array the function writes is kept where the iteration starts."""
         self._current_reads = set()
+        self._g = G.TRUE
         element = ctx.element if ctx.element is not None else self._element(ctx.iterated, ctx.value)
         element = self._keep(element, f"the element of `for` at block {shape.header}")
         if shape.var_slot is not None:
@@ -592,6 +598,7 @@ class Translator:
     def _statement(self, s: Stmt, g, dry=False):
         if s.number in self.protocol or s.kind == "meta":
             return
+        self._g = g
         try:
             self._translate_statement(s, g, dry)
         except JuliaNotSupportedError:
@@ -609,6 +616,9 @@ class Translator:
                 self.ssa[s.number] = NOTHING_VALUE
                 return
             if s.number not in self.uses and not isinstance(val, (Call, Special)):
+                if isinstance(val, Slot) and not self._assigned_before(val.name, s):
+                    raise JuliaNotSupportedError(f"{val.name} may be read before it is assigned (Julia would "
+                                                 "throw an UndefVarError)", s)
                 return      # a read nobody uses (the `val` closing @inbounds)
             self._current_reads = set()
             value = self._value(val)
@@ -638,6 +648,16 @@ class Translator:
             self._assign(s, name, value, g)
             return
         raise JuliaNotSupportedError(f"unknown statement kind {s.kind}", s)
+
+    def _assigned_before(self, name, s):
+        """Whether an argument, or an assignment that every path to `s` passes, gives `name` a value."""
+        if name in self.argtypes or name in self.bindings or name in self.owners:
+            return True
+        for t in self.code.stmts:
+            if t.kind == "assign" and t.target.name == name and t.number < s.number \
+                    and (t.block == s.block or self.cf.dominates(t.block, s.block)):
+                return True
+        return False
 
     def _used_after_write(self, n):
         """Whether %n (reading storage now) is used after a statement that may write what it reads:
@@ -780,7 +800,11 @@ class Translator:
         at = self._indices(target.name, args[2:], s)
         owner = self.arrays[target.name]
         self._check_hazards(owner, s)
-        u = owner.update([c.var for c in self.loops], value, at=at, where=self._guard_expr(g),
+        where = self._guard_expr(g)
+        ok = self._runtime_bounds(target.name, at, s, "writes")
+        if ok is not None:
+            where = ok if where is None else where & ok
+        u = owner.update([c.var for c in self.loops], value, at=at, where=where,
                          name=self._name(f"s{s.number}"))
         self._register(u, f"{target.name}[...] = ... (line {s.line}: `{s.text}`)")
 
@@ -919,7 +943,36 @@ class Translator:
         target = self.arrays[name]
         if isinstance(target, Computation):
             self._current_reads.add(target)
-        return Access(target, at)
+        ok = self._runtime_bounds(name, at, s, "reads")
+        if ok is None:
+            return Access(target, at)
+        # read only where the index is inside the array; a flag tells the kernel's caller otherwise
+        guard = self._guard_expr(self._g)
+        comp = Computation(self._name(f"g{s.number}"), [c.var for c in self.loops], Access(target, at),
+                           where=ok if guard is None else guard & ok)
+        self._register(comp, f"{name}[...] read by `{s.text}` (line {s.line}) where the index is inside {name}")
+        self._current_reads.add(comp)
+        return Access(comp, [c.var for c in self.loops])
+
+    def _runtime_bounds(self, name, at, s, verb):
+        """For an access whose indices are not affine (so not checked against the sizes before the call):
+        the condition that it is inside the array, with a flag computation the kernel's caller reads to
+        raise Julia's BoundsError. None for affine accesses."""
+        if all(affine_text(as_index_expr(i)) is not None for i in at):
+            return None
+        nd = self.argtypes[name].ndim
+        ok = None
+        for k, i in enumerate(at):
+            size = cast(T.int64, self.params[(name, nd - k)])
+            inside = (i >= Const(0, T.int64)) & (i < size)
+            ok = inside if ok is None else ok & inside
+        guard = self._guard_expr(self._g)
+        outside = ~ok if guard is None else guard & ~ok
+        flag = Computation(self._name(f"oob{s.number}"), [c.var for c in self.loops], outside, output=True)
+        self._register(flag, f"whether `{s.text}` {verb} outside {name}")
+        self.bounds_flags.append((flag, f"statement %{s.number} (line {s.line}: `{s.text}`) {verb} {name} at an "
+                                        "index outside it"))
+        return ok
 
     def size(self, name, d):
         """size(A, d) for a dimension d from 1 (1 beyond the array's rank, as in Julia)."""
