@@ -4,7 +4,7 @@ the call. `tr` is the Translator (arrays, sizes, conversions)."""
 from __future__ import annotations
 
 import mascarpone.middleend.types as T
-from mascarpone.middleend.expr import Access, BinOp, Const, Expr, call, cast, floordiv, max_, min_, reinterpret, \
+from mascarpone.middleend.expr import BinOp, Const, Expr, call, cast, floordiv, max_, min_, reinterpret, \
     select
 
 from .ir import JuliaNotSupportedError

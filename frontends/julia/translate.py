@@ -20,8 +20,7 @@ is an acyclic region whose blocks run in order under path conditions (see
 A local that holds an integer constant and then Float64 values (`s = 0` then
 `s = s + x[i]`) is typed Float64, as Julia's inference types the loop-carried
 value: the translation runs once to learn the types each local receives and
-again with the joined types; a local whose integer values come from integer
-arithmetic (a true Union whose results depend on the type) is refused.
+again with the joined types (see `widening`).
 
 Statements run in Julia's order: the original nesting of the statements is
 handed to the middle-end (`Function.original_ordering`) for dependences and as
@@ -39,6 +38,7 @@ from mascarpone.middleend.errors import MascarponeError
 from mascarpone.middleend.expr import Access, BinOp, Cast, Const, Expr, cast, min_, walk
 
 from . import guards as G
+from . import widening
 from .calls import KNOWN, apply_function, describe, length_of, range_count
 from .cfg import analyze
 from .ir import (Call, CodeIR, Global, JuliaNotSupportedError, Lit, SSA, Slot, Special, StaticParam, Stmt,
@@ -540,6 +540,10 @@ class Translator:
         if counter is None:
             raise JuliaNotSupportedError("a `while` loop without an integer counter `i = i + c` (c > 0) assigned "
                                          "once before the loop and once in it", code.stmt(shape.test_stmt))
+        if step > 1 << 32:
+            raise JuliaNotSupportedError(f"the counter {counter} of a `while` loop grows by {step}: near the test's "
+                                         "bound it would wrap around Int64 (steps up to 2^32 are supported)",
+                                         inc_stmt)
         if self.cf.loop_of.get(inc_stmt.block) is not shape.loop:
             raise JuliaNotSupportedError("the counter of a `while` loop is incremented inside an inner loop",
                                          inc_stmt)
@@ -732,49 +736,7 @@ class Translator:
         return cast(dtype, value)    # the translation is redone with `name` of the joined type
 
     def _checked_widening(self, quiet=False):
-        """{slot: joined type} for the locals that can be widened: each value is of the joined type, an
-        exactly representable integer literal, (for Float64) an integer index expression that does not
-        read the local, or a value only converted (the return-type temporary of `f(x)::T`). When no
-        requested local can be, the refusal naming two statements (None when quiet)."""
-        out, refusal = {}, None
-        for name, join in self.widen_requests.items():
-            defs = self.slot_defs[name]
-            bad = next(((s, v) for s, v in defs if v.dtype != join and not _exact_integer(v, join, name)
-                        and not self._only_converted(name)), None)
-            if bad is None:
-                out[name] = join
-            elif refusal is None:
-                s, value = bad
-                other = next((t for t, v in defs if v.dtype == join), None)
-                refusal = JuliaNotSupportedError(
-                    f"{name} holds {_jname(value.dtype)} values computed with {_jname(value.dtype)} arithmetic "
-                    f"here and {_jname(join)} values" + (f" at statement %{other.number} (`{other.text}`)"
-                                                         if other else "") +
-                    f": a Union{{{_jname(join)}, {_jname(value.dtype)}}} local, whose results depend on which type "
-                    f"it holds (integer arithmetic wraps); give {name} one type, e.g. start it at "
-                    f"zero({_jname(join)}) or convert: {name} = {_jname(join)}(...)", s)
-        if not out:
-            if quiet:
-                return None
-            raise refusal
-        return {**self.widen, **out}
-
-    def _only_converted(self, name):
-        """Whether every read of the local is an operand of isa, convert, typeassert or return (the
-        temporary Julia's lowering of a return-type annotation assigns, then converts)."""
-        code = self.code
-        reads = {s.number for s in code.stmts if s.kind == "expr" and s.value == Slot(name)}
-
-        def ok(e, parent):
-            if e == Slot(name) or (isinstance(e, SSA) and e.n in reads):
-                return parent in ("isa", "convert", "typeassert", "return")
-            if isinstance(e, Call):
-                fname = self._callee(e.fn)
-                return ok(e.fn, None) and all(ok(a, fname) for a in e.args)
-            return True
-
-        return all(s.number in reads or ok(s.value, "return" if s.kind == "return" else None)
-                   for s in code.stmts)
+        return widening.checked(self.code, self._callee, self.widen, self.widen_requests, self.slot_defs, quiet)
 
     def _visible(self, owner):
         return len(owner.loops) <= len(self.loops) and all(a is b for a, b in zip(owner.loops, self.loops))
@@ -983,16 +945,6 @@ class Translator:
 
 def _jname(dtype):
     return JULIA_NAME.get(dtype, str(dtype))
-
-
-def _exact_integer(value, join, name):
-    """An integer value that is exactly a `join` number: a literal in range, or (Float64) an integer
-    index expression (affine in loop variables and sizes) that does not read the local itself."""
-    if not value.dtype.is_int or not join.is_float:
-        return False
-    if isinstance(value, Const):
-        return abs(value.value) <= (1 << (53 if join == T.float64 else 24))
-    return join == T.float64 and affine_text(value) is not None
 
 
 class _Escaped:

@@ -122,6 +122,10 @@ CASES = [
          "a `while` loop in 1.12's printing (`(%5)(%2, %4)` with `%5 = Main.:<=`), `%18 = Main.nothing`",
          "function halve_odd!(x)\n    i = 1\n    while i <= length(x)\n        x[i] = x[i] / 2\n        i += 2\n"
          "    end\nend"),
+    Case("first_two_inbounds.v1_10.lowered_source.txt", {"v": V},
+         "a block that starts inside a macro expansion: `1 ─│` and `└──│` gutters with the inlining indent, "
+         "`   ┌ @` and `   └` lines outside any block; `@inbounds` as the whole body (`return val`)",
+         "first_two(v) = @inbounds v[1] + v[2]"),
     # refused, by name
     Case("refuse_optimized.v1_10.typed.txt", {"x": V}, "optimized @code_typed with φ nodes",
          "function total(x) ... end", refused=("JuliaParseError", "optimized IR")),
