@@ -9,8 +9,11 @@ def compile(jl_function, argtypes, schedule=None, name=None, **options):
 
 
 def from_julia(text, argtypes, name=None, static_parameters=None):
-    """An ms.Function from printed lowered IR; `static_parameters` gives a `where` method's parameters
-    (`["Float64"]`) when the text does not list them (see ms.from_julia)."""
+    """An ms.Function from the printed lowered IR of a Julia function (`@code_lowered f(args...)`).
+
+    `argtypes` maps argument names, in order, to Julia types ("Matrix{Float64}", "Int64", ...);
+    `static_parameters` gives a `where` method's parameters (`["Float64"]`) when the text does not
+    list them."""
     from mascarpone.frontends.julia import from_julia as _from_julia
     return _from_julia(text, argtypes, name=name, static_parameters=static_parameters)
 
