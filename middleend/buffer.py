@@ -6,6 +6,10 @@ from .expr import Access, Cast, Const, Expr, Sym, lift, simplify, to_c
 from .types import as_dtype, int64
 
 BUFFER_KINDS = ("input", "output", "temporary")
+#: where a buffer lives on a GPU: device memory ("global"), the read-only constant cache ("constant",
+#: `Input.gpu_constant`) or the memory a thread block shares ("shared", `cache_shared`); other
+#: targets keep every buffer in ordinary memory
+MEMORY_SPACES = ("global", "constant", "shared")
 
 
 def as_index_expr(e) -> Expr:
@@ -74,6 +78,7 @@ class Buffer:
         self.shape = tuple(as_index_expr(d) for d in shape)
         # outputs whose elements are not all written start zeroed; user-declared ones always do
         self.zero_init = kind == "output"
+        self.memory = "global"
 
     @property
     def ndim(self):
