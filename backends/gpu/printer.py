@@ -1,0 +1,271 @@
+"""The kernels of a GPU target as C-family source: the C printer with a GPU dialect.
+
+A kernel's body is printed by `CPrinter` (expressions, helpers and stores
+exactly as for the "c" target); this printer adds what a launch needs:
+
+  * a block loop reads its iteration from the block index, a thread loop
+    from the thread index, each guarded (`if (v < hi)`) where the grid or the
+    block is larger than the loop;
+  * code between the block loops and the thread loops runs once per block:
+    thread loops run on all threads, other statements on the block's first
+    thread; a barrier follows each part that other threads may read, and
+    ends each iteration of a serial loop that holds thread loops;
+  * temporaries live where they are allocated: in a block's shared memory at
+    block level, in private memory (registers) inside a thread, in device
+    memory (a scratch buffer, one slice per block or thread) when their size
+    is not a constant or too large;
+  * accumulators are kept in registers by the shared promotion pass, on
+    serial loops only (launches.py runs it on each kernel's body).
+"""
+from __future__ import annotations
+
+from mascarpone.backends.c.dialect import CDialect
+from mascarpone.backends.c.printer import CPrinter, _Lines
+from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, walk_stmts
+
+from .bounds import expr_range
+from .launches import GPU_KINDS, has_gpu_loops
+
+#: temporaries of a constant size up to this many bytes live in private memory (registers), per thread
+PRIVATE_LIMIT = 4096
+
+
+class GPUDialect(CDialect):
+    """What a GPU language spells its own way, beyond the C dialect's types, literals and math names."""
+
+    #: qualifier of a kernel entry point
+    kernel_qualifier = ""
+
+    def group_id(self, dim: int) -> str:
+        raise NotImplementedError
+
+    def local_id(self, dim: int) -> str:
+        raise NotImplementedError
+
+    def barrier(self) -> str:
+        raise NotImplementedError
+
+    def pointer_arg(self, memory: str, ctype: str, ident: str, const: bool) -> str:
+        """A kernel parameter pointing to a buffer in `memory` ('global' or 'constant')."""
+        raise NotImplementedError
+
+    def shared_array(self, ctype: str, ident: str, count: int) -> str:
+        raise NotImplementedError
+
+    def kernel_signature(self, name: str, params: list) -> str:
+        return f"{self.kernel_qualifier} void {name}({', '.join(params) or 'void'})"
+
+    def simd_pragma(self, factor: int) -> str:
+        return ""     # a vector loop runs serially in a GPU thread
+
+    def unroll_pragma(self, factor: int) -> str:
+        return f"#pragma unroll {factor}"
+
+
+class Scratch:
+    """A temporary kept in device memory: `per` ('kernel', 'block' or 'thread') slices of `buffer`'s size."""
+
+    def __init__(self, ident, buffer, per):
+        self.ident, self.buffer, self.per = ident, buffer, per
+
+
+class DevicePrinter(CPrinter):
+    """Prints the kernels of one lowered function (one translation unit, helpers shared)."""
+
+    def __init__(self, dialect: GPUDialect, lowered, param_ranges):
+        super().__init__(dialect)
+        self.lowered = lowered
+        self.param_ranges = param_ranges   # {size: (lo, hi)} for bounding shapes at compile time
+        self.spec = None
+        self.level = "thread"
+        self.shared = []        # lines declaring shared arrays (kernel scope)
+        self.scratch = []       # Scratch of the current kernel
+        self.has_threads = False
+
+    # a kernel --------------------------------------------------------------------------------
+    def device_kernel(self, spec, globals_, scalars, constants=()) -> tuple:
+        """(lines of the kernel, its buffer arguments in order, its scratch buffers) for `spec`.
+        `globals_`: buffers in device memory it may use; `scalars`: names of its int64 arguments;
+        `constants`: inputs in constant memory declared at module scope (none are arguments)."""
+        self.spec, self.shared, self.scratch, self.views = spec, [], [], {}
+        self.has_threads = bool(spec.thread_dims)
+        body = spec.body
+        used = {n.target.name for e in _exprs(body) for n in _walk(e) if hasattr(n, "target")}
+        used |= {s.buffer.name for s in walk_stmts(body) if isinstance(s, Store)}
+        args, params = [], []
+        views = []
+        for b in globals_:
+            if b.name not in used:
+                continue
+            view = self._view(b)
+            views.append(view)
+            if b.name in constants:
+                continue
+            memory = "constant" if b.memory == "constant" else "global"
+            params.append(self.d.pointer_arg(memory, self.d.memory(b.dtype), view.ident, b.kind == "input"))
+            args.append(b)
+        for name in scalars:
+            params.append(f"const int64_t {self.names(name)}")
+        inner = _Lines()
+        self.level = "thread" if spec.single else "block"
+        if self.has_threads:
+            inner(f"const bool ms_lead = {' && '.join(f'{self.d.local_id(d)} == 0' for d in range(3))};")
+        self.stmt(body, inner)
+        out = _Lines()
+        for line in self.shared:
+            out(line)
+        self._declare_strides(views, out)
+        out.extend(inner)
+        for s in self.scratch:
+            params.append(self.d.pointer_arg("global", self.d.memory(s.buffer.dtype), s.ident + "_all", False))
+        head = self.d.kernel_signature(spec.name, params)
+        return [head + " {", *out.lines, "}"], args, list(self.scratch)
+
+    # statements --------------------------------------------------------------------------------
+    def _stmt(self, s, out):
+        if self.level != "block" or s is None:
+            return super()._stmt(s, out)
+        if isinstance(s, For) and s.kind == "gpu_block":
+            return self._indexed(s, self.d.group_id(self.spec.block_dim(s)), out)
+        if isinstance(s, For) and s.kind == "gpu_thread":
+            self.level = "thread"
+            try:
+                return self._indexed(s, None, out)
+            finally:
+                self.level = "block"
+        if not has_gpu_loops(s) and not isinstance(s, Allocate):
+            # block-level code outside thread loops: the block's first thread runs it
+            if not self.has_threads:
+                self.level = "thread"
+                try:
+                    return super()._stmt(s, out)
+                finally:
+                    self.level = "block"
+            out("if (ms_lead) {")
+            self.level = "thread"
+            try:
+                self._nested(s, out)
+            finally:
+                self.level = "block"
+            out("}")
+            return
+        if isinstance(s, Block):
+            for k, c in enumerate(s.body):
+                self.stmt(c, out)
+                if k + 1 < len(s.body) and self.has_threads:
+                    out(self.d.barrier())
+            return
+        if isinstance(s, For):
+            self._bind([(s.lo, True), (s.hi, True)], out)
+            var = self.names(s.var)
+            out(f"for (int64_t {var} = {self.expr(s.lo, True)}; {var} < {self.expr(s.hi, True)}; {var}++) {{")
+            out.depth += 1
+            self.stmt(s.body, out)
+            if self.has_threads:
+                out(self.d.barrier())    # before the next iteration overwrites what this one shared
+            out.depth -= 1
+            out("}")
+            return
+        return super()._stmt(s, out)
+
+    def _indexed(self, s, index, out):
+        """A block or thread loop: its iteration from the launch's index, guarded where the launch is
+        larger than the loop."""
+        if index is None:
+            index = self.d.local_id(self.spec.thread_dims[id(s)])
+        self._bind([(s.lo, True), (s.hi, True)], out)
+        var = self.names(s.var)
+        out("{")
+        out.depth += 1
+        out(f"const int64_t {var} = {self.expr(s.lo, True)} + (int64_t){index};")
+        out(f"if ({var} < {self.expr(s.hi, True)}) {{")
+        self._nested(s.body, out)
+        out("}")
+        out.depth -= 1
+        out("}")
+
+    def _for(self, s, out):
+        if s.kind == "gpu_thread" and id(s) in self.spec.thread_dims:
+            return self._indexed(s, None, out)
+        if s.kind in GPU_KINDS:
+            raise NotSupportedError(f"the {s.kind} loop {s.var} is nested where a launch cannot map it")
+        self._bind([(s.lo, True), (s.hi, True)], out)
+        lo, hi = self.expr(s.lo, True), self.expr(s.hi, True)
+        var = self.names(s.var)
+        if s.kind == "unroll" and s.factor > 1:
+            out(self.d.unroll_pragma(s.factor))
+        out(f"for (int64_t {var} = {lo}; {var} < {hi}; {var}++) {{")
+        self._nested(s.body, out)
+        out("}")
+
+    def _allocate(self, s, out):
+        buffer = s.buffer
+        if buffer.name in self.views:
+            raise NotSupportedError(f"the temporary {buffer.name} is allocated twice in one scope")
+        elem = self.d.memory(buffer.dtype)
+        count = self._most_elements(buffer)
+        per = "block" if self.level == "block" and not self.spec.single else "thread"
+        view = self._view(buffer)
+        head, body = _Lines(out.depth), _Lines(out.depth)
+        try:
+            limit = None if per == "block" else PRIVATE_LIMIT
+            if count is not None and (limit is None or count * buffer.dtype.bytes <= limit) \
+                    and (per == "thread" or count * buffer.dtype.bytes <= self.shared_limit):
+                if per == "block":
+                    self.shared.append(self.d.shared_array(elem, view.ident, max(count, 1)))
+                else:
+                    head(f"{elem} {view.ident}[{max(count, 1)}];")
+            else:
+                if self.spec.single:
+                    per = "kernel"
+                self.scratch.append(Scratch(view.ident, buffer, per))
+                slot = {"kernel": "0", "block": self._flat_block(), "thread": self._flat_thread()}[per]
+                count_text = " * ".join(f"({x})" for x in view.extents) or "1"
+                head(f"{self.d.global_pointer(elem)} {view.ident} = {view.ident}_all + ({slot}) * ({count_text});")
+            self.stmt(s.body, body)
+            self._declare_strides([view], head)
+            out.extend(head)
+            out.extend(body)
+        finally:
+            del self.views[buffer.name]
+
+    #: shared memory one kernel may take in static arrays (the device's limit is checked at launch)
+    shared_limit = 48 * 1024
+
+    def _most_elements(self, buffer):
+        """The most elements `buffer` holds for any sizes (a constant), or None."""
+        env = dict(self.param_ranges)
+        count = 1
+        for d in buffer.shape:
+            hi = expr_range(d, env)[1]
+            if hi == float("inf"):
+                return None
+            count *= max(int(hi), 0)
+        return count
+
+    def _flat_block(self):
+        dims = len(self.spec.blocks)
+        text = self.d.group_id(dims - 1)
+        for d in range(dims - 2, -1, -1):
+            text = f"({text}) * (int64_t){self.d.num_groups(d)} + {self.d.group_id(d)}"
+        return f"(int64_t)({text})"
+
+    def _flat_thread(self):
+        if self.spec.single:
+            return "0"
+        t = self.d.local_id(2)
+        for d in (1, 0):
+            t = f"({t}) * (int64_t){self.d.local_size(d)} + {self.d.local_id(d)}"
+        size = " * ".join(f"(int64_t){self.d.local_size(d)}" for d in range(3))
+        return f"({self._flat_block()} * {size} + {t})"
+
+
+def _exprs(s):
+    from mascarpone.middleend.loopir import walk_exprs
+    return walk_exprs(s)
+
+
+def _walk(e):
+    from mascarpone.middleend.expr import walk
+    return walk(e)
