@@ -23,7 +23,7 @@ def compile_opencl(lowered, *, fp_contract=True, fast_math=False):
     runtime = default_runtime()
     constant_limits(runtime, lowered)
     pragmas = [] if fp_contract else ["#pragma OPENCL FP_CONTRACT OFF"]
-    source, host, kernels = build(lowered, OpenCLDialect(), pragmas=pragmas, check_block=runtime.check_block)
+    source, host, kernels, _ = build(lowered, OpenCLDialect(), pragmas=pragmas, check_block=runtime.check_block)
     options = ["-cl-fp32-correctly-rounded-divide-sqrt"]
     if fast_math:
         options += ["-cl-fast-relaxed-math"]

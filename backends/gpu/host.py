@@ -91,6 +91,7 @@ class GPUKernel(Kernel):
                 handles[buf.name] = h
                 if pos < n_in or buf.zero_init:   # outputs that may be left partly unwritten start as zeros
                     rt.upload(h, a, buf.name)
+            rt.prepare(list(zip(self.lowered.arguments, arrays)), handles)
             self._run(self.host, env, handles)
             for buf, a in zip(self.lowered.outputs, arrays[n_in:]):
                 if not rt.owns(a):

@@ -173,6 +173,13 @@ class OpenCLRuntime(DeviceAdapter):
             self.events.append(("download", name, self.cl.enqueue_copy(self.queue, array, handle,
                                                                        is_blocking=False)))
 
+    def prepare(self, arguments, handles):
+        """Check that the inputs in constant memory fit the device's; `arguments`: (buffer, array) pairs."""
+        limit = self.device.max_constant_buffer_size
+        for buf, a in arguments:
+            if buf.memory == "constant" and a.nbytes > limit:
+                raise ArgumentError(f"{buf.name}: {a.nbytes} bytes in constant memory; the device has {limit}")
+
     def check_block(self, name, block):
         check_block_size(name, block, self.device.max_work_group_size, self.device.max_work_item_sizes)
 

@@ -38,7 +38,8 @@ def most_threads(spec, ranges):
 
 
 def build(lowered, dialect, *, pragmas=(), constants_at_module=False, check_block=None):
-    """(source, host program, [CompiledKernel]) of `lowered` in `dialect`. `check_block(name, block)` refuses
+    """(source, host program, [CompiledKernel], {constant input: its module-scope name}) of `lowered` in
+    `dialect`. `check_block(name, block)` refuses
     a thread block the device cannot run, for blocks whose size is known at compile time."""
     host, specs = split(lowered)
     ranges = size_ranges(lowered)
@@ -68,7 +69,8 @@ def build(lowered, dialect, *, pragmas=(), constants_at_module=False, check_bloc
                   for b in lowered.inputs if b.memory == "constant"]
     out = list(dialect.includes()) + list(pragmas) + [""] + module + printer.helpers.definitions() + [""]
     out += [t + "\n" for t in texts]
-    return "\n".join(out), host, kernels
+    names = {b.name: printer.names(b.name, "buffer") for b in lowered.inputs if b.name in constants}
+    return "\n".join(out), host, kernels, names
 
 
 def _host_temporaries(host):
