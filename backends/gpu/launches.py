@@ -245,5 +245,9 @@ def free_symbols(s, defined=()):
 def split(lowered):
     """(host program, kernels) of a lowered function."""
     splitter = Splitter(lowered)
-    host = splitter.host(lowered.body)
+    body = lowered.body
+    allocated = {s.buffer.name for s in walk_stmts(body) if isinstance(s, Allocate)}
+    for b in reversed([t for t in lowered.temporaries if t.name not in allocated]):
+        body = Allocate(b, body)   # kernel-wide temporaries without an Allocate of their own
+    host = splitter.host(body)
     return host, splitter.kernels
