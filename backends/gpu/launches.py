@@ -37,8 +37,8 @@ class KernelSpec:
 
     @property
     def single(self) -> bool:
-        """A kernel of one thread (no block loop)."""
-        return not self.blocks
+        """A kernel of one thread (no block or thread loop)."""
+        return not self.blocks and not self.thread_dims
 
     def block_dim(self, loop) -> int:
         return len(self.blocks) - 1 - next(k for k, b in enumerate(self.blocks) if b is loop)
@@ -133,8 +133,8 @@ class Splitter:
             if s.kind == "gpu_block":
                 return HostBlock([self._kernel(body, blocks, scope) for blocks, body in _distribute(s, [])])
             if s.kind == "gpu_thread":
-                raise NotSupportedError(f"{self.lowered.name}: the gpu_thread loop {s.var} is in no gpu_block "
-                                        f"loop; thread loops run inside block loops")
+                # (a block loop of one iteration that isl generated as a constant: a launch of one block)
+                return self._kernel(s, [], scope)
             if _reads_data(s.lo) or _reads_data(s.hi):
                 raise NotSupportedError(f"{self.lowered.name}: the bounds of loop {s.var} read data, and it holds "
                                         f"GPU loops: the host cannot run it")
@@ -183,56 +183,30 @@ def _distribute(s, ctx):
 
 
 def _assign_threads(spec):
-    """Give each thread loop its dimension (the innermost of a chain is x), check the chains, and list the
-    loops whose ranges bound the grid and the thread blocks."""
-    def chains(s, depth, path):
-        """Visit `s`; returns the length of the thread chain below (0 when none)."""
-        if isinstance(s, For) and s.kind == "gpu_thread":
-            if spec.single:
-                raise NotSupportedError(f"the gpu_thread loop {s.var} is in no gpu_block loop")
-            below = _chain_below(s)
-            loops = [s] + below
-            if len(loops) > GPU_DIMS:
-                raise NotSupportedError(f"thread loops {[f.var for f in loops]}: at most {GPU_DIMS} per launch")
-            for k, f in enumerate(loops):
-                spec.thread_dims[id(f)] = len(loops) - 1 - k
-            for f in loops:
-                spec.ranged.append((f.var, f.lo, f.hi))
-            return
-        if isinstance(s, For) and s.kind == "gpu_block":
-            spec.ranged.append((s.var, s.lo, s.hi))
-        elif isinstance(s, For):
-            if has_gpu_loops(s.body):
+    """Give each thread loop its dimension (thread loops with none inside are x, those around them y,
+    then z) and list the loops whose ranges bound the grid and the thread blocks (outer ones first)."""
+    def height(s):
+        """Visit `s`; returns how many levels of thread loops nest under and in it (0: none)."""
+        if isinstance(s, For):
+            if s.kind in GPU_KINDS or has_gpu_loops(s.body):
                 spec.ranged.append((s.var, s.lo, s.hi))
+            below = height(s.body)
+            if s.kind != "gpu_thread":
+                return below
+            if below >= GPU_DIMS:
+                raise NotSupportedError(f"thread loop {s.var} has {below} levels of thread loops inside; a "
+                                        f"launch has at most {GPU_DIMS} thread dimensions")
+            spec.thread_dims[id(s)] = below
+            return below + 1
         if isinstance(s, Block):
-            for c in s.body:
-                chains(c, depth, path)
-        elif isinstance(s, (For, Allocate)):
-            chains(s.body, depth, path)
-        elif isinstance(s, If):
-            chains(s.then, depth, path)
-            if s.else_ is not None:
-                chains(s.else_, depth, path)
+            return max([height(c) for c in s.body], default=0)
+        if isinstance(s, Allocate):
+            return height(s.body)
+        if isinstance(s, If):
+            return max(height(s.then), height(s.else_) if s.else_ is not None else 0)
+        return 0
 
-    chains(spec.body, 0, [])
-
-
-def _chain_below(loop):
-    """The thread loops nested in the thread loop `loop`, outermost first: they must form one chain (one
-    thread loop directly inside the other, guards allowed), since threads run them concurrently and
-    no barrier can be placed between two loops that only some threads enter."""
-    body = loop.body
-    while isinstance(body, If) and body.else_ is None or isinstance(body, Block) and len(body.body) == 1 \
-            or isinstance(body, Allocate):
-        body = body.then if isinstance(body, If) else body.body[0] if isinstance(body, Block) else body.body
-    if isinstance(body, For) and body.kind == "gpu_thread":
-        return [body] + _chain_below(body)
-    nested = [n for n in walk_stmts(body) if isinstance(n, For) and n.kind in GPU_KINDS]
-    if nested:
-        raise NotSupportedError(f"the {nested[0].kind} loop {nested[0].var} is nested in thread loop {loop.var} "
-                                f"beside other code or inside a serial loop; thread loops must be directly "
-                                f"nested (one band)")
-    return []
+    height(spec.body)
 
 
 def free_symbols(s, defined=()):

@@ -78,17 +78,21 @@ class DevicePrinter(CPrinter):
         self.lowered = lowered
         self.param_ranges = param_ranges   # {size: (lo, hi)} for bounding shapes at compile time
         self.spec = None
-        self.level = "thread"
+        self.level = "leaf"
         self.shared = []        # lines declaring shared arrays (kernel scope)
         self.scratch = []       # Scratch of the current kernel
         self.has_threads = False
+        self.guards = []        # conditions (C booleans) the current code runs under
+        self.bound_dims = set()  # thread dimensions the enclosing thread loops take
+        self.thread_vars = set()
 
     # a kernel --------------------------------------------------------------------------------
     def device_kernel(self, spec, globals_, scalars, constants=()) -> tuple:
         """(lines of the kernel, its buffer arguments in order, its scratch buffers) for `spec`.
         `globals_`: buffers in device memory it may use; `scalars`: names of its int64 arguments;
         `constants`: inputs in constant memory declared at module scope (none are arguments)."""
-        self.spec, self.shared, self.scratch, self.views = spec, [], [], {}
+        self.spec, self.shared, self.scratch, self.views, self.guards = spec, [], [], {}, []
+        self.bound_dims, self.thread_vars = set(), set()
         self.has_threads = bool(spec.thread_dims)
         body = spec.body
         used = {n.target.name for e in _exprs(body) for n in _walk(e) if hasattr(n, "target")}
@@ -108,9 +112,7 @@ class DevicePrinter(CPrinter):
         for name in scalars:
             params.append(f"const int64_t {self.names(name)}")
         inner = _Lines()
-        self.level = "thread" if spec.single else "block"
-        if self.has_threads:
-            inner(f"const bool ms_lead = {' && '.join(f'{self.d.local_id(d)} == 0' for d in range(3))};")
+        self.level = "leaf" if spec.single else "band"
         self.stmt(body, inner)
         out = _Lines()
         for line in self.shared:
@@ -123,32 +125,34 @@ class DevicePrinter(CPrinter):
         return [head + " {", *out.lines, "}"], args, list(self.scratch)
 
     # statements --------------------------------------------------------------------------------
+    # Inside the block loops ("band" level) the code runs on every thread of the block: a block or
+    # thread loop defines its variable from the block or thread index, and conditions (a loop past its
+    # end, a guard) become booleans that each leaf tests (a leaf: code with no GPU loop inside, run by
+    # the threads its thread loops select, thread 0 along the dimensions none selects). No barrier may
+    # sit under a condition: OpenCL and CUDA require every thread of a block to reach it. Barriers
+    # separate consecutive parts, and end each iteration of a serial loop holding thread loops.
+    def _leaf_guard(self):
+        conds = list(self.guards)
+        if self.has_threads:
+            conds += [f"{self.d.local_id(d)} == 0" for d in range(3) if d not in self.bound_dims]
+        return " && ".join(conds)
+
     def _stmt(self, s, out):
-        if self.level != "block" or s is None:
+        if self.level != "band" or s is None:
             return super()._stmt(s, out)
-        if isinstance(s, For) and s.kind == "gpu_block":
-            return self._indexed(s, self.d.group_id(self.spec.block_dim(s)), out)
-        if isinstance(s, For) and s.kind == "gpu_thread":
-            self.level = "thread"
+        if isinstance(s, For) and s.kind in GPU_KINDS:
+            return self._gpu_loop(s, out)
+        if not has_gpu_loops(s):
+            guard = self._leaf_guard()
+            self.level = "leaf"
             try:
-                return self._indexed(s, None, out)
-            finally:
-                self.level = "block"
-        if not has_gpu_loops(s) and not isinstance(s, Allocate):
-            # block-level code outside thread loops: the block's first thread runs it
-            if not self.has_threads:
-                self.level = "thread"
-                try:
+                if not guard:
                     return super()._stmt(s, out)
-                finally:
-                    self.level = "block"
-            out("if (ms_lead) {")
-            self.level = "thread"
-            try:
+                out(f"if ({guard}) {{")
                 self._nested(s, out)
+                out("}")
             finally:
-                self.level = "block"
-            out("}")
+                self.level = "band"
             return
         if isinstance(s, Block):
             for k, c in enumerate(s.body):
@@ -156,7 +160,26 @@ class DevicePrinter(CPrinter):
                 if k + 1 < len(s.body) and self.has_threads:
                     out(self.d.barrier())
             return
+        if isinstance(s, If):
+            self._bind([(s.cond, False)], out)
+            flag = self.names.fresh("if")
+            out(f"const bool {flag} = {self.expr(s.cond)};")
+            self.guards.append(flag)
+            self.stmt(s.then, out)
+            self.guards.pop()
+            if s.else_ is not None:
+                if self.has_threads:
+                    out(self.d.barrier())
+                self.guards.append(f"!{flag}")
+                self.stmt(s.else_, out)
+                self.guards.pop()
+            return
         if isinstance(s, For):
+            varying = sorted(self.thread_vars & {n.name for e in (s.lo, s.hi) for n in _walk(e)
+                                                 if hasattr(n, "name")})
+            if varying:
+                raise NotSupportedError(f"loop {s.var} holds GPU loops and its bounds depend on the thread "
+                                        f"loop(s) {varying}: threads would disagree on its barriers")
             self._bind([(s.lo, True), (s.hi, True)], out)
             var = self.names(s.var)
             out(f"for (int64_t {var} = {self.expr(s.lo, True)}; {var} < {self.expr(s.hi, True)}; {var}++) {{")
@@ -167,27 +190,44 @@ class DevicePrinter(CPrinter):
             out.depth -= 1
             out("}")
             return
+        if isinstance(s, Allocate):
+            if self.thread_vars:
+                raise NotSupportedError(f"the temporary {s.buffer.name} is allocated inside thread loops "
+                                        f"{sorted(self.thread_vars)} and used by thread loops inside it; compute "
+                                        f"its producer at a block loop or inside the innermost thread loop")
+            return self._allocate(s, out)
         return super()._stmt(s, out)
 
-    def _indexed(self, s, index, out):
-        """A block or thread loop: its iteration from the launch's index, guarded where the launch is
-        larger than the loop."""
-        if index is None:
-            index = self.d.local_id(self.spec.thread_dims[id(s)])
+    def _gpu_loop(self, s, out):
+        """A block or thread loop: its variable from the block or thread index; iterations past its end run
+        nothing (a condition every leaf inside tests)."""
         self._bind([(s.lo, True), (s.hi, True)], out)
         var = self.names(s.var)
-        out("{")
+        if s.kind == "gpu_block":
+            index = self.d.group_id(self.spec.block_dim(s))
+        else:
+            dim = self.spec.thread_dims[id(s)]
+            index = self.d.local_id(dim)
+        flag = self.names.fresh("in")
+        out("{")   # (a scope: a sibling loop may take the same name)
         out.depth += 1
         out(f"const int64_t {var} = {self.expr(s.lo, True)} + (int64_t){index};")
-        out(f"if ({var} < {self.expr(s.hi, True)}) {{")
-        self._nested(s.body, out)
-        out("}")
+        out(f"const bool {flag} = {var} < {self.expr(s.hi, True)};")
+        self.guards.append(flag)
+        if s.kind == "gpu_thread":
+            self.bound_dims.add(dim)
+            self.thread_vars.add(s.var)
+        try:
+            self.stmt(s.body, out)
+        finally:
+            self.guards.pop()
+            if s.kind == "gpu_thread":
+                self.bound_dims.discard(dim)
+                self.thread_vars.discard(s.var)
         out.depth -= 1
         out("}")
 
     def _for(self, s, out):
-        if s.kind == "gpu_thread" and id(s) in self.spec.thread_dims:
-            return self._indexed(s, None, out)
         if s.kind in GPU_KINDS:
             raise NotSupportedError(f"the {s.kind} loop {s.var} is nested where a launch cannot map it")
         self._bind([(s.lo, True), (s.hi, True)], out)
@@ -205,7 +245,7 @@ class DevicePrinter(CPrinter):
             raise NotSupportedError(f"the temporary {buffer.name} is allocated twice in one scope")
         elem = self.d.memory(buffer.dtype)
         count = self._most_elements(buffer)
-        per = "block" if self.level == "block" and not self.spec.single else "thread"
+        per = "block" if self.level == "band" and not self.spec.single else "thread"
         view = self._view(buffer)
         head, body = _Lines(out.depth), _Lines(out.depth)
         try:
@@ -246,6 +286,8 @@ class DevicePrinter(CPrinter):
 
     def _flat_block(self):
         dims = len(self.spec.blocks)
+        if not dims:
+            return "(int64_t)0"
         text = self.d.group_id(dims - 1)
         for d in range(dims - 2, -1, -1):
             text = f"({text}) * (int64_t){self.d.num_groups(d)} + {self.d.group_id(d)}"
