@@ -36,6 +36,7 @@ def check_ptx(f, **options):
     if CUDA_MISSING:
         pytest.skip(f"no CUDA compiler: {CUDA_MISSING}")
     kernel = f.compile("cuda", arch=ARCHS[0], **options)
+    kernel = getattr(kernel, "kernel", kernel)    # (a Halide pipeline's kernel wraps the target's)
     source = kernel.source("cuda")
     for arch in ARCHS:
         code = kernel.source("ptx") if arch == ARCHS[0] else cuda.ptx(source, arch, what=f.name)
