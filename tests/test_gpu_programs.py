@@ -254,7 +254,7 @@ def test_julia_functions_with_gpu_tags(kernel):
     import copy
 
     from julia_fixtures import fixture, random_args
-    from mascarpone.frontends.julia import interpret
+    from mascarpone.frontends.julia.interpret import run as interpret
     text, argtypes = fixture(kernel)
     f = ms.from_julia(text, argtypes)
     if kernel == "gemm":
