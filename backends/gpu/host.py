@@ -51,6 +51,8 @@ class CompiledKernel:
     scalars: list
     scratch: list
     handle: object = None
+    shapes: dict = None          # (values of the names the launch shape reads) -> (grid, block)
+    shape_inputs: tuple = None
 
 
 class GPUKernel(Kernel):
@@ -127,10 +129,19 @@ class GPUKernel(Kernel):
             raise NotSupportedError(f"unknown host node {type(node).__name__}")
 
     def _launch(self, k, env, handles):
-        grid, block = launch_shape(k.spec, env)
+        # the launch's shape depends on a few sizes and host variables: computed once per value of those
+        key = tuple(env.get(name) for name in _shape_inputs(k))
+        shape = k.shapes.get(key) if k.shapes is not None else None
+        if shape is None:
+            shape = launch_shape(k.spec, env)
+            if 0 not in shape[0] and 0 not in shape[1]:
+                self.runtime.check_block(k.spec.name, shape[1])
+            if k.shapes is None or len(k.shapes) > 256:
+                k.shapes = {}
+            k.shapes[key] = shape
+        grid, block = shape
         if 0 in grid or 0 in block:
             return
-        self.runtime.check_block(k.spec.name, block)
         args = [handles[b.name] for b in k.buffers]
         args += [env[name] for name in k.scalars]
         groups = int(np.prod(grid))
@@ -140,6 +151,16 @@ class GPUKernel(Kernel):
             per = {"kernel": 1, "block": groups, "thread": groups * threads}[s.per]
             args.append(self.runtime.scratch(s.ident, max(count * per, 1) * s.buffer.dtype.bytes))
         self.runtime.launch(k, grid, block, args)
+
+
+def _shape_inputs(k):
+    """The sizes and host variables a kernel's launch shape reads."""
+    if k.shape_inputs is None:
+        from mascarpone.middleend.expr import Sym, walk
+        inner = {var for var, _, _ in k.spec.ranged}
+        names = {n.name for _, lo, hi in k.spec.ranged for e in (lo, hi) for n in walk(e) if isinstance(n, Sym)}
+        k.shape_inputs = tuple(sorted(names - inner))
+    return k.shape_inputs
 
 
 def launch_shape(spec, env):
