@@ -32,6 +32,7 @@ import pyopencl.array as cla  # noqa: E402
 
 import mascarpone as ms  # noqa: E402
 from benchlog import append_results  # noqa: E402
+from mascarpone import examples  # noqa: E402
 from mascarpone.backends.gpu.opencl import default_runtime  # noqa: E402
 
 
@@ -218,10 +219,40 @@ def run_one(name, size, repeat):
     row = {"name": name, "size": size, "halide_k": t_hk, "ours_k": t_ok, "events_k": prof_k,
            "halide_c": t_hc, "ours_c": t_oc, "transfer": prof.transfer_ms, "launches": prof.launches}
     if extra == "numpy":
-        a, b = images[funcs[0].name() and list(images)[0]], images[list(images)[1]]
-        row["numpy"] = median_ms(lambda: a @ b, repeat)
+        a, b = (images[ip] for ip in images)
+        row["numpy"] = median_ms(lambda: a @ b, repeat)   # (Halide's C[x, y] is numpy's (A @ B)[y, x])
     del outs_dev
     return row
+
+
+def sgemm_shared(size, repeat):
+    """Our sgemm with A's and B's tiles staged in shared memory per tile of k (cache_shared), a schedule
+    Halide's gpu_tile does not write; beside numpy."""
+    f, C, acc = examples.gemm()
+    C.gpu_tile("i", "j", 16, 16)
+    acc.gpu_tile("i", "j", 16, 16)
+    k0, _ = acc.split("k", 16)
+    acc.reorder("i0", "j0", k0, "i1", "j1", "k1")
+    A, B = f.inputs
+    acc.cache_shared(A, at=k0)
+    acc.cache_shared(B, at=k0)
+    k = f.compile("opencl")
+    rt = default_runtime()
+    rng = np.random.default_rng(5)
+    a = rng.random((size, size), dtype=np.float32)
+    b = rng.random((size, size), dtype=np.float32)
+    np.testing.assert_allclose(k(A=a, B=b), a @ b, rtol=1e-4)
+    da, db = cla.to_device(rt.queue, a), cla.to_device(rt.queue, b)
+
+    def kernels():
+        k(A=da, B=db)
+        rt.queue.finish()
+    t_k = median_ms(kernels, repeat)
+    events = k.profile().kernel_ms
+    t_c = median_ms(lambda: k(A=a, B=b), repeat)
+    t_np = median_ms(lambda: a @ b, repeat)
+    return (f"| sgemm, shared tiles (ours only); numpy {t_np:.2f} ms | {size} | - | {t_k:.2f} ({events:.2f}) | - | - | "
+            f"{t_c:.2f} ({k.profile().transfer_ms:.2f}) | - | {k.profile().launches} |")
 
 
 def main():
@@ -242,6 +273,9 @@ def main():
         lines.append(f"| {name}{extra} | {r['size']} | {r['halide_k']:.2f} | {r['ours_k']:.2f} ({r['events_k']:.2f}) | "
                      f"{r['ours_k'] / r['halide_k']:.2f} | {r['halide_c']:.2f} | {r['ours_c']:.2f} "
                      f"({r['transfer']:.2f}) | {r['ours_c'] / r['halide_c']:.2f} | {r['launches']} |")
+        print(lines[-1], flush=True)
+    if not args.only or "sgemm" in args.only:
+        lines.append(sgemm_shared(PROGRAMS["sgemm"][2 if args.quick else 1], repeat))
         print(lines[-1], flush=True)
     device = default_runtime().device.name
     table = "\n".join(lines)

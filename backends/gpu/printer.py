@@ -133,8 +133,9 @@ class DevicePrinter(CPrinter):
     # separate consecutive parts, and end each iteration of a serial loop holding thread loops.
     def _leaf_guard(self):
         conds = list(self.guards)
-        if self.has_threads:
-            conds += [f"{self.d.local_id(d)} == 0" for d in range(3) if d not in self.bound_dims]
+        if self.has_threads:   # (dimensions no thread loop of the kernel uses have one thread)
+            used = set(self.spec.thread_dims.values())
+            conds += [f"{self.d.local_id(d)} == 0" for d in sorted(used - self.bound_dims)]
         return " && ".join(conds)
 
     def _stmt(self, s, out):
