@@ -277,3 +277,17 @@ def test_julia_functions_with_gpu_tags(kernel):
     for r, o in zip(args, ours):
         if isinstance(r, np.ndarray):
             np.testing.assert_allclose(o, r, rtol=1e-12, atol=1e-14)
+
+
+def test_no_opencl_platform_is_a_clear_error(monkeypatch):
+    """Where the ICD loader finds no platform, the target says what is missing and how to install it."""
+    cl = pytest.importorskip("pyopencl")
+    from mascarpone.backends.gpu import opencl
+    monkeypatch.setattr(cl, "get_platforms", lambda: [])
+    f, bx, by = examples.blur()
+    by.gpu_tile("y", "x", 8, 8)
+    with pytest.raises(ms.TargetError, match=r"target 'opencl' cannot run here: an OpenCL platform with a device.*"
+                                             r"pocl-opencl-icd"):
+        f.compile("opencl")
+    assert "pocl-opencl-icd" in str([t for t in ms.targets() if t.name == "opencl"][0].install)
+    assert opencl.missing() is not None

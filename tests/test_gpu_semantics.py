@@ -27,7 +27,8 @@ def _build(target, lowered, **options):
     """The opencl kernel (options of the CPU targets that do not apply dropped), and the same program
     compiled as CUDA to PTX."""
     options = {k: v for k, v in options.items() if k not in _options}
-    get_target("cuda").compile(lowered, **options)
+    if get_target("cuda").missing() is None:
+        get_target("cuda").compile(lowered, **options)
     return get_target(target).compile(lowered, **options)
 
 
