@@ -27,7 +27,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import halide as hl  # noqa: E402
-import pyopencl as cl  # noqa: E402
 import pyopencl.array as cla  # noqa: E402
 
 import mascarpone as ms  # noqa: E402

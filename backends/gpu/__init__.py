@@ -18,7 +18,6 @@ from .program import build
 
 def compile_opencl(lowered, *, fp_contract=True, fast_math=False):
     """Print `lowered` as OpenCL C, build it for the first OpenCL device and wrap it in a kernel."""
-    from .host import CompiledKernel  # noqa: F401  (kept for readers: kernels carry their specs)
     from .opencl import OpenCLDialect, OpenCLKernel, constant_limits, default_runtime
     runtime = default_runtime()
     constant_limits(runtime, lowered)

@@ -3,17 +3,19 @@
 A kernel's body is printed by `CPrinter` (expressions, helpers and stores
 exactly as for the "c" target); this printer adds what a launch needs:
 
-  * a block loop reads its iteration from the block index, a thread loop
-    from the thread index, each guarded (`if (v < hi)`) where the grid or the
-    block is larger than the loop;
-  * code between the block loops and the thread loops runs once per block:
-    thread loops run on all threads, other statements on the block's first
-    thread; a barrier follows each part that other threads may read, and
-    ends each iteration of a serial loop that holds thread loops;
-  * temporaries live where they are allocated: in a block's shared memory at
-    block level, in private memory (registers) inside a thread, in device
-    memory (a scratch buffer, one slice per block or thread) when their size
-    is not a constant or too large;
+  * inside the block loops every thread of a block runs the code: a block
+    loop takes its iteration from the block index, a thread loop from the
+    thread index, and iterations past a loop's end (a partial tile, a grid
+    or block larger than the loop) and the conditions between loops become
+    booleans that each statement tests, run by the threads its thread loops
+    select (thread 0 along the dimensions none selects);
+  * barriers separate consecutive parts of a block's code and end each
+    iteration of a serial loop holding thread loops; none is ever under a
+    condition, as OpenCL and CUDA require (and PoCL's compiler relies on);
+  * temporaries live where they are allocated: in a block's shared memory
+    outside thread loops, in private memory (registers) inside a thread, in
+    device memory (a scratch buffer, one slice per block or thread) when
+    their size is not a constant or too large;
   * accumulators are kept in registers by the shared promotion pass, on
     serial loops only (launches.py runs it on each kernel's body).
 """
@@ -22,7 +24,8 @@ from __future__ import annotations
 from mascarpone.backends.c.dialect import CDialect
 from mascarpone.backends.c.printer import CPrinter, _Lines
 from mascarpone.middleend.errors import NotSupportedError
-from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, walk_stmts
+from mascarpone.middleend.expr import Access, walk
+from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, walk_exprs, walk_stmts
 
 from .bounds import expr_range
 from .launches import GPU_KINDS, has_gpu_loops
@@ -38,19 +41,40 @@ class GPUDialect(CDialect):
     kernel_qualifier = ""
 
     def group_id(self, dim: int) -> str:
+        """The index of this thread's block along `dim` (0: x)."""
         raise NotImplementedError
 
     def local_id(self, dim: int) -> str:
+        """The index of this thread in its block along `dim`."""
+        raise NotImplementedError
+
+    def num_groups(self, dim: int) -> str:
+        """The number of blocks along `dim`."""
+        raise NotImplementedError
+
+    def local_size(self, dim: int) -> str:
+        """The number of threads of a block along `dim`."""
         raise NotImplementedError
 
     def barrier(self) -> str:
+        """The statement every thread of a block waits at, after which each sees the others' writes."""
         raise NotImplementedError
 
     def pointer_arg(self, memory: str, ctype: str, ident: str, const: bool) -> str:
         """A kernel parameter pointing to a buffer in `memory` ('global' or 'constant')."""
         raise NotImplementedError
 
+    def global_pointer(self, ctype: str) -> str:
+        """The type of a pointer to device memory holding `ctype` elements."""
+        raise NotImplementedError
+
     def shared_array(self, ctype: str, ident: str, count: int) -> str:
+        """The declaration of an array in a block's shared memory."""
+        raise NotImplementedError
+
+    def constant_array(self, ctype: str, ident: str, count: int) -> str:
+        """The declaration of a module-scope array in constant memory (dialects whose constant inputs are
+        not kernel arguments)."""
         raise NotImplementedError
 
     def kernel_signature(self, name: str, params: list) -> str:
@@ -95,7 +119,7 @@ class DevicePrinter(CPrinter):
         self.bound_dims, self.thread_vars = set(), set()
         self.has_threads = bool(spec.thread_dims)
         body = spec.body
-        used = {n.target.name for e in _exprs(body) for n in _walk(e) if hasattr(n, "target")}
+        used = {n.target.name for e in walk_exprs(body) for n in walk(e) if isinstance(n, Access)}
         used |= {s.buffer.name for s in walk_stmts(body) if isinstance(s, Store)}
         args, params = [], []
         views = []
@@ -176,7 +200,7 @@ class DevicePrinter(CPrinter):
                 self.guards.pop()
             return
         if isinstance(s, For):
-            varying = sorted(self.thread_vars & {n.name for e in (s.lo, s.hi) for n in _walk(e)
+            varying = sorted(self.thread_vars & {n.name for e in (s.lo, s.hi) for n in walk(e)
                                                  if hasattr(n, "name")})
             if varying:
                 raise NotSupportedError(f"loop {s.var} holds GPU loops and its bounds depend on the thread "
@@ -303,12 +327,3 @@ class DevicePrinter(CPrinter):
         size = " * ".join(f"(int64_t){self.d.local_size(d)}" for d in range(3))
         return f"({self._flat_block()} * {size} + {t})"
 
-
-def _exprs(s):
-    from mascarpone.middleend.loopir import walk_exprs
-    return walk_exprs(s)
-
-
-def _walk(e):
-    from mascarpone.middleend.expr import walk
-    return walk(e)
