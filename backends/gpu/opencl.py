@@ -119,6 +119,7 @@ class OpenCLRuntime(DeviceAdapter):
         self.queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.events = []
         self.pool = {}
+        self.free, self.in_use = {}, []
 
     # as the binder's device adapter -------------------------------------------------------------
     def ready(self):
@@ -150,12 +151,30 @@ class OpenCLRuntime(DeviceAdapter):
         return a.base_data
 
     # a call -------------------------------------------------------------------------------------------
+    #: bytes of device buffers kept between calls for reuse (a new buffer's first use costs page faults on
+    #: a CPU device and an allocation on a GPU)
+    KEEP_BYTES = 512 << 20
+
     def begin(self):
         self.events = []
         self.pool = {}
 
     def alloc(self, nbytes):
-        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, max(int(nbytes), 1))
+        """A device buffer of `nbytes` for this call (one a previous call released, where one fits)."""
+        nbytes = max(int(nbytes), 1)
+        free = self.free.get(nbytes)
+        buf = free.pop() if free else self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, nbytes)
+        self.in_use.append(buf)
+        return buf
+
+    def _release(self):
+        """Keep the call's buffers for the next calls, up to KEEP_BYTES."""
+        kept = sum(b.size for bufs in self.free.values() for b in bufs)
+        for buf in self.in_use:
+            if kept + buf.size <= self.KEEP_BYTES:
+                self.free.setdefault(buf.size, []).append(buf)
+                kept += buf.size
+        self.in_use = []
 
     def scratch(self, ident, nbytes):
         key = (ident, nbytes)
@@ -210,6 +229,7 @@ class OpenCLRuntime(DeviceAdapter):
             else:
                 p.download_ms += ms
         self.events = []
+        self._release()
         return p
 
     def build(self, source, options, what):
