@@ -291,3 +291,16 @@ def test_no_opencl_platform_is_a_clear_error(monkeypatch):
         f.compile("opencl")
     assert "pocl-opencl-icd" in str([t for t in ms.targets() if t.name == "opencl"][0].install)
     assert opencl.missing() is not None
+
+
+def test_producer_rows_per_block_in_device_memory():
+    """Blocks over rows, threads over a row of any width: each block's three rows of bx (a size known only
+    at the call) live in a slice of a device buffer; bx's own loop y is not the block loop y."""
+    f, bx, by = examples.blur()
+    by.gpu(["y"], ["x"])
+    bx.compute_at(by, "y")
+    bx.gpu([], ["x"])
+    img = rng.random((21, 52), dtype=np.float32)
+    k, out = run_gpu(f, img=img)
+    np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
+    assert "bx_tile_all + " in k.source("opencl")
