@@ -309,6 +309,11 @@ class _View:
         self.nbytes = step
 
 
+def _as_view(a):
+    """`a` with `ptr` and `nbytes`: our DeviceArray or _View as it is, another device array viewed."""
+    return a if isinstance(a, (DeviceArray, _View)) else _View(a)
+
+
 class CUDARuntime(DeviceAdapter):
     """Loads the PTX on first use; buffers, copies, launches and timing events of the driver API."""
 
@@ -333,7 +338,7 @@ class CUDARuntime(DeviceAdapter):
         return isinstance(a, (DeviceArray, _View)) or hasattr(a, "__cuda_array_interface__")
 
     def check(self, name, a, output):
-        view = a if isinstance(a, (DeviceArray, _View)) else _View(a)
+        view = _as_view(a)
         if isinstance(view, _View) and not view.contiguous:
             raise ArgumentError(f"{name}: a device array must be C-contiguous")
         if output and isinstance(view, _View) and view.readonly:
@@ -346,13 +351,12 @@ class CUDARuntime(DeviceAdapter):
         return a
 
     def zero(self, a):
-        ptr = a.ptr if isinstance(a, DeviceArray) else _View(a).ptr
-        nbytes = a.nbytes if isinstance(a, DeviceArray) else _View(a).nbytes
-        if nbytes:
-            _check(self.driver.cuMemsetD8Async(ptr, 0, nbytes, self.stream), "cuMemsetD8Async")
+        view = _as_view(a)
+        if view.nbytes:
+            _check(self.driver.cuMemsetD8Async(view.ptr, 0, view.nbytes, self.stream), "cuMemsetD8Async")
 
     def handle_of(self, a):
-        return a.ptr if isinstance(a, DeviceArray) else _View(a).ptr
+        return _as_view(a).ptr
 
     # a call ----------------------------------------------------------------------------------------------
     def begin(self):
