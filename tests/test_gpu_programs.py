@@ -304,3 +304,36 @@ def test_producer_rows_per_block_in_device_memory():
     k, out = run_gpu(f, img=img)
     np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
     assert "bx_tile_all + " in k.source("opencl")
+
+
+def test_three_dimensional_gpu_tile():
+    D, H, W = ms.Param("D"), ms.Param("H"), ms.Param("W")
+    z, y, x = ms.Var("z", 0, D), ms.Var("y", 0, H), ms.Var("x", 0, W)
+    with ms.Function("vol") as f:
+        a = ms.Input("a", [D + 1, H, W], ms.int16)
+        out = ms.Computation("out", [z, y, x], a[z, y, x] * a[z + 1, y, x] - ms.cast(ms.int16, x))
+    loops = out.gpu_tile("z", "y", "x", 2, 4, 8)
+    assert [out.tags.get(lp.name, ("serial",))[0] for lp in loops] == ["gpu_block"] * 3 + ["gpu_thread"] * 3
+    v = rng.integers(-300, 300, (6, 7, 19)).astype(np.int16)
+    k, got = run_gpu(f, a=v)
+    np.testing.assert_array_equal(got, v[:-1] * v[1:] - np.arange(19, dtype=np.int16))
+    assert "get_group_id(2)" in k.source("opencl") and "get_local_id(2)" in k.source("opencl")
+
+
+def test_cache_shared_and_gpu_tag_errors_name_the_problem():
+    f, C, acc = examples.gemm()
+    A, B = f.inputs
+    k0, k1 = acc.split("k", 16)
+    with pytest.raises(ms.ScheduleError, match="no gpu_thread loops inside k0"):
+        acc.cache_shared(A, at=k0)
+    with pytest.raises(ms.ScheduleError, match="does not read C_update0|cannot cache its own storage"):
+        acc.cache_shared(C, at=k0)
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.tile("y", "x", 8, 8)
+    by.gpu([y0], [y1, x1])    # a serial loop (x0) between the block and the thread loops is fine
+    f.lower()
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.tile("y", "x", 8, 8)
+    by.gpu([y0, y1], [x1])
+    with pytest.raises(ms.ScheduleError, match=r"gpu_block loops \['y0', 'y1'\] are not adjacent \(loop x0"):
+        f.lower()
