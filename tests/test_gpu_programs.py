@@ -331,7 +331,9 @@ def test_cache_shared_and_gpu_tag_errors_name_the_problem():
     f, bx, by = examples.blur()
     y0, x0, y1, x1 = by.tile("y", "x", 8, 8)
     by.gpu([y0], [y1, x1])    # a serial loop (x0) between the block and the thread loops is fine
-    f.lower()
+    img = rng.random((21, 30), dtype=np.float32)
+    _, out = run_gpu(f, img=img)
+    np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
     f, bx, by = examples.blur()
     y0, x0, y1, x1 = by.tile("y", "x", 8, 8)
     by.gpu([y0, y1], [x1])
