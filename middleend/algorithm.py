@@ -85,6 +85,14 @@ class Input:
     def __getitem__(self, idx):
         return _access(self, idx)
 
+    def gpu_constant(self):
+        """Keep this input in the GPU's constant memory (a small read-only array every thread reads
+        alike, such as filter weights); other targets ignore it. The GPU targets check at each call
+        that it fits the device's constant memory."""
+        self.buffer.memory = "constant"
+        self.function._record(f"{self.name}.gpu_constant()")
+        return self
+
 
 def _access(target, idx):
     idx = idx if isinstance(idx, tuple) else (idx,)

@@ -31,6 +31,10 @@ def partition_spec(what, names, dim, factor, kind):
     elif isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
         raise ScheduleError(f"{cmd}: a {kind} partitioning needs a positive integer factor")
     return dim, factor, kind
+#: where a buffer lives on a GPU: device memory ("global"), the read-only constant cache ("constant",
+#: `Input.gpu_constant`) or the memory a thread block shares ("shared", `cache_shared`); other
+#: targets keep every buffer in ordinary memory
+MEMORY_SPACES = ("global", "constant", "shared")
 
 
 def as_index_expr(e) -> Expr:
@@ -101,6 +105,7 @@ class Buffer:
         self.zero_init = kind == "output"
         #: (dim, factor, kind) per partitioned dimension (see `partition`), for back-ends with banked memories
         self.partitions = []
+        self.memory = "global"
 
     @property
     def ndim(self):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from .errors import IllegalScheduleError
+from .errors import IllegalScheduleError, ScheduleError
 from .dependences import union_maps
 from .statements import reads_of
 
@@ -192,8 +192,19 @@ def window_violations(stmts, context):
     return out
 
 
+def check_gpu_nesting(stmts, function):
+    """Raise ScheduleError for GPU tags that cannot form a launch, naming the command that tagged them."""
+    bad = gpu_nesting_violations(stmts)
+    if bad:
+        s, why = bad[0]
+        culprit = function._culprit(lambda st: any(v[0].name == s.name for v in gpu_nesting_violations(st)))
+        raise ScheduleError(f"{s.name} cannot run on a GPU as tagged: {why} (loops {s.loops})"
+                            + (f"; tagged by {culprit}" if culprit else ""))
+
+
 def check(stmts, deps, function, context):
     """Raise IllegalScheduleError for the first dependence the schedule breaks, naming the command."""
+    check_gpu_nesting(stmts, function)
     windows = window_violations(stmts, context)
     if windows:
         a, b, missing = windows[0]
@@ -241,6 +252,30 @@ def check(stmts, deps, function, context):
             f"({_witness(bad)} run in different iterations of it)"
             + (f"; broken by {culprit}" if culprit else "") + f". Dependence: {_short(m)}",
             source=src, sink=snk, dependence=m, command=culprit)
+
+
+def gpu_nesting_violations(stmts):
+    """(statement, what is wrong) for GPU tags that do not form a launch: block loops adjacent, thread
+    loops adjacent and inside them, at most 3 of each (serial loops may run between the two bands)."""
+    from .schedule import GPU_DIMS
+    out = []
+    for s in stmts:
+        kinds = [s.tags.get(loop, ("serial", 1))[0] for loop in s.loops]
+        for kind in ("gpu_block", "gpu_thread"):
+            at = [k for k, t in enumerate(kinds) if t == kind]
+            names = [s.loops[k] for k in at]
+            if len(at) > GPU_DIMS:
+                out.append((s, f"it has {len(at)} {kind} loops {names}; a launch has at most {GPU_DIMS}"))
+            elif at and at != list(range(at[0], at[-1] + 1)):
+                between = [s.loops[k] for k in range(at[0], at[-1]) if kinds[k] != kind]
+                out.append((s, f"its {kind} loops {names} are not adjacent (loop {between[0]} runs between them)"))
+        blocks = [k for k, t in enumerate(kinds) if t == "gpu_block"]
+        threads = [k for k, t in enumerate(kinds) if t == "gpu_thread"]
+        if threads and (not blocks or threads[0] < blocks[-1]):
+            where = f"outside its block loop {s.loops[blocks[-1]]}" if blocks else "in no gpu_block loop"
+            out.append((s, f"its gpu_thread loop {s.loops[threads[0]]} is {where}; thread loops run inside "
+                           f"block loops"))
+    return out
 
 
 def _witness(bad):

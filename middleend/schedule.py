@@ -11,8 +11,11 @@ from __future__ import annotations
 import islpy as isl
 
 from .errors import ScheduleError
+from .expr import walk
 
 TAGS = ("parallel", "vector", "unroll", "gpu_block", "gpu_thread", "distribute", "pipeline")
+#: block (and thread) dimensions a GPU launch has at most
+GPU_DIMS = 3
 
 
 class Root:
@@ -310,6 +313,14 @@ class Schedulable:
             return vals[1] - vals[0] + 1
         return None
 
+    def _loop_extent_bound(self, k):
+        """The most iterations loop k runs for any sizes, when that is a constant, else None."""
+        rng = self.loop_map.intersect_domain(self.domain).range()
+        if rng.is_empty():
+            return None
+        most = rng.dim_max(k).sub(rng.dim_min(k)).max_val()   # over every value of the sizes
+        return most.to_python() + 1 if most.is_int() else None
+
     def vectorize(self, level, width):
         """Run `level` as SIMD of `width` lanes; splits it by `width` first unless it has exactly that extent.
 
@@ -328,15 +339,41 @@ class Schedulable:
         self._record(cmd)
 
     def gpu(self, blocks, threads=()):
-        """Mark loops as GPU block and thread dimensions (kept for the GPU back-end)."""
+        """Run loops as GPU block and thread dimensions: each iteration of a block loop is a thread block,
+        each iteration of a thread loop a thread of its block (outermost first; at most 3 of each, thread
+        loops inside block loops). The GPU targets ("opencl", "cuda") launch the outermost band of
+        block and thread loops as one kernel; CPU targets run these loops serially."""
         blocks = blocks if isinstance(blocks, (list, tuple)) else [blocks]
         threads = threads if isinstance(threads, (list, tuple)) else [threads]
         cmd = f"gpu([{', '.join(map(loop_name, blocks))}], [{', '.join(map(loop_name, threads))}])"
+        for what, levels in (("block", blocks), ("thread", threads)):
+            if len(levels) > GPU_DIMS:
+                raise ScheduleError(f"{self.name}.{cmd}: at most {GPU_DIMS} {what} dimensions, got {len(levels)}")
         for b in blocks:
             self._tag(b, "gpu_block", 1, cmd)
         for t in threads:
             self._tag(t, "gpu_thread", 1, cmd)
         self._record(cmd)
+
+    def gpu_tile(self, *args):
+        """Tile 1 to 3 adjacent loops and run the tiles as GPU thread blocks: `gpu_tile(y, x, ty, tx)`
+        returns `(y0, x0, y1, x1)` with y0, x0 block loops and y1, x1 thread loops of ty x tx threads
+        (Tiramisu's tile_gpu, Halide's gpu_tile)."""
+        if len(args) not in (2, 4, 6):
+            raise ScheduleError(f"{self.name}.gpu_tile takes 1 to 3 loops and as many sizes, got {args}")
+        n = len(args) // 2
+        cmd = f"gpu_tile({', '.join(loop_name(l) for l in args[:n])}, {', '.join(map(str, args[n:]))})"
+        if n == 1:
+            loops = self.split(args[0], args[1])
+        else:
+            loops = self.tile(*args)
+        self.function._history.pop()
+        for b in loops[:n]:
+            self.tags[b.name] = ("gpu_block", 1)
+        for t in loops[n:]:
+            self.tags[t.name] = ("gpu_thread", 1)
+        self._record(cmd)
+        return loops
 
     def distribute(self, level):
         """Mark `level` as distributed over MPI ranks (kept for the MPI back-end)."""
@@ -450,6 +487,76 @@ class Schedulable:
         self._record(cmd)
 
     # Layer III ----------------------------------------------------------------
+    def cache_shared(self, producer, at):
+        """Stage in GPU shared memory, per iteration of this computation's loop `at` (a block loop, or a
+        serial loop inside the block loops such as a loop over tiles of a reduction), the part of
+        `producer` (an Input or a Computation) that this computation reads there; its reads of
+        `producer` then read the copy. The part is computed by isl as for compute_at (a bounding
+        box, allocated at `at`); the copy loops are spread over the thread loops inside `at`, which
+        must be tagged first (gpu_tile, gpu). Returns the copy, a computation named
+        `<producer>_shared`."""
+        from .algorithm import Computation, Input, Var
+        from .expr import Access, transform
+
+        cmd = f"cache_shared({getattr(producer, 'name', producer)}, at={loop_name(at)})"
+        k = self._loop_index(at, f"{self.name}.{cmd}")
+        if isinstance(producer, Input):
+            owner, bounds = producer, [(0, d) for d in producer.shape]
+        elif isinstance(producer, Schedulable) and producer.function is self.function:
+            owner = producer.storage_owner
+            bounds = [(v.lo, v.hi) for v in owner.vars]
+        else:
+            raise ScheduleError(f"{self.name}.{cmd}: expected an Input or a Computation of the same function")
+        if owner is self.storage_owner:
+            raise ScheduleError(f"{self.name}.{cmd}: a computation cannot cache its own storage")
+        exprs = [self.expr] + ([self.predicate] if self.predicate is not None else [])
+        if not any(isinstance(n, Access) and n.target is owner for e in exprs for n in walk(e)):
+            raise ScheduleError(f"{self.name}.{cmd}: {self.name} does not read {owner.name}")
+        threads = [lp for lp in self.loops[k + 1:] if self.tags.get(lp, ("serial",))[0] == "gpu_thread"]
+        if not threads:
+            raise ScheduleError(f"{self.name}.{cmd}: {self.name} has no gpu_thread loops inside {self.loops[k]} to "
+                                f"spread the copy over; tag them first (gpu_tile or gpu)")
+        extents = [self._loop_extent_bound(self.loops.index(lp)) for lp in threads]
+        if None in extents:
+            bad = threads[extents.index(None)]
+            raise ScheduleError(f"{self.name}.{cmd}: the thread loop {bad} needs a constant extent")
+        name = fresh_name(f"{owner.name}_shared", {c.name for c in self.function.computations}
+                          | {i.name for i in self.function.inputs} | {b.name for b in self.function.buffers})
+        names = [f"{name}_d{d}" for d in range(len(bounds))]
+        with self.function:
+            copy_vars = [Var(v, lo, hi) for v, (lo, hi) in zip(names, bounds)]
+            copy = Computation(name, copy_vars, owner[tuple(copy_vars)])
+        copy.memory = "shared"
+        # the original program copies before the consumer runs (declaration order is program order)
+        comps = self.function.computations
+        comps.remove(copy)
+        comps.insert(comps.index(self), copy)
+        # the consumer reads the copy instead
+        def repl(n):
+            if isinstance(n, Access) and n.target is owner:
+                return Access(copy, [transform(i, repl) for i in n.indices])
+            return None
+        self.expr = transform(self.expr, repl)
+        if self.predicate is not None:
+            self.predicate = transform(self.predicate, repl)
+        # copy loops relative to the staged box: the innermost dimensions over the innermost threads
+        spread = list(zip(names[::-1], extents[::-1]))[:len(names)][::-1]
+        serial = names[:len(names) - len(spread)]
+        lows = {v: f"{v}_lo" for v, _ in spread}
+        outer = [f"floor(({v} - {lows[v]})/{t})" for v, t in spread]
+        inner = [f"({v} - {lows[v]}) mod {t}" for v, t in spread]
+        cons = " and ".join(f"{lows[v]} <= {v} <= {v}_hi" for v, _ in spread)
+        params = ", ".join(p for v, _ in spread for p in (lows[v], f"{v}_hi"))
+        loops = serial + [f"{v}_o" for v, _ in spread] + [f"{v}_t" for v, _ in spread]
+        copy.set_schedule(f"[{params}] -> {{ {name}[{', '.join(names)}] -> [{', '.join(serial + outer + inner)}] : "
+                          f"{cons} }}", names=loops, bounds={v: (lows[v], f"{v}_hi") for v, _ in spread})
+        for v, _ in spread:
+            copy.tags[f"{v}_t"] = ("gpu_thread", 1)
+        copy.compute_at(self, self.loops[k])
+        del self.function._history[-2:]
+        self._record(cmd)
+        return copy
+
     def store_in(self, buffer, index=None):
         """Store this computation's values in `buffer` at `index` (expressions of its variables)."""
         from .buffer import Buffer

@@ -174,6 +174,19 @@ def _interleave(loops, betas, depth):
     return isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(out)}] }}")
 
 
+def _nested_loops(prefix, prefix_tags, own, own_tags):
+    """(loop names, tags) of a computation run inside the loops `prefix`: its own loops keep their names
+    unless a tagged prefix loop has the name (then they get a fresh one), so each loop's tag stays its
+    own (a producer's loop y is not the consumer's block loop y)."""
+    names, renamed = list(prefix), {}
+    for loop in own:
+        renamed[loop] = fresh_name(loop, set(names) | set(own)) if loop in prefix_tags and loop in prefix else loop
+        names.append(renamed[loop])
+    tags = {nm: prefix_tags[nm] for nm in prefix if nm in prefix_tags}
+    tags.update({renamed[nm]: tag for nm, tag in own_tags.items() if nm in renamed})
+    return names, tags
+
+
 def _expand(comp, consumer_stmt, level, function, context):
     """The statement of `comp` computed inside `consumer_stmt`'s loop `level`."""
     cmd = f"{comp.name}.compute_at({consumer_stmt.name}, {level})"
@@ -206,8 +219,7 @@ def _expand(comp, consumer_stmt, level, function, context):
                     for level_name in consumer_stmt.loops[:lvl + 1]]
     # (a sliding window runs only the points not computed before, whatever its splits' tails reach)
     run, domain, to_original, loop_map = _tile_instances(comp, need, prefix_names, only_needed=sliding)
-    tags = {nm: consumer_stmt.tags[nm] for nm in consumer_stmt.loops[:lvl + 1] if nm in consumer_stmt.tags}
-    tags.update(comp.tags)
+    loops, tags = _nested_loops(consumer_stmt.loops[:lvl + 1], consumer_stmt.tags, comp.loops, comp.tags)
     local = None
     if not comp.stored_at_root:
         # one buffer per iteration of the storage loop, over what all its inner iterations compute
@@ -215,7 +227,7 @@ def _expand(comp, consumer_stmt, level, function, context):
         local = _local_buffer(comp, run.project_out(isl.dim_type.in_, store + 1, outer).coalesce(),
                               prefix.project_out(isl.dim_type.out, store + 1, outer), context,
                               time_dim=2 * store + 1, depth=store + 1)
-    return Statement(comp, domain, consumer_stmt.loops[:lvl + 1] + list(comp.loops), loop_map, to_original,
+    return Statement(comp, domain, loops, loop_map, to_original,
                      tags, local)
 
 
@@ -277,9 +289,8 @@ def _expand_update(update, base, context):
         _, domain, to_original, loop_map = _tile_instances(update, tiles, prefix, only_needed=True)
     else:
         loop_map = pref.flat_range_product(to_original.apply_range(update.loop_map))
-    tags = {nm: base.tags[nm] for nm in base.loops[:n_prefix] if nm in base.tags}
-    tags.update(update.tags)
-    return Statement(update, domain, base.loops[:n_prefix] + list(update.loops), loop_map, to_original,
+    loops, tags = _nested_loops(base.loops[:n_prefix], base.tags, update.loops, update.tags)
+    return Statement(update, domain, loops, loop_map, to_original,
                      tags, base.local)
 
 
@@ -293,4 +304,5 @@ def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
         lower.append(lo)
     buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
     buf.partitions = list(comp.partitions)
+    buf.memory = getattr(comp, "memory", "global")
     return LocalBuffer(buf, lower, prefix, time_dim, need.dim(isl.dim_type.in_) if depth is None else depth)

@@ -17,6 +17,9 @@ import numpy as np
 from mascarpone.middleend.function import Function
 
 ENABLED = os.environ.get("MASCARPONE_DIFFERENTIAL", "1") != "0"
+#: MASCARPONE_DIFFERENTIAL_GPU=1 also runs every such program on "opencl" (one-thread kernels where the
+#: program has no GPU tags) and compares it bit for bit; off by default for the time it takes
+GPU = os.environ.get("MASCARPONE_DIFFERENTIAL_GPU", "0") == "1"
 _original_compile = Function.compile
 #: (program, number of calls compared) for the summary at the end of the run
 compared = []
@@ -25,10 +28,11 @@ compared = []
 class DifferentialKernel:
     """The test's kernel, checked against the other target on every call; everything else delegates."""
 
-    def __init__(self, kernel, reference, other, program):
+    def __init__(self, kernel, reference, other, program, gpu=None):
         object.__setattr__(self, "_kernel", kernel)
         object.__setattr__(self, "_pair", (reference, other))
         object.__setattr__(self, "_program", program)
+        object.__setattr__(self, "_gpu", gpu)
 
     def __getattr__(self, name):
         return getattr(self._kernel, name)
@@ -51,25 +55,28 @@ class DifferentialKernel:
         want = reference(**copies[0]) if reference is not self._kernel else result
         got = other(**copies[1])
         compare(self._program, reference.lowered, want, got)
+        if self._gpu is not None:
+            gpu_copy = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in untouched.items()}
+            compare(self._program, reference.lowered, want, self._gpu(**gpu_copy), "opencl")
         compared.append(self._program)
         return result
 
 
-def compare(program, lowered, want, got):
+def compare(program, lowered, want, got, other="c"):
     """Assert the outputs of the two targets are the same bits; name the first difference."""
     want = want if isinstance(want, tuple) else (want,)
     got = got if isinstance(got, tuple) else (got,)
     for buf, a, b in zip(lowered.outputs, want, got):
         assert a.shape == b.shape and a.dtype == b.dtype, (
-            f"{program}: output {buf.name} is {a.dtype}{a.shape} on cpu but {b.dtype}{b.shape} on c")
+            f"{program}: output {buf.name} is {a.dtype}{a.shape} on cpu but {b.dtype}{b.shape} on {other}")
         if a.dtype.kind == "f":
             same = (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}")) | (np.isnan(a) & np.isnan(b))
         else:
             same = a == b
         if not same.all():
             first = tuple(int(k) for k in np.argwhere(~same)[0])
-            raise AssertionError(f"cpu and c disagree on {program}: output {buf.name}, first at index {first}: "
-                                 f"cpu gives {a[first]!r}, c gives {b[first]!r} "
+            raise AssertionError(f"cpu and {other} disagree on {program}: output {buf.name}, first at index "
+                                 f"{first}: cpu gives {a[first]!r}, {other} gives {b[first]!r} "
                                  f"({int((~same).sum())} of {same.size} elements differ)")
 
 
@@ -84,7 +91,10 @@ def _compile(self, target="cpu", check=True, fixed=None, **options):
         reference = kernel
     exact.pop("arch", None)  # the C compiler's -march names differ from LLVM's
     other = _original_compile(self, "c", check, fixed, **exact)
-    return DifferentialKernel(kernel, reference, other, self.name)
+    gpu = None
+    if GPU:
+        gpu = _original_compile(self, "opencl", check, fixed, fp_contract=False)
+    return DifferentialKernel(kernel, reference, other, self.name, gpu)
 
 
 def install():

@@ -95,6 +95,11 @@ class CDialect:
         name = MATH_NAMES[fn] + ("f" if dt.bits == 32 else "")
         return f"{name}({', '.join(args)})"
 
+    def bits_body(self, src: DType, dst: DType) -> str:
+        """The body of a helper returning the bits of its argument `x` (of `src`) read as `dst`, a type
+        of the same width (memcpy: the defined way to pun in C)."""
+        return f"    {self.scalar(dst)} y;\n    memcpy(&y, &x, sizeof y);\n    return y;\n"
+
     # loops ---------------------------------------------------------------------------------------
     def simd_pragma(self, factor: int) -> str:
         """The line before a vector loop: its iterations carry no dependence (checked by the

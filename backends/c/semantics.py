@@ -183,7 +183,6 @@ class Helpers:
         return self._fn(name, dst, f"{self.d.scalar(src)} x", body)
 
     def _bits(self, name, src, dst):
-        """The bits of `x` read as `dst` (memcpy: the defined way to pun in C)."""
-        return self._fn(name, dst, f"{self.d.scalar(src)} x",
-                        f"    {self.d.scalar(dst)} y;\n    memcpy(&y, &x, sizeof y);\n    return y;\n")
+        """The bits of `x` read as `dst` (spelled by the dialect)."""
+        return self._fn(name, dst, f"{self.d.scalar(src)} x", self.d.bits_body(src, dst))
 
