@@ -12,7 +12,7 @@ model in `model.py`.
 from __future__ import annotations
 
 from . import report
-from .compare import compare
+from .comparison import compare
 from .model import Benchmark, Call, Peer, Variant
 from .runner import run
 from .suite import select

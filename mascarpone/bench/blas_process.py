@@ -103,7 +103,7 @@ def _serve():
                 from threadpoolctl import threadpool_info, threadpool_limits
                 limits = threadpool_limits(limits=args[0], user_api="blas")
                 blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-                value = {"numpy": np.__version__, "blas": blas}
+                value = {"numpy": np.__version__, "blas": blas, "env": {k: os.environ.get(k) for k in PINNING}}
             elif kind == "bind":
                 key, function, fargs, outputs = args
                 module, _, name = function.partition(":")

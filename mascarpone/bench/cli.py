@@ -47,7 +47,8 @@ def main(args) -> int:
 
 
 def _main(args) -> int:
-    from . import compare, publish, report
+    from . import publish, report
+    from .comparison import compare
     from .runner import run
     from .suite import select
     if args.publish:
@@ -55,7 +56,7 @@ def _main(args) -> int:
             print(f"wrote {path}")
         return 0
     if args.compare and len(args.compare) == 2:
-        print(compare.compare(report.load(args.compare[0]), report.load(args.compare[1])).text())
+        print(compare(report.load(args.compare[0]), report.load(args.compare[1])).text())
         return 0
     if args.compare and len(args.compare) > 2:
         print("mascarpone bench: --compare takes OLD.json, or OLD.json NEW.json", file=sys.stderr)
@@ -74,5 +75,5 @@ def _main(args) -> int:
     paths = report.write(doc, args.out)
     print(f"wrote {', '.join(str(p) for p in paths)}")
     if old is not None:
-        print(compare.compare(old, doc).text())
+        print(compare(old, doc).text())
     return 130 if doc["interrupted"] else 0

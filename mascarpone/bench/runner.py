@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mascarpone.backends.common.kernel import Kernel
+from mascarpone.middleend.errors import NotSupportedError, TargetError
+from mascarpone.middleend.targets import get_target, targets as registered_targets
+
 from . import loopnest, timing
 from .machine import stamp
 from .model import Benchmark
@@ -65,8 +69,9 @@ class Progress:
         return f"about {s // 60}m{s % 60:02d}s left"
 
     def show(self, what: str):
-        if not self.enabled:
-            return
+        if not self.enabled or (not self.tty and what.startswith("timing, round") and
+                                not what.startswith("timing, round 1/")):
+            return      # a log (not a terminal) gets one line per step, not one per round
         line = f"[{self.done + 1}/{self.total}] {self.current} · {what} · {self.left()}"
         if self.tty:
             self.stream.write("\r\033[K" + line[:160])
@@ -172,18 +177,16 @@ class Runner:
                 continue
             self.progress.show(f"{variant.name} on {target}: compiling")
             options = dict(variant.options(size) if variant.options else {})
-            from mascarpone.middleend.targets import get_target
             if "num_threads" in get_target(target).options:
                 options["num_threads"] = self.env.threads
             try:
                 start = time.perf_counter()
                 kernel = function.compile(target, **options)
                 rec["compile_s"] = time.perf_counter() - start
-            except Exception as err:
-                status = "cannot run" if type(err).__name__ == "NotSupportedError" else "failed"
+            except Exception as err:   # reported in the table; the other targets and benchmarks go on
+                status = "cannot run" if isinstance(err, NotSupportedError) else "failed"
                 rec.update(status=status, error=f"compiling: {_error(err)}")
                 continue
-            from mascarpone.backends.common.kernel import Kernel
             inner = _inner_kernel(kernel)
             if not isinstance(inner, Kernel):
                 rec.update(status="cannot run", error=f"target {target!r} gives {type(inner).__name__} kernels, "
@@ -245,9 +248,7 @@ class Runner:
 
 def resolve_targets(names=None) -> list:
     """[(target, None or why it cannot run here)] for the named targets, or every registered one."""
-    from mascarpone.middleend.errors import TargetError
-    from mascarpone.middleend.targets import targets as registered
-    infos = {t.name: t for t in registered()}
+    infos = {t.name: t for t in registered_targets()}
     names = list(names) if names else [t.name for t in infos.values()]
     unknown = [n for n in names if n not in infos]
     if unknown:

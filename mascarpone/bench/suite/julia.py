@@ -38,10 +38,11 @@ def numba_peer(fn, parallel=False, cannot=None) -> Peer:
         import numba
         if parallel:
             numba.set_num_threads(min(env.threads, numba.config.NUMBA_NUM_THREADS))
+            env.peers_how[name] = how.replace("the run's", str(numba.get_num_threads()))
         compiled = _compiled(fn, data)
         return Call(lambda: compiled(*data), lambda: [a.copy() for a in _array_args(data)])
     how = (f"numba {_numba_version()} @njit(parallel=True), prange on a loop that carries no dependence, "
-           f"numba's threads set to the run's" if parallel else
+           f"threads: the run's" if parallel else
            f"numba {_numba_version()} @njit of the Julia loops in their naive order, one thread")
     return Peer(name, None if cannot else bind, cannot=cannot, how=how)
 

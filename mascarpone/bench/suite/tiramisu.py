@@ -166,7 +166,7 @@ def benchmarks() -> list:
                          extra_variants=[H.variant(HP.nb, label="fused with after",
                                                    outputs=lambda size: HP.nb_spec(*size, np.random.default_rng(0),
                                                                                    "stages"),
-                                                   reschedule=_fuse_nb, note=nb_fused_note)],
+                                                   reschedule=fuse_nb, note=nb_fused_note)],
                          peers=[H.jit_peer(HP.nb, what="compute_root of f and g (the halide variant's schedule)"),
                                 *(H.jit_peer(HP.nb, f"Halide JIT ({s})", what=f"nb's {s} schedule",
                                              pipeline=lambda size, s=s: HP.nb_spec(*size, np.random.default_rng(0), s))
@@ -207,7 +207,7 @@ def benchmarks() -> list:
     return out
 
 
-def _fuse_nb(f):
+def fuse_nb(f):
     """The fused schedule of image_programs.nb_fused on the Function read from Halide's nb stages."""
     # Halide renames repeated Func names f$1, f$2...: find the computations by the Funcs' base names
     comps = {info.name.split("$")[0]: info.comps[0][0] for info in f.translation.funcs if info.comps}
