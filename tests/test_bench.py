@@ -125,7 +125,14 @@ def test_wrong_variant_is_reported_and_not_timed_and_the_run_goes_on(monkeypatch
         peers=[Peer("numpy", lambda data, size, env: Call(lambda: None, lambda: [data["img"] * np.float32(2)])),
                Peer("numba parallel", cannot="loops carry dependences")],
         tol=None, describe=lambda size: f"{size[0]}x{size[1]}")
-    doc = runner.run([bench], targets=["cpu"], repeat=2, progress=False)
+    # a target registered by another package but unusable here gets a row saying why
+    elsewhere = "target 'fpga' cannot run here: no FPGA toolchain; install: (its package's command)"
+    monkeypatch.setattr(runner, "resolve_targets", lambda names: [("cpu", None), ("fpga", elsewhere)])
+    doc = runner.run([bench], targets=["cpu", "fpga"], repeat=2, progress=False)
+    assert {(r["name"], r["status"], r["error"]) for r in doc["results"] if r["target"] == "fpga"} == \
+        {(n, "cannot run", elsewhere) for n in ("mascarpone", "mascarpone (deliberately wrong)",
+                                               "mascarpone (illegal schedule)")}
+    doc["results"] = [r for r in doc["results"] if r["target"] != "fpga"]
     recs = {r["name"]: r for r in doc["results"]}
     good, wrong, illegal = recs["mascarpone"], recs["mascarpone (deliberately wrong)"], recs["mascarpone (illegal schedule)"]
     assert good["status"] == "ok" and good["n"] == 4 and good["max_error"] == 0.0

@@ -34,9 +34,14 @@ def summary(doc) -> str:
     s = doc["stamp"]
     m = s["machine"]
     commit = (s["commit"] or "?")[:10]
+    widest = next((f for f in ("avx512f", "avx2", "avx", "asimd") if f in m["isa"]), "?")
+    load = s.get("load")
+    busy = (f" The machine's load average was {load['start']:.1f} at the start and {load['end']:.1f} at the end "
+            f"for {m['cores']} cores: other work competed for the cores, and multi-threaded kernels suffer most."
+            if load and max(load["start"], load["end"]) > m["cores"] else "")
     lines = [f"Latest `make bench` ({s['options']['sizes']} sizes, {s['date'][:10]}, commit {commit}): "
-             f"{m['cpu']}, {m['cores']} cores, ISA {' '.join(f for f in m['isa'] if f.startswith('avx')) or '?'}; "
-             f"{s['options']['threads']} threads. All tables: benchmarks/RESULTS.md.", "",
+             f"{m['cpu']}, {m['cores']} cores, {widest}; {s['options']['threads']} threads. Medians; all tables "
+             f"and every sample: benchmarks/RESULTS.md, benchmarks/RESULTS.json.{busy}", "",
              "| suite | benchmark | size | mascarpone, fastest (ms) | fastest peer (ms) | peer / ours |",
              "|---|---|---|---|---|---|"]
     for bench, recs in views.by_benchmark(doc).items():

@@ -8,7 +8,7 @@ from pathlib import Path
 from . import views
 
 CSV_COLUMNS = ("benchmark", "suite", "size", "kind", "name", "dsl", "target", "status", "compile_s", "median_ms",
-               "q1_ms", "q3_ms", "n", "max_error", "error", "how", "times_ms")
+               "q1_ms", "q3_ms", "min_ms", "n", "max_error", "error", "how", "times_ms")
 
 
 def _ms(seconds) -> str:
@@ -33,7 +33,9 @@ def stamp_text(doc) -> str:
     mem = f"{m['memory_bytes'] / 2 ** 30:.0f} GiB" if m.get("memory_bytes") else "memory unknown"
     commit = (s["commit"] or "no commit")[:12] + (" (with uncommitted changes)" if s.get("dirty") else "")
     libs = ", ".join(f"{k} {val}" for k, val in v.items() if val)
-    lines = [f"Run {s['date']} at commit {commit}, `{o['sizes']}` sizes.",
+    when = f"Run started {s['date']}" if s.get("seconds") else f"Run {s['date']}"     # older files: the end
+    took = f", {s['seconds'] / 60:.0f} minutes" if s.get("seconds") else ""
+    lines = [f"{when} at commit {commit}, `{o['sizes']}` sizes{took}.",
              f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {mem}; "
              f"ISA: {' '.join(m['isa']) or 'unknown'}; {m['os']}, Python {m['python']}.",
              f"Libraries: {libs}.",
@@ -58,14 +60,15 @@ def peers_text(doc) -> str:
 
 def results_table(doc) -> str:
     """Every record: one row per variant and target, one per peer."""
-    rows = ["| suite | benchmark | size | variant or peer | target | compile (s) | time (ms) | ± | status |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| suite | benchmark | size | variant or peer | target | compile (s) | time (ms) | ± | fastest (ms) | status |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
         spread = f"{(r['q3'] - r['q1']) / r['median'] * 100:.0f}%" if views.ok(r) and r["median"] else ""
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r['error']}"
         compile_s = f"{r['compile_s']:.2f}" if r["compile_s"] is not None else ""
         rows.append(f"| {r['suite']} | {r['benchmark']} | {r['size']} | {_cell(r['name'])} | {r['target'] or ''} | "
-                    f"{compile_s} | {_ms(r['median']) if views.ok(r) else ''} | {spread} | {_cell(status)} |")
+                    f"{compile_s} | {_ms(r['median']) if views.ok(r) else ''} | {spread} | "
+                    f"{_ms(r.get('min')) if views.ok(r) else ''} | {_cell(status)} |")
     return "\n".join(rows)
 
 
@@ -158,7 +161,7 @@ def write_csv(doc, path):
             ms = (lambda s: "" if s is None else f"{s * 1e3:.6g}")
             w.writerow([r["benchmark"], r["suite"], r["size"], r["kind"], r["name"], r["dsl"] or "", r["target"] or "",
                         r["status"], "" if r["compile_s"] is None else f"{r['compile_s']:.4f}", ms(r["median"]),
-                        ms(r["q1"]), ms(r["q3"]), r["n"], "" if r["max_error"] is None else f"{r['max_error']:.3g}",
+                        ms(r["q1"]), ms(r["q3"]), ms(r.get("min")), r["n"], "" if r["max_error"] is None else f"{r['max_error']:.3g}",
                         r["error"] or "", r["how"] or "", ";".join(f"{t * 1e3:.6g}" for t in r["times"])])
 
 

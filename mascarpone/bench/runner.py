@@ -88,7 +88,7 @@ class Progress:
 def _record(bench, size, kind, name, **fields) -> dict:
     base = {"benchmark": bench.name, "suite": bench.suite, "size": bench.describe(size), "kind": kind,
             "name": name, "dsl": None, "target": None, "status": "ok", "error": None, "compile_s": None,
-            "times": [], "median": None, "q1": None, "q3": None, "n": 0, "max_error": None,
+            "times": [], "median": None, "q1": None, "q3": None, "min": None, "n": 0, "max_error": None,
             "loop_nest": None, "how": None, "note": None}
     base.update(fields)
     return base
@@ -243,13 +243,14 @@ class Runner:
                                      on_round=lambda r: self.progress.show(f"timing, round {r}/{rounds}"))
         for rec, times in zip(recs, samples):
             s = timing.Stats.of(times)
-            rec.update(times=[float(t) for t in times], median=s.median, q1=s.q1, q3=s.q3, n=s.n)
+            rec.update(times=[float(t) for t in times], median=s.median, q1=s.q1, q3=s.q3, min=float(min(times)),
+                       n=s.n)
 
 
 def resolve_targets(names=None) -> list:
     """[(target, None or why it cannot run here)] for the named targets, or every registered one."""
     infos = {t.name: t for t in registered_targets()}
-    names = list(names) if names else [t.name for t in infos.values()]
+    names = list(names) if names else sorted(infos, key=lambda n: (n != "cpu", n))   # the base target first
     unknown = [n for n in names if n not in infos]
     if unknown:
         raise TargetError(f"unknown target(s) {unknown}; the registered targets are {sorted(infos)}")
@@ -274,6 +275,10 @@ def run(benchmarks: list, *, size_class="small", targets=None, peers=None, repea
                     repeat or d["repeat"], budget_s if budget_s is not None else d["budget_s"],
                     warmup_s if warmup_s is not None else d["warmup_s"], d["pause_s"], env, bar)
     records, interrupted = [], None
+    opts = {"sizes": size_class, "targets": [t for t, _ in resolved], "peers": sorted(peers) if peers is not None
+            else "all", "repeat": runner.repeat, "threads": threads, "budget_s": runner.budget_s,
+            "warmup_s": runner.warmup_s, "pause_s": runner.pause_s, "burst": timing.BURST, **(options or {})}
+    st = stamp(opts)           # the commit and the machine as the run starts
     load_start = _load()
     try:
         for bench in benchmarks:
@@ -289,11 +294,7 @@ def run(benchmarks: list, *, size_class="small", targets=None, peers=None, repea
         env.close()
     bar.finish(f"{bar.done} of {len(benchmarks)} benchmarks done in {time.perf_counter() - bar.started:.0f} s"
                + (f"; interrupted during {interrupted}" if interrupted else ""))
-    opts = {"sizes": size_class, "targets": [t for t, _ in resolved], "peers": sorted(peers) if peers else "all",
-            "repeat": runner.repeat, "threads": threads, "budget_s": runner.budget_s, "warmup_s": runner.warmup_s,
-            "pause_s": runner.pause_s,
-            "burst": timing.BURST, **(options or {})}
-    st = stamp(opts)
+    st["seconds"] = round(time.perf_counter() - bar.started, 1)
     if load_start is not None:
         st["load"] = {"start": load_start, "end": _load()}
     return {"format": 1, "stamp": st, "peers_how": peers_how, "results": records, "interrupted": interrupted}
