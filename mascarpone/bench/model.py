@@ -24,9 +24,10 @@ class Call:
     runs in another process times itself there and overrides it.
     """
 
-    def __init__(self, run: Callable[[], object], outputs: Callable[[], list]):
+    def __init__(self, run: Callable[[], object], outputs: Callable[[], list], keep=None):
         self.run = run
         self.outputs = outputs
+        self.keep = keep     # what must outlive the call: arrays that another library's buffers point into
 
     def burst(self, n: int) -> list:
         """Seconds of each of `n` calls in a row."""

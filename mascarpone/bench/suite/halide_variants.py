@@ -55,9 +55,7 @@ def _jit_call(pipeline, spec, data):
     import halide as hl
     pipeline.compile_jit()
     bufs = [hl.Buffer(f.type(), s) for f, s in zip(spec["outputs"], _per_output_sizes(spec))]
-    call = Call(lambda: pipeline.realize(bufs), lambda: [np.asarray(b).copy() for b in bufs])
-    call.keep = data
-    return call
+    return Call(lambda: pipeline.realize(bufs), lambda: [np.asarray(b).copy() for b in bufs], keep=data)
 
 
 def reference(builder, pipeline=None):
