@@ -269,6 +269,21 @@ def _injected_fault(i):
         time.sleep(3600)
 
 
+def _lines(proc, timeout):
+    """The complete lines the worker has written within `timeout` seconds (None at end of output). The
+    pipe is read unbuffered: a line left in a reader's buffer would wait there while select() saw
+    nothing more to read."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not ready:
+        return []
+    chunk = os.read(proc.stdout.fileno(), 65536)
+    if not chunk:
+        return None
+    proc.pending += chunk
+    *lines, proc.pending = proc.pending.split(b"\n")
+    return [line.decode() for line in lines]
+
+
 def fuzz(seed=0, budget_s=5.0, cases=10**9, case_timeout_s=30.0, log=None):
     """Outcomes of the mutants of `seed` run within `budget_s` seconds (at most `cases`): a list of dicts."""
     deadline = time.time() + budget_s
@@ -278,21 +293,21 @@ def fuzz(seed=0, budget_s=5.0, cases=10**9, case_timeout_s=30.0, log=None):
                f"julia_fuzz.worker({seed!r}, {i}, {cases}, {deadline})"
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env={**os.environ, "PYTHONHASHSEED": "0"})
-        current, last, started = None, time.time(), False
-        lines = _lines(proc.stdout)
-        while True:
-            line = next(lines)
-            if line is not None:
-                if not line:            # the worker is gone
-                    proc.wait()
-                    if not started:
-                        raise RuntimeError(f"the fuzzing worker did not start (exit {proc.returncode})")
-                    if current is not None:
-                        results.append({"i": current, "outcome": "crash", "detail": f"exit {proc.returncode}"})
-                        i = current + 1
-                    else:
-                        i = cases if not results else results[-1]["i"] + 1
-                    break
+        proc.pending = b""
+        current, last, started, running = None, time.time(), False, True
+        while running:
+            lines = _lines(proc, 0.25)
+            if lines is None:           # the worker is gone
+                proc.wait()
+                if not started:
+                    raise RuntimeError(f"the fuzzing worker did not start (exit {proc.returncode})")
+                if current is not None:
+                    results.append({"i": current, "outcome": "crash", "detail": f"exit {proc.returncode}"})
+                    i = current + 1
+                else:
+                    i = cases if not results else results[-1]["i"] + 1
+                break
+            for line in lines:
                 started = True
                 if line.startswith("start "):
                     current, last = int(line.split()[1]), time.time()
@@ -302,45 +317,18 @@ def fuzz(seed=0, budget_s=5.0, cases=10**9, case_timeout_s=30.0, log=None):
                 if log is not None:
                     log(r)
                 current = None
-                continue
             if current is not None and time.time() - last > case_timeout_s:
                 proc.kill()
                 proc.wait()
                 results.append({"i": current, "outcome": "hang", "detail": f"over {case_timeout_s} s"})
                 i = current + 1
-                break
-            if current is None and time.time() > deadline + case_timeout_s:
+                running = False
+            elif current is None and time.time() > deadline + case_timeout_s:
                 proc.kill()
                 proc.wait()
                 i = cases
-                break
-        proc.stdout.close()
+                running = False
     return results
-
-
-def _lines(pipe, wait_s=0.25):
-    """The pipe's lines as they come, None after `wait_s` without one, "" at its end. Reads the file
-    descriptor itself: a buffered readline would take several lines at once and leave select() waiting
-    for lines already read (a fast case would then look like a hang)."""
-    fd, pending = pipe.fileno(), b""
-    while True:
-        if b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            yield line.decode() + "\n"
-            continue
-        ready, _, _ = select.select([fd], [], [], wait_s)
-        if not ready:
-            yield None
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            if pending:
-                line, pending = pending, b""
-                yield line.decode()
-                continue
-            while True:
-                yield ""
-        pending += chunk
 
 
 def counts(results):
