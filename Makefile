@@ -34,8 +34,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests
 
+# the default suite at paper sizes; prints what changed since the last published run, then writes
+# README's benchmark tables, a section of benchmarks/RESULTS.md and benchmarks/RESULTS.json from it
+BENCH_OUT := benchmarks/results
 bench: $(STAMP)
-	$(PY) benchmarks/run.py
+	$(PY) -m mascarpone.cli bench --sizes paper --out $(BENCH_OUT) \
+	    $(if $(wildcard benchmarks/RESULTS.json),--compare benchmarks/RESULTS.json)
+	$(PY) -m mascarpone.cli bench --publish $(BENCH_OUT)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
