@@ -62,22 +62,26 @@ class DifferentialKernel:
         return result
 
 
+def same_bits(a, b, what):
+    """Assert two arrays hold the same bits (any NaN equals any NaN: payloads are not part of the
+    contract); the message starts with `what` and names the first difference."""
+    assert a.shape == b.shape and a.dtype == b.dtype, f"{what}: {a.dtype}{a.shape} against {b.dtype}{b.shape}"
+    if a.dtype.kind == "f":
+        same = (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}")) | (np.isnan(a) & np.isnan(b))
+    else:
+        same = a == b
+    if not same.all():
+        first = tuple(int(k) for k in np.argwhere(~same)[0])
+        raise AssertionError(f"{what}, first at index {first}: {a[first]!r} against {b[first]!r} "
+                             f"({int((~same).sum())} of {same.size} elements differ)")
+
+
 def compare(program, lowered, want, got, other="c"):
-    """Assert the outputs of the two targets are the same bits; name the first difference."""
+    """Assert the outputs of cpu (`want`) and `other` (`got`) are the same bits; name the first difference."""
     want = want if isinstance(want, tuple) else (want,)
     got = got if isinstance(got, tuple) else (got,)
     for buf, a, b in zip(lowered.outputs, want, got):
-        assert a.shape == b.shape and a.dtype == b.dtype, (
-            f"{program}: output {buf.name} is {a.dtype}{a.shape} on cpu but {b.dtype}{b.shape} on {other}")
-        if a.dtype.kind == "f":
-            same = (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}")) | (np.isnan(a) & np.isnan(b))
-        else:
-            same = a == b
-        if not same.all():
-            first = tuple(int(k) for k in np.argwhere(~same)[0])
-            raise AssertionError(f"cpu and {other} disagree on {program}: output {buf.name}, first at index "
-                                 f"{first}: cpu gives {a[first]!r}, {other} gives {b[first]!r} "
-                                 f"({int((~same).sum())} of {same.size} elements differ)")
+        same_bits(a, b, f"cpu and {other} disagree on {program}: output {buf.name}")
 
 
 def _compile(self, target="cpu", check=True, fixed=None, **options):

@@ -9,6 +9,7 @@ import tempfile
 import numpy as np
 import pytest
 
+from differential import same_bits
 from mascarpone.backends.gpu import cuda
 from mascarpone.middleend.targets import get_target
 
@@ -16,19 +17,6 @@ OPENCL_MISSING = get_target("opencl").missing()
 CUDA_MISSING = get_target("cuda").missing()
 needs_opencl = pytest.mark.skipif(OPENCL_MISSING is not None, reason=f"no OpenCL here: {OPENCL_MISSING}")
 ARCHS = ("sm_80", "sm_90")
-
-
-def same_bits(a, b, what):
-    """Assert two arrays are equal bit for bit (any NaN equals any NaN)."""
-    assert a.shape == b.shape and a.dtype == b.dtype, f"{what}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
-    if a.dtype.kind == "f":
-        same = (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}")) | (np.isnan(a) & np.isnan(b))
-    else:
-        same = a == b
-    if not same.all():
-        first = tuple(int(k) for k in np.argwhere(~same)[0])
-        raise AssertionError(f"{what}: first difference at {first}: {a[first]!r} vs {b[first]!r} "
-                             f"({int((~same).sum())} of {same.size} elements differ)")
 
 
 def check_ptx(f, **options):

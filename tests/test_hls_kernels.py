@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import mascarpone as ms
+from differential import same_bits
 from mascarpone.backends.hls import HLSWarning, latency as LAT, toolchain
 from mascarpone.middleend.targets import get_target
 
@@ -25,8 +26,7 @@ def same_as_cpu(f, kernel, fixed=None, **args):
     ours = kernel(**copy.deepcopy(args))
     cpu = f.compile("cpu", fixed=fixed, fp_contract=False)(**copy.deepcopy(args))
     for a, b in zip(ours if isinstance(ours, tuple) else (ours,), cpu if isinstance(cpu, tuple) else (cpu,)):
-        assert a.dtype == b.dtype and a.shape == b.shape
-        assert np.array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
+        same_bits(a, b, f"{f.name} on hls and cpu")
     return ours
 
 
