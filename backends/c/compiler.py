@@ -43,10 +43,11 @@ def cache_dir() -> str:
     return os.path.join(root, "c")
 
 
-def build_shared_library(source: str, flags: list, what: str) -> str:
-    """The path of a shared library built from `source` with `flags` (reused when the same source was
-    built with the same flags and compiler before). `what` names the kernel in errors."""
-    cc = c_compiler()
+def build_shared_library(source: str, flags: list, what: str, cc: str | None = None) -> str:
+    """The path of a shared library built from `source` with `flags` by the compiler command `cc`
+    (default: `c_compiler()`), reused when the same source was built with the same flags and compiler
+    before. `what` names the kernel in errors."""
+    cc = cc or c_compiler()
     key = hashlib.sha256("\0".join([source, cc, compiler_version(cc), *flags]).encode()).hexdigest()[:24]
     folder = cache_dir()
     path = os.path.join(folder, f"{key}.so")
