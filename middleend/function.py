@@ -5,7 +5,7 @@ import contextlib
 
 import islpy as isl
 
-from . import algorithm, codegen, legality
+from . import algorithm, codegen, legality, spmd
 from . import loopir as L
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
@@ -31,6 +31,7 @@ class Function:
         self._assumptions = []  # (text, isl set of the parameters): promised sizes, checked at each call
         self._derived = {}      # name -> isl PwAff of the other sizes (see derived_size)
         self._ranges = {}       # name -> (lo, hi), None for no bound: sizes declared with declare_param
+        self._transfers = []    # (data, consumer, loop name, command): explicit send_receive commands
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -270,6 +271,7 @@ class Function:
         self._fixed = fixed
         context = self._prepare()
         stmts = build_statements(self, context)
+        deps = None
         if check:
             deps = compute_dependences(self.computations, context)
             legality.check(stmts, deps, self, context)
@@ -298,8 +300,10 @@ class Function:
         derived = [(name, pwaff_to_expr(value.gist(on_sizes).coalesce(), on_sizes))
                    for name, value in self._derived.items()]
         ranges = {p: self._ranges[p] for p in sizes if p in self._ranges}
-        return L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
-                                 fixed, list(self._assumptions), derived, ranges)
+        lowered = L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
+                                    fixed, list(self._assumptions), derived, ranges)
+        lowered.spmd = spmd.deferred(self, stmts, deps, context, lowered)
+        return lowered
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
         """Lower, check and compile for `target` (a name `ms.targets()` lists); returns a callable kernel.

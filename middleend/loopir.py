@@ -90,6 +90,8 @@ class LoweredFunction:
     #: {name: (lo, hi)} of sizes declared with a range of their own (Function.declare_param; None: no
     #: bound), which the code relies on; other sizes are at least 1 by convention, unchecked
     param_ranges: dict = field(default_factory=dict)
+    #: () -> the program each MPI rank runs (middleend.spmd.DistributedFunction), built on first call
+    spmd: object = None
 
     @property
     def arguments(self):
@@ -141,6 +143,8 @@ def _print(s: Stmt, depth: int):
         shape = ", ".join(to_c(d) for d in s.buffer.shape)
         return [f"{pad}{s.buffer.dtype} {s.buffer.name}[{shape}];  // temporary",
                 *_print(s.body, depth)]
+    if hasattr(s, "pseudo_c"):   # a statement a back-end's program adds (communication, ...)
+        return [pad + line for line in s.pseudo_c()]
     raise TypeError(f"unknown statement {type(s).__name__}")
 
 
