@@ -26,7 +26,7 @@ from .affine import from_ast_expr
 from .dependences import union_maps
 from .distribution import group_of, on_role, outer_param, owned
 from .errors import IllegalScheduleError, NotSupportedError
-from .expr import Const, Sym, binop, simplify, to_c, transform
+from .expr import Const, Sym, UnOp, binop, simplify, to_c, transform
 from .types import int64
 
 
@@ -177,8 +177,10 @@ def _domain_sets(uset):
 class Communication:
     """The element sets of every exchange of a distributed program."""
 
-    def __init__(self, stmts, deps, groups, phases, accesses, inputs, outputs, transfers, n_time, pair_context):
+    def __init__(self, stmts, deps, groups, phases, accesses, inputs, outputs, transfers, n_time, pair_context,
+                 params):
         self.stmts, self.groups, self.phases = stmts, groups, phases
+        self.params = params
         self.acc = accesses
         self.n_time = n_time
         self.pair_context = pair_context
@@ -220,7 +222,7 @@ class Communication:
             d = d.apply_range(b.time)
             per_source[a] = d if a not in per_source else per_source[a].union(d)
         for a, d in per_source.items():
-            first = d.lexmin()
+            first = self._first(d)
             for p in self.phases:
                 if p.command is not None:
                     continue
@@ -234,7 +236,8 @@ class Communication:
     def _inputs(self, inputs, covered):
         """Elements of distributed inputs read by a rank that does not hold them, in the phase of the
         first read."""
-        for name, ndim, dim, dist in inputs:
+        for buf, dim, dist in inputs:
+            name = buf.name
             if dist is None:
                 continue
             reads = None
@@ -247,13 +250,24 @@ class Communication:
                 reads = t if reads is None else reads.union(t)
             if reads is None:
                 continue
-            held = owned(name, ndim, dim, dist, "src").subtract(owned(name, ndim, dim, dist, "dst"))
-            first = reads.intersect_domain(held).intersect_params(self.pair_context).lexmin()
+            held = owned(buf, self.params, dim, dist, "src").subtract(owned(buf, self.params, dim, dist, "dst"))
+            first = self._first(reads.intersect_domain(held).intersect_params(self.pair_context))
             for p in self.phases:
                 if p.command is not None:
                     continue
                 elements = first.intersect_range(p.times(self.n_time)).domain()
                 self._add(p, elements)
+
+    def _first(self, reads):
+        """`reads` (a value -> the times a rank reads it) at the first read only; as it is where every
+        read of a value is in one iteration of one phase (the lexmin is costly)."""
+        depth = max(p.depth for p in self.phases)
+        n = self.n_time
+        ins = [f"c{i}" for i in range(n)]
+        key = isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(ins[:2 * depth + 1])}] }}")
+        if reads.apply_range(key).is_single_valued():
+            return reads
+        return reads.lexmin()
 
     def _add(self, phase, elements):
         elements = elements.intersect_params(self.pair_context).coalesce()
@@ -271,7 +285,8 @@ class Communication:
         """[(buffer name, elements)]: the elements of each output that a rank holds at the end and
         another rank wrote last."""
         out = []
-        for name, ndim, dim, dist in outputs:
+        for buf, dim, dist in outputs:
+            name = buf.name
             writers = [s for s in self.stmts if self.acc.writes.get(s) is not None
                        and any(m.get_tuple_name(isl.dim_type.out) == name
                                for m in union_maps(_to_union(self.acc.writes[s])))]
@@ -285,7 +300,7 @@ class Communication:
                 t = isl.UnionMap.from_map(s.time.intersect_domain(s.domain))
                 times = t if times is None else times.union(t)
             last = when.lexmax().apply_range(times.reverse())   # element -> its last writer
-            held = owned(name, ndim, dim, dist, "dst")
+            held = owned(buf, self.params, dim, dist, "dst")
             elements = None
             for s in writers:
                 g = group_of(s, self.groups)
@@ -353,13 +368,14 @@ class Communication:
             for e in _domain_sets(written):
                 if e.get_tuple_name() == data_name:
                     self._add(phase, e)
-        for name, ndim, dim, dist in inputs:
+        for buf, dim, dist in inputs:
+            name = buf.name
             if name != data_name or dist is None:
                 continue
             r = self.acc.reads[b].get(name)
             if r is None:
                 continue
-            held = owned(name, ndim, dim, dist, "src").subtract(owned(name, ndim, dim, dist, "dst"))
+            held = owned(buf, self.params, dim, dist, "src").subtract(owned(buf, self.params, dim, dist, "dst"))
             self._add(phase, r.intersect_domain(snk.intersect(in_phase)).range().intersect(held))
 
     def _marker_time(self, phase) -> isl.Map:
@@ -380,27 +396,71 @@ def _sample(m):
 
 # scanning element sets as runs ----------------------------------------------------------------------------
 
-def scanner(buffer, elements: isl.Set, context: isl.Set) -> L.Stmt:
+#: the symbols of the two ends' rank numbers in a scan (a message goes up or down the ranks)
+SRC_RANK, DST_RANK = "mpi_src_rank", "mpi_dst_rank"
+
+
+def scanner(buffer, elements: isl.Set, before: isl.Set, after: isl.Set) -> L.Stmt:
     """Loop IR that visits `elements` (a set of `buffer`'s elements, parametric) as Spans of consecutive
-    elements along the last dimension, in an order that depends only on the parameters."""
+    elements along the last dimension, in an order that depends only on the parameters: one scan for
+    a sender of a lower rank than the receiver (`before`: its blocks come first in every distribution),
+    one for a higher rank (`after`); each is simpler than a scan for both."""
+    scans = []
+    for context in (before, after):
+        e = elements.intersect_params(context).coalesce()
+        if e.is_empty():
+            scans.append(None)
+            continue
+        e = e.gist_params(context).coalesce()
+        scans.append(_scan_set(buffer, e, _on_params_of(context, e)))
+    if scans[0] is None and scans[1] is None:
+        return L.Block([])
+    lower = binop("lt", Sym(SRC_RANK, int64), Sym(DST_RANK, int64))
+    if scans[1] is None:
+        return L.If(lower, scans[0])
+    if scans[0] is None:
+        return L.If(UnOp("not", lower), scans[1])
+    return L.If(lower, scans[0], scans[1])
+
+
+def _on_params_of(context, s):
+    """`context` on the parameters `s` involves only (a smaller context makes a faster scan)."""
+    for k in reversed(range(context.dim(isl.dim_type.param))):
+        name = context.get_dim_name(isl.dim_type.param, k)
+        j = s.find_dim_by_name(isl.dim_type.param, name)
+        if j < 0 or not s.involves_dims(isl.dim_type.param, j, 1):
+            context = context.project_out(isl.dim_type.param, k, 1)
+    return context.coalesce()
+
+
+def _scan_set(buffer, elements, context):
+    """The Spans of `elements` (see `scanner`) for parameters in `context`: one loop nest over the
+    points of all dimensions but the last, each with the interval of the last one, where the set is
+    such intervals; else per convex piece, element by element where a piece has holes."""
+    whole = _rows(buffer, elements, context)
+    if whole is not None:
+        return whole
     parts = []
     for piece in elements.make_disjoint().get_basic_sets():
         piece = isl.Set.from_basic_set(piece)
-        n = piece.dim(isl.dim_type.set)
-        if n == 0:
-            parts.append(_scan(buffer, piece, None, context))
-            continue
-        rows = isl.Map.from_range(piece).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, n - 1)
-        lo = rows.lexmin_pw_multi_aff().get_pw_aff(0)
-        hi = rows.lexmax_pw_multi_aff().get_pw_aff(0)
-        line = isl.Space.set_alloc(rows.get_ctx(), 0, 1)
-        interval = (isl.Map.from_pw_aff(lo).apply_range(isl.Map.lex_le(line))
-                    .intersect(isl.Map.from_pw_aff(hi).apply_range(isl.Map.lex_ge(line))))
-        if interval.intersect_domain(rows.domain()).is_subset(rows):
-            parts.append(_scan(buffer, rows.domain(), (lo, hi), context))
-        else:   # holes along the last dimension: element by element
-            parts.append(_scan(buffer, piece, None, context))
+        parts.append(_rows(buffer, piece, context) or _scan(buffer, piece, None, context))
     return L.Block(parts)
+
+
+def _rows(buffer, elements, context):
+    """The scan of `elements` as intervals of its last dimension, or None when it has holes there."""
+    n = elements.dim(isl.dim_type.set)
+    if n == 0:
+        return _scan(buffer, elements, None, context)
+    rows = isl.Map.from_range(elements).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, n - 1)
+    lo = rows.lexmin_pw_multi_aff().get_pw_aff(0).coalesce()
+    hi = rows.lexmax_pw_multi_aff().get_pw_aff(0).coalesce()
+    line = isl.Space.set_alloc(rows.get_ctx(), 0, 1)
+    interval = (isl.Map.from_pw_aff(lo).apply_range(isl.Map.lex_le(line))
+                .intersect(isl.Map.from_pw_aff(hi).apply_range(isl.Map.lex_ge(line))))
+    if not interval.intersect_domain(rows.domain()).is_subset(rows):
+        return None
+    return _scan(buffer, rows.domain().coalesce(), (lo, hi), context)
 
 
 def _scan(buffer, domain, bounds, context):

@@ -159,22 +159,24 @@ class Distributions:
                 out = out.intersect(d.constraint(role))
         return out
 
-    def pair_constraints(self) -> isl.Set:
+    def pair_constraints(self, order=None) -> isl.Set:
         """The context of a message: sender and receiver blocks in range, and the sender's blocks all
-        before the receiver's or all after (blocks follow the rank order in every distribution)."""
+        before the receiver's (`order` "before": a lower rank sends), all after ("after"), or either
+        (None): blocks follow the rank order in every distribution."""
+        if order is None:
+            return self.pair_constraints("before").union(self.pair_constraints("after")).coalesce()
         out = self.constraints("src", "dst")
-        if not self.items:
-            return out
-        before = after = None
         for d in self.items:
             s_lo, s_hi = d.param("src", "lo"), d.param("src", "hi")
             r_lo, r_hi = d.param("dst", "lo"), d.param("dst", "hi")
-            params = f"[{s_lo}, {s_hi}, {r_lo}, {r_hi}]"
-            b = isl.Set(f"{params} -> {{ : {s_hi} <= {r_lo} }}")
-            a = isl.Set(f"{params} -> {{ : {r_hi} <= {s_lo} }}")
-            before = b if before is None else before.intersect(b)
-            after = a if after is None else after.intersect(a)
-        return out.intersect(before.union(after)).coalesce()
+            cons = f"{s_hi} <= {r_lo}" if order == "before" else f"{r_hi} <= {s_lo}"
+            out = out.intersect(isl.Set(f"[{s_lo}, {s_hi}, {r_lo}, {r_hi}] -> {{ : {cons} }}"))
+        return out.coalesce()
+
+    def nonempty(self, dist, role) -> isl.Set:
+        """The sizes and blocks for which `role`'s block of `dist` holds something."""
+        lo, hi = dist.param(role, "lo"), dist.param(role, "hi")
+        return isl.Set(f"[{lo}, {hi}] -> {{ : {lo} < {hi} }}")
 
 
 def extent_pwaff(expr, params, what) -> isl.PwAff:
@@ -261,11 +263,26 @@ def on_role(stmt, group, role) -> isl.Set:
     return stmt.time.intersect_domain(stmt.domain).intersect_range(band).domain()
 
 
-def owned(buffer_name, ndim, dim, dist, role) -> isl.Set:
-    """The elements of a buffer distributed along `dim` that the rank in `role` holds (all of them
-    when `dist` is None)."""
-    dims = [f"e{i}" for i in range(ndim)]
+def elements(buffer, params) -> isl.Set:
+    """All the elements of `buffer` (its shape affine in the sizes `params`)."""
+    dims = [f"e{i}" for i in range(buffer.ndim)]
+    cons = []
+    for d, ext in enumerate(buffer.shape):
+        text = affine_text(ext)
+        if text is None:
+            raise NotSupportedError(f"buffer {buffer.name}: its extent {ext} is not affine in the sizes")
+        cons.append(f"0 <= e{d} < {text}")
+    body = " and ".join(cons) or "true"
+    return isl.Set(f"[{', '.join(params)}] -> {{ {buffer.name}[{', '.join(dims)}] : {body} }}")
+
+
+def owned(buffer, params, dim, dist, role) -> isl.Set:
+    """The elements of `buffer` held in blocks of dimension `dim` that the rank in `role` holds (all
+    of them when `dist` is None)."""
+    whole = elements(buffer, params)
     if dist is None:
-        return isl.Set(f"{{ {buffer_name}[{', '.join(dims)}] }}")
+        return whole
     lo, hi = dist.param(role, "lo"), dist.param(role, "hi")
-    return isl.Set(f"[{lo}, {hi}] -> {{ {buffer_name}[{', '.join(dims)}] : {lo} <= e{dim} < {hi} }}")
+    dims = [f"e{i}" for i in range(buffer.ndim)]
+    block = isl.Set(f"[{lo}, {hi}] -> {{ {buffer.name}[{', '.join(dims)}] : {lo} <= e{dim} < {hi} }}")
+    return whole.intersect(block)

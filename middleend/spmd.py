@@ -33,7 +33,7 @@ from .dependences import collect_accesses, compute_dependences
 from .distribution import (PREFIX, Distributions, block_param, extent_pwaff, find_groups, group_of, on_role,
                            owned)
 from .errors import NotSupportedError, ScheduleError
-from .expr import Access, BinOp, Const, Sym, binop, max_, simplify, transform, walk
+from .expr import Access, BinOp, Const, Sym, binop, max_, min_, simplify, transform, walk
 from .statements import Statement
 from .types import int64
 
@@ -192,24 +192,22 @@ class _Lowering:
         self.acc = Accesses(self.stmts, comp_acc, real)
         self.me_context = self.dists.constraints("me")
         pair = self.dists.pair_constraints()
-        inputs = [(b.name, b.ndim, *self.holding.get(b.name, (None, None))) for b in self.lowered.inputs]
-        outputs = [(b.name, b.ndim, *self.holding.get(b.name, (None, None))) for b in self.lowered.outputs]
+        inputs = [(b, *self.holding.get(b.name, (None, None))) for b in self.lowered.inputs]
+        outputs = [(b, *self.holding.get(b.name, (None, None))) for b in self.lowered.outputs]
         comm = Communication(self.stmts, self.deps, self.groups, phases, self.acc, inputs, outputs,
-                             list(self.f._transfers), self.n_time, pair)
+                             list(self.f._transfers), self.n_time, pair, self.params)
         self.placements = self._place()
-        body = self._generate(comm.phases)
+        body = self._generate(comm)
         exchanges = {}
-        scan_context = pair
+        ends = (self.dists.pair_constraints("before"), self.dists.pair_constraints("after"))
         for p in comm.phases:
             if p.items:
-                outer = p.depth
-                context = scan_context.intersect(p.times(self.n_time).params()) if outer else scan_context
-                exchanges[p.index] = (outer, [(self._local(name), self._localize_stmt(scanner(
-                    self.placements[name].buffer, e, context))) for name, e in p.items])
+                exchanges[p.index] = (p.depth, [(self._local(name), self._localize_stmt(scanner(
+                    self.placements[name].buffer, e, *ends))) for name, e in p.items])
         final_index = len(comm.phases)
         if comm.final:
             exchanges[final_index] = (0, [(self._local(name), self._localize_stmt(scanner(
-                self.placements[name].buffer, e, scan_context))) for name, e in comm.final])
+                self.placements[name].buffer, e, *ends))) for name, e in comm.final])
             body = L.Block([body, Exchange(final_index), Wait(final_index)])
         body = self._localize_stmt(body)
         body = self._copies(body)
@@ -228,12 +226,12 @@ class _Lowering:
         return out
 
     # storage ----------------------------------------------------------------------------------------------
-    def _accessed(self, name) -> isl.Set | None:
-        """The elements of buffer `name` the rank (role me) writes or reads, or None."""
-        out = None
+    def _accessed(self, name) -> list:
+        """[(elements, distribution or None)]: the elements of buffer `name` that the rank (role me)
+        writes or reads, per statement, with the distribution whose block they depend on."""
+        out = []
         for s in self.stmts:
             g = group_of(s, self.groups)
-            mine = None
             maps = []
             w = self.acc.writes.get(s)
             if w is not None:
@@ -241,11 +239,10 @@ class _Lowering:
             r = self.acc.reads[s].get(name)
             if r is not None:
                 maps.append(r)
-            for m in maps:
-                if mine is None:
-                    mine = on_role(s, g, "me")
-                e = m.intersect_domain(mine).range()
-                out = e if out is None else out.union(e)
+            if maps:
+                mine = on_role(s, g, "me")
+                for m in maps:
+                    out.append((m.intersect_domain(mine).range(), None if g is None else g.dist))
         return out
 
     def _place(self):
@@ -259,10 +256,10 @@ class _Lowering:
                 zero = [Const(0, int64)] * b.ndim
                 out[b.name] = Placement(b, None, None, b, b, zero)
                 continue
-            accessed = self._accessed(b.name)
+            parts = self._accessed(b.name)
             if held is not None:
                 dim, dist = held
-                own = owned(b.name, b.ndim, dim, dist, "me")
+                own = owned(b, self.params, dim, dist, "me")
                 lo, hi = Sym(dist.param("me", "lo"), int64), Sym(dist.param("me", "hi"), int64)
                 shape = list(b.shape)
                 shape[dim] = simplify(hi - lo)
@@ -270,46 +267,50 @@ class _Lowering:
                 argument.zero_init = b.zero_init
                 origin = [Const(0, int64)] * b.ndim
                 origin[dim] = lo
-                inside = accessed is None or accessed.intersect_params(self.me_context).is_subset(
-                    own.intersect_params(self.me_context))
-                if inside:
+                mine = own.intersect_params(self.me_context)
+                if all(e.intersect_params(self.me_context).is_subset(mine) for e, _ in parts):
                     out[b.name] = Placement(b, dim, dist, argument, argument, origin)
                     continue
-                box = accessed.union(own)
-                local = self._box_buffer(b, f"{b.name}_local", box)
+                local = self._box_buffer(b, f"{b.name}_local", parts + [(own, dist)])
                 out[b.name] = Placement(b, dim, dist, argument, local[0], local[1], copy=True)
                 continue
-            if accessed is None:   # a temporary no rank touches
-                accessed = isl.Set(f"{{ {b.name}[{', '.join(f'e{i}' for i in range(b.ndim))}] : false }}")
-            local, origin = self._box_buffer(b, b.name, accessed)
+            local, origin = self._box_buffer(b, b.name, parts)
             out[b.name] = Placement(b, None, None, None, local, origin)
         return out
 
-    def _box_buffer(self, b, name, elements):
-        """(a buffer over the bounding box of `elements` as a rank holds them, its origin)."""
-        elements = elements.intersect_params(self.me_context).coalesce()
+    def _box_buffer(self, b, name, parts):
+        """(a buffer over the bounding box of the elements of `parts` ([(elements, distribution)]) as a
+        rank holds them, its origin). Each part's bounds are taken where its block holds something (an
+        empty part needs no room), which keeps them simple; the box is their min and max."""
         shape, origin = [], []
+        parts = [(e.intersect_params(self.me_context).coalesce(), dist) for e, dist in parts]
+        parts = [(e, dist) for e, dist in parts if not e.is_empty()]
         for d in range(b.ndim):
-            lo, hi = elements.dim_min(d), elements.dim_max(d)
-            lo_e = self._param_expr(lo)
-            ext_e = self._param_expr(hi.sub(lo).add(_one(hi)))
+            los, his = [], []
+            for e, dist in parts:
+                where = self.me_context if dist is None else self.me_context.intersect(self.dists.nonempty(dist, "me"))
+                los.append(self._param_expr(e.dim_min(d).gist_params(where), where))
+                his.append(self._param_expr(e.dim_max(d).gist_params(where), where))
+            lo_e = _fold(min_, los) if los else Const(0, int64)
+            hi_e = _fold(max_, his) if his else Const(-1, int64)
             o_name, n_name = f"{PREFIX}{name}_o{d}", f"{PREFIX}{name}_n{d}"
             self.entry.append((o_name, lo_e))
-            self.entry.append((n_name, max_(ext_e, Const(0, int64))))
+            self.entry.append((n_name, max_(simplify(hi_e - Sym(o_name, int64) + 1), Const(0, int64))))
             origin.append(Sym(o_name, int64))
             shape.append(Sym(n_name, int64))
         local = Buffer(name, shape, b.dtype, "temporary")
         local.zero_init = b.zero_init and b.kind == "output"
         return local, origin
 
-    def _param_expr(self, pa):
-        """A loop IR expression of a PwAff of the sizes and the rank's blocks (0 where undefined)."""
-        pa = pa.intersect_params(self.me_context).coalesce()
-        rest = self.me_context.subtract(pa.domain())
+    def _param_expr(self, pa, context):
+        """A loop IR expression of a PwAff of the sizes and the rank's blocks on `context` (0 where it is
+        undefined: where the elements it bounds are none)."""
+        pa = pa.intersect_params(context).coalesce()
+        rest = context.subtract(pa.domain())
         if not rest.is_empty():
-            zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(self.me_context.get_space()))
+            zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(context.get_space()))
             pa = pa.union_max(zero.intersect_domain(rest)).coalesce()
-        return pwaff_to_expr(pa, self.me_context)
+        return pwaff_to_expr(pa, context)
 
     @property
     def entry(self):
@@ -384,19 +385,27 @@ class _Lowering:
         return L.Block(before + [body] + after)
 
     # code generation ------------------------------------------------------------------------------------
-    def _generate(self, phases):
+    def _generate(self, comm):
         """The rank's loop IR from the isl AST of its statements and the exchange markers."""
         scale = _scale_betas(self.n_time)
+        boundaries = self._boundaries(comm)
         stmts = []
         for s in self.stmts:
             g = group_of(s, self.groups)
             domain = on_role(s, g, "me")
-            time = s.time.intersect_domain(domain).apply_range(scale)
+            time = s.time.intersect_domain(domain)
+            if s.name in boundaries:
+                # the interior runs between the exchange and the wait (see _boundaries)
+                edge = time.intersect_range(boundaries[s.name])
+                inner = time.subtract(edge).apply_range(scale).apply_range(_earlier(self.n_time, 2 * g.depth))
+                time = inner.union(edge.apply_range(scale))
+            else:
+                time = time.apply_range(scale)
             stmts.append(dataclasses.replace(s, domain=domain, time=time))
         locals_by_comp = {s.comp: s.local for s in self.stmts if s.local is not None}
         bodies = {s.name: codegen.statement_body(s, locals_by_comp) for s in self.stmts}
         self.markers = {}
-        for p in phases:
+        for p in comm.phases:
             if not p.items:
                 continue
             for kind, offset in (("post", -3), ("wait", -1)):
@@ -412,6 +421,56 @@ class _Lowering:
             ast, leaves = codegen.build_ast(stmts, bodies, self.me_context, unseparated=keep_whole)
             body, _ = codegen.to_loop_ir(ast, leaves, params)
         return self._replace_markers(body)
+
+    def _boundaries(self, comm):
+        """{statement name: the times of its boundary instances} for the statements of distributed
+        phases that receive values: an iteration of the distributed loop (in an iteration of the loops
+        around it) is on the boundary when an instance in it reads a value another rank computed or
+        holds; the others (the interior) need nothing from the exchange and run while it is under
+        way. Reordering the iterations is legal: a distributed loop carries no dependence."""
+        out = {}
+        for p in comm.phases:
+            if not p.items or p.group is None or p.command is not None:
+                continue
+            k, dim = p.depth, p.group.dim
+            n = self.n_time
+            ins = [f"c{i}" for i in range(n)]
+            keys = [f"c{2 * j + 1}" for j in range(k)] + [f"c{dim}"]
+            proj = isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(keys)}] }}")
+            remote = None
+            for b in p.stmts:
+                sinks = self._remote_sinks(comm, b)
+                if sinks is None:
+                    continue
+                t = b.time.intersect_domain(sinks).range().apply(proj)
+                remote = t if remote is None else remote.union(t)
+            if remote is None:
+                continue
+            edge = remote.apply(proj.reverse()).coalesce()
+            for b in p.stmts:
+                out[b.name] = edge
+        return out
+
+    def _remote_sinks(self, comm, b):
+        """The instances of `b` on this rank that read a value another rank computed (the source of a
+        flow dependence runs there) or holds (a distributed input's element), or None."""
+        mine = on_role(b, group_of(b, self.groups), "me")
+        out = None
+        for a, b2, pairs in comm._pairs(self.deps):
+            if b2 is not b:
+                continue
+            elsewhere = a.domain.subtract(on_role(a, group_of(a, self.groups), "me"))
+            sinks = pairs.intersect_domain(elsewhere).range().intersect(mine)
+            out = sinks if out is None else out.union(sinks)
+        for name, (dim, dist) in self.holding.items():
+            r = self.acc.reads[b].get(name)
+            if r is None or name not in {x.name for x in self.lowered.inputs}:
+                continue
+            buf = self.placements[name].buffer
+            not_held = owned(buf, self.params, None, None, "me").subtract(owned(buf, self.params, dim, dist, "me"))
+            sinks = r.intersect_range(not_held).domain().intersect(mine)
+            out = sinks if out is None else out.union(sinks)
+        return None if out is None else out.intersect_params(self.me_context).coalesce()
 
     def _marker(self, phase, kind, offset):
         """A statement of the AST standing for an exchange point before `phase`, in each iteration of
@@ -476,6 +535,21 @@ def _scale_betas(n):
     """[c0, c1, ...] -> [4 c0, c1, 4 c2, ...]: room before each statement for its exchange points."""
     ins = [f"c{i}" for i in range(n)]
     outs = [f"4*c{i}" if i % 2 == 0 else f"c{i}" for i in range(n)]
+    return isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(outs)}] }}")
+
+
+def _fold(op, exprs):
+    out = exprs[0]
+    for e in exprs[1:]:
+        out = op(out, e)
+    return simplify(out)
+
+
+def _earlier(n, dim):
+    """Moves a time to 2 steps earlier along the static dimension `dim` (between the exchange at -3
+    and the wait at -1 of its phase)."""
+    ins = [f"c{i}" for i in range(n)]
+    outs = [f"c{i} - 2" if i == dim else f"c{i}" for i in range(n)]
     return isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(outs)}] }}")
 
 
