@@ -125,6 +125,11 @@ class MPIKernel(Kernel):
         run)."""
         return [dict(s) for s in self._last]
 
+    def with_ranks(self, ranks, *, hosts=None, timeout=600, workdir=None):
+        """The same built kernel as one that starts `ranks` ranks itself on each call (LaunchedKernel)."""
+        return LaunchedKernel(self.lowered, self.dist, self._source, self.library_path, self.flags, ranks=ranks,
+                              hosts=hosts, timeout=timeout, num_threads=self.num_threads, workdir=workdir)
+
     def block(self, name, rank, nranks, **sizes):
         """(dimension, lo, hi): the block of argument `name` that rank `rank` of `nranks` holds (indices
         lo <= i < hi of that dimension), or None when every rank holds all of it. Sizes are given by

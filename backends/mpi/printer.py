@@ -20,7 +20,7 @@ import os
 from mascarpone.backends.c.dialect import CDialect
 from mascarpone.backends.c.printer import CPrinter
 from mascarpone.backends.common.cheader import kernel_name
-from mascarpone.middleend.communication import Exchange, Span, Wait
+from mascarpone.middleend.communication import DST_RANK, SRC_RANK, Exchange, Span, Wait
 from mascarpone.middleend.distribution import outer_param
 from mascarpone.middleend.expr import Sym, walk
 from mascarpone.middleend.loopir import own_exprs, walk_stmts
@@ -197,6 +197,10 @@ class MPIPrinter(CPrinter):
                         name = d.param(role, side)
                         if name in used:
                             out(f"const int64_t {self.names(name)} = {self.expr(value, True)};")
+            ends = ((rank, peer) if sending else (peer, rank))
+            for name, value in zip((SRC_RANK, DST_RANK), ends):
+                if name in used:
+                    out(f"const int64_t {self.names(name)} = {value};")
             for _, scan in items:
                 self.stmt(scan, out)
             out(f"ms_post(&ms_msg, (int){peer}, {s.index % 32768}, {int(sending)}, ms_comm, &ms_reqs, &ms_count);")
