@@ -355,7 +355,7 @@ class Communication:
             d = pairs.intersect_domain(on_role(a, group_of(a, self.groups), "src")).intersect_range(snk)
             d = d.intersect_params(self.pair_context)
             # the source must run before the exchange point of its sink's iteration
-            late = d.apply_domain(a.time).apply_range(b.time.apply_range(marker))
+            late = d.apply_domain(a.time.apply_range(self._doubled())).apply_range(b.time.apply_range(marker))
             late = late.intersect(isl.Map.lex_ge(late.get_space().domain()).intersect_params(late.params()))
             if not late.is_empty():
                 raise IllegalScheduleError(
@@ -378,9 +378,15 @@ class Communication:
             held = owned(buf, self.params, dim, dist, "src").subtract(owned(buf, self.params, dim, dist, "dst"))
             self._add(phase, r.intersect_domain(snk.intersect(in_phase)).range().intersect(held))
 
+    def _doubled(self) -> isl.Map:
+        """Times with their static dimensions doubled (room for the exchange points between them)."""
+        ins = [f"c{i}" for i in range(self.n_time)]
+        outs = [f"2*c{i}" if i % 2 == 0 else f"c{i}" for i in range(self.n_time)]
+        return isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(outs)}] }}")
+
     def _marker_time(self, phase) -> isl.Map:
-        """time -> the time of the exchange point before the iteration of `phase`'s loops it is in
-        (in the unscaled time space, the exchange sits half a step before the phase's beta)."""
+        """time -> the time of the exchange point before the iteration of `phase`'s loops it is in, in
+        the doubled time space (see `_doubled`: the exchange sits one step before the phase's beta)."""
         n = self.n_time
         k = phase.depth
         ins = [f"c{i}" for i in range(n)]

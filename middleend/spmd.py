@@ -437,8 +437,10 @@ class _Lowering:
             ins = [f"c{i}" for i in range(n)]
             keys = [f"c{2 * j + 1}" for j in range(k)] + [f"c{dim}"]
             proj = isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(keys)}] }}")
-            remote = None
+            remote = runs = None
             for b in p.stmts:
+                t = b.time.intersect_domain(on_role(b, p.group, "me")).range().apply(proj)
+                runs = t if runs is None else runs.union(t)
                 sinks = self._remote_sinks(comm, b)
                 if sinks is None:
                     continue
@@ -446,10 +448,28 @@ class _Lowering:
                 remote = t if remote is None else remote.union(t)
             if remote is None:
                 continue
-            edge = remote.apply(proj.reverse()).coalesce()
+            interior = self._simple_interior(runs.intersect_params(self.me_context).coalesce(),
+                                             remote.intersect_params(self.me_context).coalesce())
+            edge = runs.subtract(interior).apply(proj.reverse()).coalesce()
             for b in p.stmts:
                 out[b.name] = edge
         return out
+
+    def _simple_interior(self, runs, remote):
+        """The iterations of `runs` that read nothing from other ranks (not in `remote`), described as a
+        rank with neighbours on both sides sees them where that is exact for every rank (a rank at the
+        end of the line reads less from elsewhere, clamped at the edge): a band such as [lo + 1, hi - 1)
+        is one loop, where the exact set adds the edge rows as cases tested in the inner loops."""
+        exact = runs.subtract(remote).coalesce()
+        middle = self.me_context
+        for d in self.dists.items:
+            lo = _param_pwaff(middle.get_space(), d.param("me", "lo"))
+            hi = _param_pwaff(middle.get_space(), d.param("me", "hi"))
+            middle = middle.intersect(lo.gt_set(d.lo)).intersect(hi.lt_set(d.hi))
+        if middle.is_empty():
+            return exact
+        band = runs.subtract(remote.gist_params(middle)).coalesce()
+        return band if band.n_basic_set() < exact.n_basic_set() and band.is_subset(exact) else exact
 
     def _remote_sinks(self, comm, b):
         """The instances of `b` on this rank that read a value another rank computed (the source of a
@@ -536,6 +556,12 @@ def _scale_betas(n):
     ins = [f"c{i}" for i in range(n)]
     outs = [f"4*c{i}" if i % 2 == 0 else f"c{i}" for i in range(n)]
     return isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(outs)}] }}")
+
+
+def _param_pwaff(space, name):
+    space = space.params()
+    return isl.PwAff.var_on_domain(isl.LocalSpace.from_space(space), isl.dim_type.param,
+                                   space.find_dim_by_name(isl.dim_type.param, name))
 
 
 def _fold(op, exprs):
