@@ -80,6 +80,7 @@ class Phase:
     group: object = None          # the distribution Group, or None for statements on every rank
     items: list = field(default_factory=list)   # (Buffer, element set) received before it
     command: str | None = None     # the send_receive command that placed it, if any
+    outer: isl.Set | None = None   # the values of the loops around it where it runs (on some rank)
 
     def times(self, n_time) -> isl.Set:
         """Its statements' times in the iteration of the loops around it given by mpi_o0..."""
@@ -181,6 +182,7 @@ class Communication:
                  params):
         self.stmts, self.groups, self.phases = stmts, groups, phases
         self.params = params
+        self.inputs = inputs
         self.acc = accesses
         self.n_time = n_time
         self.pair_context = pair_context
@@ -279,6 +281,37 @@ class Communication:
                 phase.items[k] = (buf, e.union(elements).coalesce())
                 return
         phase.items.append((name, elements))
+
+    def box_sets(self, phase, name):
+        """(needed, source) for Distributed Halide's way of exchanging buffer `name` before `phase`: the
+        receiver asks for the bounding box of what its instances of the phase read (in the iteration
+        of the loops around it given by mpi_o0...), and each sender sends its part of that box: the
+        bounding box of what it computed of the buffer (or holds, of an input). Both are sets whose
+        boxes are taken for given sizes and ranks (see middleend/volume.py)."""
+        times = phase.times(self.n_time)
+        needed = None
+        for b in phase.stmts:
+            r = self.acc.reads[b].get(name)
+            if r is None:
+                continue
+            mine = on_role(b, group_of(b, self.groups), "dst")
+            at = b.time.intersect_range(times).domain()
+            e = r.intersect_domain(mine.intersect(at)).range()
+            needed = e if needed is None else needed.union(e)
+        held = next(((buf, dim, dist) for buf, dim, dist in self.inputs if buf.name == name), None)
+        if held is not None:
+            return needed, owned(held[0], self.params, held[1], held[2], "src")
+        source = None
+        for a in self.stmts:
+            g = group_of(a, self.groups)
+            w = self.acc.writes.get(a)
+            if g is None or w is None:
+                continue
+            for m in union_maps(_to_union(w)):
+                if m.get_tuple_name(isl.dim_type.out) == name:
+                    e = m.intersect_domain(on_role(a, g, "src")).range()
+                    source = e if source is None else source.union(e)
+        return needed, source
 
     # outputs -----------------------------------------------------------------------------------------
     def _final(self, outputs):

@@ -76,6 +76,7 @@ class DistributedFunction:
     pair_context: isl.Set = None
     sizes: list = field(default_factory=list)
     size_derived: list = field(default_factory=list)   # (name, expression): the sizes computed on entry
+    communication: object = None    # the communication.Communication it was built from (for counting)
 
     def block(self, index, rank, nranks):
         """(lo, hi) loop IR expressions of the block of distribution `index` held by rank `rank` of
@@ -222,7 +223,7 @@ class _Lowering:
             dict(self.lowered.param_ranges))
         out = DistributedFunction(rank_fn, list(self.dists.items), arguments, exchanges, comm.phases, comm.final,
                                   pair, list(self.lowered.params), list(self.lowered.derived))
-        self.result = out
+        out.communication = comm
         return out
 
     # storage ----------------------------------------------------------------------------------------------
@@ -517,6 +518,7 @@ class _Lowering:
         loops = list(phase.stmts[0].loops[:k])
         marker = Statement(_Marker(name, self.f), domain, loops, time, time, {}, None, [], time)
         self.markers[name] = (kind, phase.index)
+        phase.outer = domain
         return marker
 
     def _marker_body(self, marker):
