@@ -125,10 +125,13 @@ class MPIKernel(Kernel):
         run)."""
         return [dict(s) for s in self._last]
 
-    def with_ranks(self, ranks, *, hosts=None, timeout=600, workdir=None):
-        """The same built kernel as one that starts `ranks` ranks itself on each call (LaunchedKernel)."""
+    def with_ranks(self, ranks, *, hosts=None, timeout=600, workdir=None, repeat=1):
+        """The same built kernel as one that starts `ranks` ranks itself on each call (LaunchedKernel);
+        `repeat` runs the kernel that many times in each call (for timings: `last_seconds` is the
+        median)."""
         return LaunchedKernel(self.lowered, self.dist, self._source, self.library_path, self.flags, ranks=ranks,
-                              hosts=hosts, timeout=timeout, num_threads=self.num_threads, workdir=workdir)
+                              hosts=hosts, timeout=timeout, num_threads=self.num_threads, workdir=workdir,
+                              repeat=repeat)
 
     def block(self, name, rank, nranks, **sizes):
         """(dimension, lo, hi): the block of argument `name` that rank `rank` of `nranks` holds (indices
@@ -292,12 +295,14 @@ class LaunchedKernel(MPIKernel):
     """A kernel of the "mpi" target that starts its own ranks: `k(**arguments)` takes whole arrays,
     runs `mpiexec -n ranks` (on `hosts` when given) and returns whole outputs; an error on any rank
     raises here, naming the rank (a rank that fails or a run past `timeout` seconds never hangs the
-    caller). `k.last_seconds` is the longest time a rank spent in the kernel in the last call."""
+    caller). `k.last_seconds` is the longest time a rank spent in the kernel in the last call (the
+    median over `repeat` runs of it in that call)."""
 
     def __init__(self, lowered, dist, source, library_path, flags, *, ranks, hosts=None, timeout=600,
-                 num_threads=None, workdir=None):
+                 num_threads=None, workdir=None, repeat=1):
         super().__init__(lowered, dist, source, library_path, flags, num_threads=num_threads)
         self.ranks, self.hosts, self.timeout, self.workdir = ranks, hosts, timeout, workdir
+        self.repeat = repeat
         self.last_seconds = None
 
     def __call__(self, **kwargs):

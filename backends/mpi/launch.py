@@ -54,7 +54,7 @@ def run_job(kernel, arrays, values) -> dict:
             args.append({"name": b.name, "dtype": a.dtype.str, "shape": list(a.shape), "output": k >= n_in,
                          "zero": bool(getattr(b, "zero_init", False))})
         job = {"library": kernel.library_path, "name": kernel.name, "params": [int(v) for v in values],
-               "arguments": args, "threads": int(kernel.num_threads or 0)}
+               "arguments": args, "threads": int(kernel.num_threads or 0), "repeat": int(kernel.repeat)}
         with open(os.path.join(jobdir, "job.json"), "w") as f:
             json.dump(job, f)
         _run(command(kernel.ranks, kernel.hosts) + [jobdir], kernel)
