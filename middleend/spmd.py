@@ -26,14 +26,13 @@ import islpy as isl
 
 from . import codegen
 from . import loopir as L
-from .affine import IslAff, affine_text, pwaff_on, pwaff_to_expr
+from .affine import IslAff, pwaff_on, pwaff_to_expr
 from .buffer import Buffer
-from .communication import Communication, Exchange, Span, Wait, find_phases, scanner
+from .communication import Accesses, Communication, Exchange, Span, Wait, find_phases, scanner
 from .dependences import collect_accesses, compute_dependences
-from .distribution import (PREFIX, Distributions, block_param, extent_pwaff, find_groups, group_of, on_role,
-                           owned)
+from .distribution import PREFIX, Distributions, extent_pwaff, find_groups, group_of, on_role, owned
 from .errors import NotSupportedError, ScheduleError
-from .expr import Access, BinOp, Const, Sym, binop, max_, min_, simplify, transform, walk
+from .expr import Access, Const, Sym, binop, max_, min_, simplify, transform
 from .statements import Statement
 from .types import int64
 
@@ -127,6 +126,7 @@ class _Lowering:
         self.groups = find_groups(stmts, context, self.dists)
         self.buffers = list(lowered.inputs) + list(lowered.outputs) + list(lowered.temporaries)
         self.holding = {}   # buffer name -> (dim, Distribution) for distributed inputs and outputs
+        self.entry = []     # (name, expression) of the local storage's boxes, computed on entry
         self._hold_inputs()
         self._hold_outputs()
 
@@ -188,9 +188,7 @@ class _Lowering:
     def run(self) -> DistributedFunction:
         phases = find_phases(self.stmts, self.groups)
         comp_acc = collect_accesses(self.f.computations, self.context, folded=True)
-        real = [b for b in self.buffers]
-        from .communication import Accesses
-        self.acc = Accesses(self.stmts, comp_acc, real)
+        self.acc = Accesses(self.stmts, comp_acc, self.buffers)
         self.me_context = self.dists.constraints("me")
         pair = self.dists.pair_constraints()
         inputs = [(b, *self.holding.get(b.name, (None, None))) for b in self.lowered.inputs]
@@ -312,12 +310,6 @@ class _Lowering:
             zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(context.get_space()))
             pa = pa.union_max(zero.intersect_domain(rest)).coalesce()
         return pwaff_to_expr(pa, context)
-
-    @property
-    def entry(self):
-        if not hasattr(self, "_entry"):
-            self._entry = []
-        return self._entry
 
     def _entry_values(self):
         """(name, expression) computed on entry, in order: each distribution's range and the rank's
