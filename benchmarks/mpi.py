@@ -1,0 +1,154 @@
+"""The MPI target on the image set of the Tiramisu papers' distributed experiments (benchmarks/mpi_programs.py).
+
+    .venv/bin/python benchmarks/mpi.py [--quick] [--skip-time]
+
+1. Bytes sent at 2112x3520 on 4 ranks: mascarpone's exact exchange (measured in a run, and counted
+   from the isl element sets: the two must agree) against a bounding-box exchange of the same
+   accesses, as Distributed Halide does (the receiver asks for the box of what it reads, each owner
+   sends its part of that box); the ratio is box / exact (>= 1: the exact exchange never sends more).
+2. Time at 2112x3520 on 1, 2 and 4 ranks of this machine against the single-process cpu kernel of
+   the same function (2 threads): the kernel's own time (the slowest rank, median of 5 runs in one
+   launch; the scatter, gather and process start are not counted) and the whole call with mpiexec.
+   On a 2-core machine more ranks only share the same two cores: the ratio shows the cost of
+   distribution, not a speedup.
+3. Bytes each rank would send for 16, 64 and 1024 ranks at 16384x16384, counted from the same isl
+   sets without running (1024 ranks: the first two, the middle and the last rank are counted).
+
+Results are appended to benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import mpi_programs  # noqa: E402
+from benchlog import append_results  # noqa: E402
+
+import mascarpone as ms  # noqa: E402
+from mascarpone.middleend import volume  # noqa: E402
+
+
+def sizes_of(kernel, inputs):
+    """The size values a call with `inputs` takes (from the shapes of whole arrays)."""
+    ints = {k: v for k, v in inputs.items() if not isinstance(v, np.ndarray)}
+    shapes = [inputs[b.name].shape if b.name in inputs else None for b in kernel.lowered.arguments]
+    return kernel._binder.sizes(ints, shapes)
+
+
+def kib(n):
+    return f"{n / 1024:.1f}"
+
+
+def bytes_table(programs, width, height, ranks):
+    rows = ["| program | exact, measured (KiB) | exact, counted (KiB) | bounding box (KiB) | box / exact | "
+            "messages | max per rank (KiB) |", "|---|---|---|---|---|---|---|"]
+    for name in programs:
+        prog = mpi_programs.IMAGE_SET[name]()
+        kernel = prog.function.compile("mpi")
+        inputs = prog.inputs(height, width, np.random.default_rng(0))
+        run = kernel.with_ranks(ranks, timeout=600)
+        run(**inputs)
+        measured = sum(s["bytes_sent"] for s in run.stats())
+        sizes = sizes_of(kernel, inputs)
+        exact = volume.sent(kernel.dist, sizes, ranks)
+        box = volume.sent(kernel.dist, sizes, ranks, model="box")
+        total, box_total = sum(s.bytes for s in exact), sum(s.bytes for s in box)
+        assert total == measured, f"{name}: counted {total} bytes but the run sent {measured}"
+        ratio = f"{box_total / total:.3f}" if total else "-"
+        rows.append(f"| {name} | {kib(measured)} | {kib(total)} | {kib(box_total)} | {ratio} | "
+                    f"{sum(s.messages for s in exact)} | {kib(max(s.bytes for s in exact))} |")
+        print(rows[-1], flush=True)
+    return "\n".join(rows)
+
+
+def time_table(programs, width, height, rank_counts):
+    head = "| program | cpu, 1 process (ms) | " + " | ".join(f"{r} rank{'s' if r > 1 else ''}: kernel (ms) / "
+                                                              f"call (s)" for r in rank_counts)
+    rows = [head + " | kernel time / cpu |", "|" + "---|" * (3 + len(rank_counts))]
+    for name in programs:
+        prog = mpi_programs.IMAGE_SET[name]()
+        inputs = prog.inputs(height, width, np.random.default_rng(0))
+        cpu = prog.function.compile("cpu", num_threads=2)
+        cpu(**inputs)
+        samples = []
+        for _ in range(7):
+            start = time.perf_counter()
+            cpu(**inputs)
+            samples.append(time.perf_counter() - start)
+        cpu_s = statistics.median(samples)
+        kernel = prog.function.compile("mpi")
+        cells, ratios = [], []
+        for r in rank_counts:
+            run = kernel.with_ranks(r, timeout=600, repeat=5)
+            start = time.perf_counter()
+            run(**inputs)
+            call = time.perf_counter() - start
+            cells.append(f"{run.last_seconds * 1e3:.2f} / {call:.2f}")
+            ratios.append(f"{run.last_seconds / cpu_s:.2f}")
+        rows.append(f"| {name} | {cpu_s * 1e3:.2f} | " + " | ".join(cells) + f" | {' / '.join(ratios)} |")
+        print(rows[-1], flush=True)
+    return "\n".join(rows)
+
+
+def scaling_table(programs, side, rank_counts):
+    head = "| program | " + " | ".join(f"{r} ranks: max per rank (KiB) / total (MiB)" for r in rank_counts) + " |"
+    rows = [head, "|" + "---|" * (1 + len(rank_counts))]
+    for name in programs:
+        prog = mpi_programs.IMAGE_SET[name]()
+        lowered = prog.function.lower()
+        dist = lowered.spmd()
+        sizes = {p: side for p in dist.sizes}
+        cells = []
+        for r in rank_counts:
+            senders = None if r <= 64 else sorted({0, 1, r // 2, r - 1})
+            start = time.perf_counter()
+            counted = volume.sent(dist, sizes, r, senders=senders)
+            per_rank = max(s.bytes for s in counted)
+            if senders is None:
+                cells.append(f"{kib(per_rank)} / {sum(s.bytes for s in counted) / 2**20:.2f}")
+            else:   # ranks inside the line send alike: the total from the middle rank's count
+                middle = next(s.bytes for s in counted if s.rank == r // 2)
+                ends = sum(s.bytes for s in counted if s.rank in (0, r - 1))
+                cells.append(f"{kib(per_rank)} / {(ends + middle * (r - 2)) / 2**20:.2f}*")
+            print(f"  {name} {r} ranks counted in {time.perf_counter() - start:.1f} s", flush=True)
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+        print(rows[-1], flush=True)
+    return "\n".join(rows)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (a check that it runs)")
+    parser.add_argument("--skip-time", action="store_true", help="only the byte counts")
+    args = parser.parse_args()
+    if any(not t.available for t in ms.targets() if t.name == "mpi"):
+        sys.exit("the mpi target is not available: pip install 'mascarpone[mpi]'")
+    width, height, side = (256, 192, 1024) if args.quick else (2112, 3520, 16384)
+    programs = list(mpi_programs.IMAGE_SET)
+    print(f"bytes sent at {width}x{height} on 4 ranks")
+    table1 = bytes_table(programs, width, height, 4)
+    table2 = ""
+    if not args.skip_time:
+        print(f"time at {width}x{height}")
+        table2 = time_table(programs, width, height, (1, 2, 4))
+    print(f"bytes per rank at {side}x{side}, counted")
+    table3 = scaling_table(programs, side, (16, 64, 1024))
+    if not args.quick:
+        append_results(f"MPI target: bytes sent, exact vs bounding box, {width}x{height}, 4 ranks", table1)
+        if table2:
+            append_results(f"MPI target: time at {width}x{height} on 1, 2 and 4 ranks vs the cpu kernel", table2,
+                           "kernel: the slowest rank's time in the kernel (median of 5 runs in one launch); call: "
+                           "the whole launched call (mpiexec, scatter, run, gather)")
+        append_results(f"MPI target: bytes per rank at {side}x{side} for 16, 64 and 1024 ranks, counted from "
+                       "the isl sets", table3, "* 1024 ranks: total from the end ranks and the middle rank's count")
+
+
+if __name__ == "__main__":
+    main()
