@@ -150,13 +150,6 @@ def _union(maps):
     return out
 
 
-def _same_prefix(space, n):
-    m = isl.Map.universe(space)
-    for i in range(n):
-        m = m.equate(isl.dim_type.in_, i, isl.dim_type.out, i)
-    return m
-
-
 def _exempt(producer, sink_name) -> bool:
     """Reads of a producer by the consumer it is computed in: the reader's rank computes them."""
     target = producer.compute_at_target
@@ -366,10 +359,8 @@ class Communication:
                     f"{cmd}: loop {level} is inside the distributed loop {g.loop} of {consumer.name}, whose "
                     f"iterations run at the same time on different ranks; send before {g.loop} or a loop "
                     f"around it", command=cmd)
-            name = data.buffer.name if hasattr(data, "buffer") and not hasattr(data, "storage_owner") \
-                else data.storage_owner.buffer.name
+            name = getattr(data, "storage_owner", data).buffer.name   # an input, or a computation's storage
             phase = Phase(len(self.phases), tuple(stmt.betas[:depth + 1]), depth, [stmt], None, command=cmd)
-            phase.data_name, phase.consumer = name, stmt
             self.phases.append(phase)
             out.append((name, consumer.name, phase))
         return out
