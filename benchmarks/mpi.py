@@ -1,14 +1,15 @@
 """The MPI target on the image set of the Tiramisu papers' distributed experiments (benchmarks/mpi_programs.py).
 
-    .venv/bin/python benchmarks/mpi.py [--quick] [--skip-time]
+    .venv/bin/python benchmarks/mpi.py [--quick] [--only bytes|time|scale]
 
 1. Bytes sent at 2112x3520 on 4 ranks: mascarpone's exact exchange (measured in a run, and counted
    from the isl element sets: the two must agree) against a bounding-box exchange of the same
    accesses, as Distributed Halide does (the receiver asks for the box of what it reads, each owner
    sends its part of that box); the ratio is box / exact (>= 1: the exact exchange never sends more).
 2. Time at 2112x3520 on 1, 2 and 4 ranks of this machine against the single-process cpu kernel of
-   the same function (2 threads): the kernel's own time (the slowest rank, median of 5 runs in one
-   launch; the scatter, gather and process start are not counted) and the whole call with mpiexec.
+   the same function (2 threads; and the c target's, whose printer the MPI target shares): the
+   kernel's own time (the slowest rank, median of 9 runs in one launch; the scatter, gather and process
+   start are not counted) and the whole call with mpiexec.
    On a 2-core machine more ranks only share the same two cores: the ratio shows the cost of
    distribution, not a speedup.
 3. Bytes each rank would send for 16, 64 and 1024 ranks at 16384x16384, counted from the same isl
@@ -68,31 +69,35 @@ def bytes_table(programs, width, height, ranks):
     return "\n".join(rows)
 
 
+def _median_ms(kernel, inputs, runs=9):
+    kernel(**inputs)
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        kernel(**inputs)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1e3
+
+
 def time_table(programs, width, height, rank_counts):
-    head = "| program | cpu, 1 process (ms) | " + " | ".join(f"{r} rank{'s' if r > 1 else ''}: kernel (ms) / "
-                                                              f"call (s)" for r in rank_counts)
-    rows = [head + " | kernel time / cpu |", "|" + "---|" * (3 + len(rank_counts))]
+    head = ("| program | cpu, 1 process (ms) | c, 1 process (ms) | "
+            + " | ".join(f"{r} rank{'s' if r > 1 else ''}: kernel (ms) / call (s)" for r in rank_counts))
+    rows = [head + " | kernel / cpu |", "|" + "---|" * (4 + len(rank_counts))]
     for name in programs:
         prog = mpi_programs.IMAGE_SET[name]()
         inputs = prog.inputs(height, width, np.random.default_rng(0))
-        cpu = prog.function.compile("cpu", num_threads=2)
-        cpu(**inputs)
-        samples = []
-        for _ in range(7):
-            start = time.perf_counter()
-            cpu(**inputs)
-            samples.append(time.perf_counter() - start)
-        cpu_s = statistics.median(samples)
+        cpu_ms = _median_ms(prog.function.compile("cpu", num_threads=2), inputs)
+        c_ms = _median_ms(prog.function.compile("c", num_threads=2), inputs)
         kernel = prog.function.compile("mpi")
         cells, ratios = [], []
         for r in rank_counts:
-            run = kernel.with_ranks(r, timeout=600, repeat=5)
+            run = kernel.with_ranks(r, timeout=600, repeat=9)
             start = time.perf_counter()
             run(**inputs)
             call = time.perf_counter() - start
             cells.append(f"{run.last_seconds * 1e3:.2f} / {call:.2f}")
-            ratios.append(f"{run.last_seconds / cpu_s:.2f}")
-        rows.append(f"| {name} | {cpu_s * 1e3:.2f} | " + " | ".join(cells) + f" | {' / '.join(ratios)} |")
+            ratios.append(f"{run.last_seconds * 1e3 / cpu_ms:.2f}")
+        rows.append(f"| {name} | {cpu_ms:.2f} | {c_ms:.2f} | " + " | ".join(cells) + f" | {' / '.join(ratios)} |")
         print(rows[-1], flush=True)
     return "\n".join(rows)
 
@@ -126,29 +131,34 @@ def scaling_table(programs, side, rank_counts):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (a check that it runs)")
-    parser.add_argument("--skip-time", action="store_true", help="only the byte counts")
+    parser.add_argument("--only", choices=("bytes", "time", "scale"), help="one of the three parts")
     args = parser.parse_args()
     if any(not t.available for t in ms.targets() if t.name == "mpi"):
         sys.exit("the mpi target is not available: pip install 'mascarpone[mpi]'")
     width, height, side = (256, 192, 1024) if args.quick else (2112, 3520, 16384)
     programs = list(mpi_programs.IMAGE_SET)
-    print(f"bytes sent at {width}x{height} on 4 ranks")
-    table1 = bytes_table(programs, width, height, 4)
-    table2 = ""
-    if not args.skip_time:
+    parts = ("bytes", "time", "scale") if args.only is None else (args.only,)
+    tables = []
+    if "bytes" in parts:
+        print(f"bytes sent at {width}x{height} on 4 ranks")
+        tables.append((f"MPI target: bytes sent, exact vs bounding box, {width}x{height}, 4 ranks",
+                       bytes_table(programs, width, height, 4), ""))
+    if "time" in parts:
         print(f"time at {width}x{height}")
-        table2 = time_table(programs, width, height, (1, 2, 4))
-    print(f"bytes per rank at {side}x{side}, counted")
-    table3 = scaling_table(programs, side, (16, 64, 1024))
+        tables.append((f"MPI target: time at {width}x{height} on 1, 2 and 4 ranks vs the cpu kernel",
+                       time_table(programs, width, height, (1, 2, 4)),
+                       "cpu, c: the same function in one process on 2 threads (median of 9); kernel: the slowest "
+                       "rank's time in the kernel (median of 9 runs in one launch); call: the whole launched call "
+                       "(mpiexec, scatter, 9 runs, gather); kernel / cpu for 1, 2 and 4 ranks"))
+    if "scale" in parts:
+        print(f"bytes per rank at {side}x{side}, counted")
+        tables.append((f"MPI target: bytes per rank at {side}x{side} for 16, 64 and 1024 ranks, counted from the "
+                       "isl sets", scaling_table(programs, side, (16, 64, 1024)),
+                       "max per rank / total; * 1024 ranks: the first two, the middle and the last rank counted, "
+                       "the total from the end ranks and the middle rank's count"))
     if not args.quick:
-        append_results(f"MPI target: bytes sent, exact vs bounding box, {width}x{height}, 4 ranks", table1)
-        if table2:
-            append_results(f"MPI target: time at {width}x{height} on 1, 2 and 4 ranks vs the cpu kernel", table2,
-                           "kernel: the slowest rank's time in the kernel (median of 5 runs in one launch); call: "
-                           "the whole launched call (mpiexec, scatter, run, gather)")
-        append_results(f"MPI target: bytes per rank at {side}x{side} for 16, 64 and 1024 ranks, counted from "
-                       "the isl sets", table3, "* 1024 ranks: total from the end ranks and the middle rank's count")
-
+        for title, table, intro in tables:
+            append_results(title, table, intro)
 
 if __name__ == "__main__":
     main()
