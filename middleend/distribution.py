@@ -24,7 +24,8 @@ import islpy as isl
 
 from .affine import affine_text, pwaff_to_expr
 from .errors import NotSupportedError, ScheduleError
-from .expr import Expr
+from .expr import Const, Expr, binop, max_, simplify
+from .types import int64
 
 #: roles of the block parameters: the rank running the code, and the two ends of a message
 ROLES = ("me", "src", "dst")
@@ -45,10 +46,15 @@ def outer_param(j: int) -> str:
 
 
 def block_bounds(lo: int, hi: int, rank: int, ranks: int) -> tuple:
-    """(first, end) of rank `rank`'s block of [lo, hi) among `ranks` ranks (the rule the generated
-    code computes)."""
+    """(first, end) of rank `rank`'s block of [lo, hi) among `ranks` ranks."""
     n = max(hi - lo, 0)
     return lo + n * rank // ranks, lo + n * (rank + 1) // ranks
+
+
+def block_exprs(lo: Expr, hi: Expr, rank: Expr, ranks: Expr) -> tuple:
+    """`block_bounds` as loop IR expressions (what the generated code computes)."""
+    n = max_(simplify(hi - lo), Const(0, int64))
+    return (simplify(lo + binop("ediv", n * rank, ranks)), simplify(lo + binop("ediv", n * (rank + 1), ranks)))
 
 
 # the commands --------------------------------------------------------------------------------------

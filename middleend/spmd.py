@@ -30,7 +30,8 @@ from .affine import IslAff, pwaff_on, pwaff_to_expr
 from .buffer import Buffer
 from .communication import Accesses, Communication, Exchange, Span, Wait, find_phases, scanner
 from .dependences import collect_accesses, compute_dependences
-from .distribution import PREFIX, Distributions, extent_pwaff, find_groups, group_of, on_role, owned
+from .distribution import (PREFIX, Distributions, block_exprs, extent_pwaff, find_groups, group_of, on_role,
+                           owned)
 from .errors import NotSupportedError, ScheduleError
 from .expr import Access, Const, Sym, binop, max_, min_, simplify, transform
 from .statements import Statement
@@ -81,16 +82,7 @@ class DistributedFunction:
         """(lo, hi) loop IR expressions of the block of distribution `index` held by rank `rank` of
         `nranks` (expressions of the sizes and of those two)."""
         d = self.distributions[index]
-        n = max_(simplify(d.hi_expr - d.lo_expr), Const(0, int64))
-        return (simplify(d.lo_expr + binop("ediv", n * rank, nranks)),
-                simplify(d.lo_expr + binop("ediv", n * (rank + 1), nranks)))
-
-
-def needs_distribution(function, stmts) -> bool:
-    """Whether a function has a distributed loop or buffer (the MPI back-end then has work to do)."""
-    if any(t[0] == "distribute" for s in stmts for t in s.tags.values()):
-        return True
-    return any(getattr(i, "distributed_dim", None) is not None for i in function.inputs)
+        return block_exprs(d.lo_expr, d.hi_expr, rank, nranks)
 
 
 def deferred(function, stmts, deps, context, lowered):
@@ -317,9 +309,8 @@ class _Lowering:
         out = []
         rank, nranks = Sym(RANK, int64), Sym(NRANKS, int64)
         for d in self.dists.items:
-            n = max_(simplify(d.hi_expr - d.lo_expr), Const(0, int64))
-            out.append((d.param("me", "lo"), simplify(d.lo_expr + binop("ediv", n * rank, nranks))))
-            out.append((d.param("me", "hi"), simplify(d.lo_expr + binop("ediv", n * (rank + 1), nranks))))
+            lo, hi = block_exprs(d.lo_expr, d.hi_expr, rank, nranks)
+            out += [(d.param("me", "lo"), lo), (d.param("me", "hi"), hi)]
         return out + self.entry
 
     def _local(self, name) -> Buffer:
