@@ -167,3 +167,11 @@ def test_a_function_without_distribution_runs_on_every_rank_alike():
     k = f.compile("mpi").with_ranks(2)
     np.testing.assert_array_equal(k(a=np.arange(5, dtype=np.int32)), np.arange(5) * 2)
     assert sum(s["bytes_sent"] for s in k.stats()) == 0
+
+
+def test_a_lowering_rescheduled_since_is_not_distributed():
+    prog = mpi_programs.blur()
+    lowered = prog.function.lower()
+    prog.function["by"].parallelize("x0")
+    with pytest.raises(ms.ScheduleError, match="blur was rescheduled after it was lowered"):
+        lowered.spmd()
