@@ -26,14 +26,14 @@ import islpy as isl
 
 from . import codegen
 from . import loopir as L
-from .affine import IslAff, pwaff_on, pwaff_to_expr
+from .affine import IslAff, affine_text, constraint_text, pwaff_on, pwaff_to_expr
 from .buffer import Buffer
 from .communication import Accesses, Communication, Exchange, Span, Wait, find_phases, scanner
 from .dependences import collect_accesses, compute_dependences
 from .distribution import (PREFIX, Distributions, block_exprs, extent_pwaff, find_groups, group_of, on_role,
                            owned)
 from .errors import NotSupportedError, ScheduleError
-from .expr import Access, Const, Sym, binop, max_, min_, simplify, transform
+from .expr import Access, Const, Sym, binop, max_, min_, simplify, to_c, transform, walk
 from .statements import Statement
 from .types import int64
 
@@ -510,21 +510,52 @@ class _Lowering:
         index = [IslAff(pwaff_on(marker.domain, f"o{j}", self.params)) for j in range(k)]
         return buf, index, Const(0, int64), None
 
-    def _replace_markers(self, s):
+    def _replace_markers(self, s, around=()):
+        """The loop IR with the markers' stores turned into Exchange and Wait statements; `around` are
+        the conditions and loop bounds enclosing `s` (checked to be the same on every rank)."""
         if isinstance(s, L.Block):
-            return L.Block([self._replace_markers(c) for c in s.body])
+            return L.Block([self._replace_markers(c, around) for c in s.body])
         if isinstance(s, L.For):
-            return L.For(s.var, s.lo, s.hi, self._replace_markers(s.body), s.kind, s.factor)
+            inner = around + (("bound", s.lo), ("bound", s.hi))
+            return L.For(s.var, s.lo, s.hi, self._replace_markers(s.body, inner), s.kind, s.factor)
         if isinstance(s, L.If):
-            return L.If(s.cond, self._replace_markers(s.then),
-                        None if s.else_ is None else self._replace_markers(s.else_))
+            inner = around + (("cond", s.cond),)
+            return L.If(s.cond, self._replace_markers(s.then, inner),
+                        None if s.else_ is None else self._replace_markers(s.else_, inner))
         if isinstance(s, L.Allocate):
-            return L.Allocate(s.buffer, self._replace_markers(s.body))
+            return L.Allocate(s.buffer, self._replace_markers(s.body, around))
         if isinstance(s, L.Store) and s.buffer.name in self.markers:
             kind, index = self.markers[s.buffer.name]
+            for what, e in around:
+                self._check_rank_independent(what, e, index)
             return Exchange(index, tuple(s.indices)) if kind == "post" else Wait(index)
         return s
 
+    def _check_rank_independent(self, what, e, index):
+        """Every rank must reach an exchange point alike (or the others wait for it forever): a
+        condition or loop bound around it may not depend on the rank's blocks beyond what the sizes
+        decide."""
+        blocks = {d.param("me", side) for d in self.dists.items for side in ("lo", "hi")}
+        names = {n.name for n in walk(e) if isinstance(n, Sym)}
+        if not names & blocks:
+            return
+        loops = sorted(names - blocks - set(self.params))
+        space = f"[{', '.join(self.params + sorted(blocks) + loops)}]"
+        text = constraint_text(e) if what == "cond" else affine_text(e)
+        ok = text is not None
+        if ok and what == "cond":
+            holds = isl.Set(f"{space} -> {{ : {text} }}").intersect_params(self.me_context)
+            decided = holds   # where some blocks make it hold: it must hold for all of them
+            for name in blocks:
+                decided = decided.project_out(isl.dim_type.param, decided.find_dim_by_name(isl.dim_type.param, name), 1)
+            ok = decided.intersect_params(self.me_context).is_subset(holds)
+        elif ok:
+            pa = isl.PwAff(f"{space} -> {{ [({text})] }}").gist_params(self.me_context)
+            ok = not any(pa.involves_dims(isl.dim_type.param, pa.find_dim_by_name(isl.dim_type.param, b), 1)
+                         for b in blocks if pa.find_dim_by_name(isl.dim_type.param, b) >= 0)
+        if not ok:
+            raise NotSupportedError(f"exchange {index} would sit under {to_c(e)}, which differs between ranks; "
+                                    f"the ranks would not all reach it")
 
 class _Marker:
     """What code generation reads of a computation, for an exchange marker."""
