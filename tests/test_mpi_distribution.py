@@ -175,3 +175,24 @@ def test_a_lowering_rescheduled_since_is_not_distributed():
     prog.function["by"].parallelize("x0")
     with pytest.raises(ms.ScheduleError, match="blur was rescheduled after it was lowered"):
         lowered.spmd()
+
+
+def test_an_exchange_under_a_condition_that_differs_between_ranks_is_refused():
+    """Every rank must reach each exchange point: a guard that the sizes decide is fine, one that
+    depends on the rank's block is not (the other ranks would wait for it)."""
+    from mascarpone.middleend import spmd
+    from mascarpone.middleend.dependences import compute_dependences
+    from mascarpone.middleend.expr import Const, Sym, binop
+    from mascarpone.middleend.statements import build_statements
+    f = mpi_programs.blur().function
+    lowered = f.lower()
+    context = f.context()
+    lowering = spmd._Lowering(f, build_statements(f, context), compute_dependences(f.computations, context),
+                              context, lowered)
+    lowering.me_context = lowering.dists.constraints("me")
+    lowering._check_rank_independent("cond", binop("ge", Sym("H"), Const(5, ms.int64)), 0)
+    lowering._check_rank_independent("cond", binop("ge", Sym("mpi_lo0"), Const(0, ms.int64)), 0)  # always true
+    with pytest.raises(ms.NotSupportedError, match="differs between ranks"):
+        lowering._check_rank_independent("cond", binop("ge", Sym("mpi_lo0"), Const(5, ms.int64)), 0)
+    with pytest.raises(ms.NotSupportedError, match="differs between ranks"):
+        lowering._check_rank_independent("bound", Sym("mpi_hi0"), 0)
