@@ -143,6 +143,11 @@ class CPrinter:
         """Print a statement the loop IR does not define (a dialect's own, such as communication)."""
         raise NotSupportedError(f"the C printer cannot print {type(s).__name__} statements")
 
+    def heap_block(self, elem: str, count: str) -> tuple:
+        """(C expression allocating `count` elements of type `elem` on the heap, the statement that frees
+        it with `{}` for its name, or None when nothing is to be freed)."""
+        return f"malloc({count} > 0 ? (size_t){count} * sizeof({elem}) : 1)", "free({});"
+
     def allocation_failed(self, ident: str, body) -> str:
         """The C condition under which the heap temporary `ident`, allocated around the loop IR `body`,
         is unusable (the body is then skipped and the kernel returns 1)."""
@@ -468,8 +473,8 @@ class CPrinter:
             count = " * ".join(f"({x})" for x in view.extents) or "1"
             size = self.names.fresh("count")
             head(f"const int64_t {size} = {count};")
-            head(f"{elem} *{self.d.restrict} {view.ident} = ({elem} *)malloc({size} > 0 ? (size_t){size} * "
-                 f"sizeof({elem}) : 1);")
+            take, release = self.heap_block(elem, size)
+            head(f"{elem} *{self.d.restrict} {view.ident} = ({elem} *){take};")
             body.depth += 1
             self.stmt(s.body, body)
             body.depth -= 1
@@ -483,9 +488,10 @@ class CPrinter:
             out.depth -= 1
             out("} else {")
             out.extend(body)
-            out.depth += 1
-            out(f"free({view.ident});")
-            out.depth -= 1
+            if release:
+                out.depth += 1
+                out(release.format(view.ident))
+                out.depth -= 1
             out("}")
         finally:
             del self.views[buffer.name]
