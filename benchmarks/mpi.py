@@ -9,8 +9,8 @@
 2. Time at 2112x3520 on 1, 2 and 4 ranks of this machine (one thread each) against the
    single-process cpu kernel of the same function (and the c target's, whose printer the MPI target
    shares; these schedules have no parallel loop, so both run on one core): the
-   kernel's own time (the slowest rank, median of 9 runs in one launch; the scatter, gather and process
-   start are not counted) and the whole call with mpiexec.
+   kernel's own time (the slowest rank; the scatter, gather and process start are not counted) and the
+   whole call with mpiexec, in 3 interleaved rounds (the machine is shared).
    On a 2-core machine more ranks only share the same two cores: the ratio shows the cost of
    distribution, not a speedup.
 3. Bytes each rank would send for 16, 64 and 1024 ranks at 16384x16384, counted from the same isl
@@ -80,28 +80,35 @@ def _median_ms(kernel, inputs, runs=9):
     return statistics.median(samples) * 1e3
 
 
-def time_table(programs, width, height, rank_counts):
+def time_table(programs, width, height, rank_counts, rounds=3):
+    """Per program: `rounds` interleaved rounds of (cpu, c, each rank count); each cell is the median
+    over the rounds of that round's median (the machine is shared: its load moves between rounds)."""
     head = ("| program | cpu, 1 process (ms) | c, 1 process (ms) | "
             + " | ".join(f"{r} rank{'s' if r > 1 else ''}: kernel (ms) / call (s)" for r in rank_counts))
     rows = [head + " | kernel / cpu |", "|" + "---|" * (4 + len(rank_counts))]
     for name in programs:
         prog = mpi_programs.IMAGE_SET[name]()
         inputs = prog.inputs(height, width, np.random.default_rng(0))
-        cpu_ms = _median_ms(prog.function.compile("cpu", num_threads=2), inputs)
-        c_ms = _median_ms(prog.function.compile("c", num_threads=2), inputs)
+        cpu = prog.function.compile("cpu", num_threads=2)
+        c = prog.function.compile("c", num_threads=2)
         # one thread per rank: the single-process kernels of these schedules are serial too, so the ranks
         # are the only parallelism (on this shared 2-core machine, OpenMP threads waiting for each other
         # at each parallel loop's end cost tens of ms per call under load)
         kernel = prog.function.compile("mpi", num_threads=1)
-        cells, ratios = [], []
-        for r in rank_counts:
-            run = kernel.with_ranks(r, timeout=600, repeat=9)
-            start = time.perf_counter()
-            run(**inputs)
-            call = time.perf_counter() - start
-            cells.append(f"{run.last_seconds * 1e3:.2f} / {call:.2f}")
-            ratios.append(f"{run.last_seconds * 1e3 / cpu_ms:.2f}")
-        rows.append(f"| {name} | {cpu_ms:.2f} | {c_ms:.2f} | " + " | ".join(cells) + f" | {' / '.join(ratios)} |")
+        runs = {key: [] for key in ["cpu", "c"] + [f"k{r}" for r in rank_counts] + [f"call{r}" for r in rank_counts]}
+        for _ in range(rounds):
+            runs["cpu"].append(_median_ms(cpu, inputs, 5))
+            runs["c"].append(_median_ms(c, inputs, 5))
+            for r in rank_counts:
+                run = kernel.with_ranks(r, timeout=600, repeat=5)
+                start = time.perf_counter()
+                run(**inputs)
+                runs[f"call{r}"].append(time.perf_counter() - start)
+                runs[f"k{r}"].append(run.last_seconds * 1e3)
+        m = {key: statistics.median(v) for key, v in runs.items()}
+        cells = [f"{m[f'k{r}']:.2f} / {m[f'call{r}']:.2f}" for r in rank_counts]
+        ratios = [f"{m[f'k{r}'] / m['cpu']:.2f}" for r in rank_counts]
+        rows.append(f"| {name} | {m['cpu']:.2f} | {m['c']:.2f} | " + " | ".join(cells) + f" | {' / '.join(ratios)} |")
         print(rows[-1], flush=True)
     return "\n".join(rows)
 
@@ -151,10 +158,10 @@ def main():
         print(f"time at {width}x{height}")
         tables.append((f"MPI target: time at {width}x{height} on 1, 2 and 4 ranks vs the cpu kernel",
                        time_table(programs, width, height, (1, 2, 4)),
-                       "cpu, c: the same function in one process (its schedule has no parallel loop; median of 9); "
-                       "ranks: one thread each; kernel: the slowest "
-                       "rank's time in the kernel (median of 9 runs in one launch); call: the whole launched call "
-                       "(mpiexec, scatter, 9 runs, gather); kernel / cpu for 1, 2 and 4 ranks"))
+                       "cpu, c: the same function in one process (its schedule has no parallel loop); ranks: one "
+                       "thread each; kernel: the slowest rank's time in the kernel; call: the whole launched call "
+                       "(mpiexec, scatter, 5 runs, gather); each cell the median of 3 interleaved rounds of medians "
+                       "of 5 runs; kernel / cpu for 1, 2 and 4 ranks"))
     if "scale" in parts:
         print(f"bytes per rank at {side}x{side}, counted")
         tables.append((f"MPI target: bytes per rank at {side}x{side} for 16, 64 and 1024 ranks, counted from the "

@@ -97,7 +97,8 @@ class MPIKernel(Kernel):
     where the shapes tell them (a distributed dimension counts the blocks of all ranks). Outputs not
     passed are allocated and returned (this rank's blocks). `comm` is an mpi4py communicator
     (default COMM_WORLD). `k.stats()` gives, for the last call, each rank's bytes and messages sent
-    and received by the kernel's exchanges.
+    and received by the kernel's exchanges. The kernel keeps its large buffers (the rank's boxes of
+    the temporaries) from call to call: calls on one rank must not overlap.
     """
 
     target = "mpi"

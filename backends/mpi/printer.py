@@ -56,19 +56,34 @@ class MPIPrinter(CPrinter):
     def __init__(self, dist):
         super().__init__(MPIDialect())
         self.dist = dist
+        self._kept = 0          # kernel-wide heap buffers kept between calls
+        self._kernel = kernel_name(dist.lowered)
 
     # the unit -----------------------------------------------------------------------------------
     def exported_names(self, name) -> list:
         return super().exported_names(name) + [f"{name}_rows", f"{name}_stats", f"{name}_keyval",
-                                               f"{name}_table", f"{name}_table_ranks"]
+                                               f"{name}_table", f"{name}_table_ranks", f"{name}_kept",
+                                               f"{name}_kept_bytes"]
 
     def globals(self, lowered) -> list:
         name = kernel_name(lowered)
+        kept = max(self._kept, 1)
         return RUNTIME.splitlines() + [
             "", *super().globals(lowered),
             f"static int {name}_keyval = MPI_KEYVAL_INVALID;",
             f"static int64_t *{name}_table = NULL;",
-            f"static int {name}_table_ranks = 0;", ""]
+            f"static int {name}_table_ranks = 0;",
+            f"static void *{name}_kept[{kept}];",
+            f"static size_t {name}_kept_bytes[{kept}];", ""]
+
+    def heap_block(self, elem, count) -> tuple:
+        # kernel-wide buffers (the local boxes) are kept between calls; those of a parallel loop's
+        # iterations are taken and given back as in C
+        if self.in_parallel:
+            return super().heap_block(elem, count)
+        k, self._kept = self._kept, self._kept + 1
+        name = self._kernel
+        return f"ms_keep(&{name}_kept[{k}], &{name}_kept_bytes[{k}], (size_t){count} * sizeof({elem}))", None
 
     def signature(self, lowered) -> str:
         head = super().signature(lowered)

@@ -106,6 +106,18 @@ static void ms_wait_all(ms_requests *q) {
     q->n = 0;
 }
 
+/* a kernel-wide buffer kept from call to call in `*slot` (grown when a call needs more): the pages of a
+   large temporary are not faulted in again on every call */
+static void *ms_keep(void **slot, size_t *have, size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (*have < bytes) {
+        free(*slot);
+        *slot = malloc(bytes);
+        *have = *slot != NULL ? bytes : 0;
+    }
+    return *slot;
+}
+
 /* whether `failed` holds on any rank (every rank calls it at the same point) */
 static int ms_any_failed(MPI_Comm comm, int failed) {
     int any = 0;

@@ -19,20 +19,7 @@ comm = MPI.COMM_WORLD
 rank, nranks = comm.Get_rank(), comm.Get_size()
 
 
-def keep_freed_memory():
-    """Keep freed heap memory in the process (glibc): the kernel's large temporaries, allocated and
-    freed on every run, then reuse their pages instead of faulting fresh ones in each time."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    libc.mallopt(m_mmap_threshold, 1 << 30)
-    libc.mallopt(m_trim_threshold, 1 << 62)
-
-
 def main(jobdir):
-    keep_freed_memory()
     with open(os.path.join(jobdir, "job.json")) as f:
         job = json.load(f)
     lib = ctypes.CDLL(job["library"])
