@@ -110,9 +110,10 @@ class _Lowering:
     def __init__(self, function, stmts, deps, context, lowered):
         self.f, self.stmts, self.deps, self.context, self.lowered = function, stmts, deps, context, lowered
         self.params = sorted(function.param_names)
-        clash = [p for p in self.params if p.startswith(PREFIX)]
+        names = self.params + [loop for s in stmts for loop in s.loops] + [b.name for b in lowered.arguments]
+        clash = sorted({n for n in names if n.startswith(PREFIX)})
         if clash:
-            raise NotSupportedError(f"size {clash[0]!r}: names starting with {PREFIX!r} are the MPI back-end's")
+            raise NotSupportedError(f"{clash[0]!r}: names starting with {PREFIX!r} are the MPI back-end's; rename it")
         self.n_time = max(s.time.dim(isl.dim_type.out) for s in stmts)
         self.dists = Distributions(context)
         self.groups = find_groups(stmts, context, self.dists)
