@@ -196,3 +196,14 @@ def test_an_exchange_under_a_condition_that_differs_between_ranks_is_refused():
         lowering._check_rank_independent("cond", binop("ge", Sym("mpi_lo0"), Const(5, ms.int64)), 0)
     with pytest.raises(ms.NotSupportedError, match="differs between ranks"):
         lowering._check_rank_independent("bound", Sym("mpi_hi0"), 0)
+
+
+def test_names_of_the_back_end_are_refused():
+    H = ms.Param("H")
+    i = ms.Var("mpi_o0", 0, H)
+    with ms.Function("clash") as f:
+        a = ms.Input("a", [H], ms.int32)
+        c = ms.Computation("c", [i], a[i] + 1)
+    c.distribute("mpi_o0")
+    with pytest.raises(ms.NotSupportedError, match="'mpi_o0': names starting with 'mpi_' are the MPI back-end's"):
+        f.lower().spmd()
