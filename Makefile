@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test,bench,mpi]"
+	# Xilinx's HLS headers for the hls target's C simulation (its own dependencies are not needed)
+	$(PY) -m pip install -q --no-deps hls4ml
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -25,14 +25,7 @@ from mascarpone.middleend.types import (DType, bool_, float32, float64, int8, in
 __version__ = "0.1.0"
 
 from . import julia  # noqa: E402  (ms.julia.compile; the front-end loads on first use)
-
-
-def from_julia(text, argtypes, name=None):
-    """An ms.Function from the printed lowered IR of a Julia function (`@code_lowered f(args...)`).
-
-    `argtypes` maps argument names, in order, to Julia types ("Matrix{Float64}", "Int64", ...)."""
-    from mascarpone.frontends.julia import from_julia as _from_julia
-    return _from_julia(text, argtypes, name=name)
+from .julia import from_julia  # noqa: E402
 
 
 def _math(name):

@@ -379,12 +379,14 @@ class _Converter:
             if step != 1:
                 raise ScheduleError(f"the schedule produced a loop with stride {step}; use a unimodular schedule")
         kind, factor = self._kind(stmts, dim)
+        k = (dim - 1) // 2
+        origin = tuple(dict.fromkeys((s.name, s.loops[k]) for s in stmts if k < len(s.loops)))
         # a tile buffer lives in the innermost generated loop at or above the consumer's level
         for local in sorted((p for p in pending if p.time_dim >= dim), key=lambda p: p.buffer.name):
             body = L.Allocate(local.buffer, body)
             pending = pending - {local}
             self.allocations.append((local, _pieces_under(node, self.leaves)))
-        return L.For(name, lo, hi, body, kind, factor), stmts, pending
+        return L.For(name, lo, hi, body, kind, factor, origin), stmts, pending
 
     def _upper(self, node, iterator, scope):
         cond = node.for_get_cond()

@@ -5,7 +5,7 @@ import contextlib
 
 import islpy as isl
 
-from . import algorithm, codegen, legality, spmd
+from . import algorithm, codegen, dataflow, legality, pipelining, spmd
 from . import loopir as L
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
@@ -31,6 +31,7 @@ class Function:
         self._assumptions = []  # (text, isl set of the parameters): promised sizes, checked at each call
         self._derived = {}      # name -> isl PwAff of the other sizes (see derived_size)
         self._ranges = {}       # name -> (lo, hi), None for no bound: sizes declared with declare_param
+        self._dataflow = None   # the stages of a dataflow region (see dataflow), or None
         self._transfers = []    # (data, consumer, loop name, command): explicit send_receive commands
 
     # declaration -------------------------------------------------------------
@@ -194,6 +195,32 @@ class Function:
         """(lo, hi) of a size parameter, None for no bound: [1, None] unless declare_param said otherwise."""
         return self._ranges.get(name, (1, None))
 
+    def dataflow(self, stages):
+        """Run the function as a dataflow region (FPGA back-ends; the others run it as scheduled): each
+        computation of `stages`, in order, is a process running at the same time as the others, values
+        passing between them through FIFOs in the producer's order (see middleend/dataflow.py). A
+        computation not listed joins the stage of the one it is computed at. `None` or [] ends it."""
+        if not stages:
+            self._dataflow = None
+            self._record("dataflow([])")
+            return self
+        comps = []
+        for c in stages:
+            comp = self.computation(c) if isinstance(c, str) else c
+            if comp not in self.computations:
+                raise ScheduleError(f"dataflow: {getattr(c, 'name', c)!r} is not a computation of {self.name}")
+            if comp.updated is not None:
+                raise ScheduleError(f"dataflow: {comp.name} is an update of {comp.updated.name}; list "
+                                    f"{comp.updated.name} (its updates run in its stage)")
+            if comp.inlined:
+                raise ScheduleError(f"dataflow: {comp.name} is inlined and has no process of its own")
+            if comp in comps:
+                raise ScheduleError(f"dataflow: {comp.name} is listed twice")
+            comps.append(comp)
+        self._dataflow = comps
+        self._record(f"dataflow([{', '.join(c.name for c in comps)}])")
+        return self
+
     # analysis --------------------------------------------------------------------
     def sizes(self):
         """The size parameters a caller passes (the parameters that are not derived sizes)."""
@@ -275,6 +302,11 @@ class Function:
         if check:
             deps = compute_dependences(self.computations, context)
             legality.check(stmts, deps, self, context)
+        pipelines = []
+        if any(tag[0] == "pipeline" for s in stmts for tag in s.tags.values()):
+            deps = deps or compute_dependences(self.computations, context)
+            pipelines = pipelining.pipelined_loops(stmts, deps, self, context)
+        plan = dataflow.plan(self, stmts, context) if self._dataflow else None
         locals_by_comp = {s.comp: s.local for s in stmts if s.local is not None}
         bodies = {s.name: codegen.statement_body(s, locals_by_comp) for s in stmts}
         params = sorted(self.param_names)
@@ -301,7 +333,7 @@ class Function:
                    for name, value in self._derived.items()]
         ranges = {p: self._ranges[p] for p in sizes if p in self._ranges}
         lowered = L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
-                                    fixed, list(self._assumptions), derived, ranges)
+                                    fixed, list(self._assumptions), derived, ranges, pipelines, plan)
         lowered.spmd = spmd.deferred(self, stmts, deps, context, lowered)
         return lowered
 
@@ -325,6 +357,11 @@ class Function:
         """Write the kernel as C source to `path` and its header beside it (path with .h), to build with
         any C99 compiler; `target` names a C-printing target. Returns the paths written."""
         return self.compile_to_file(path, target, check, fixed, **options)
+
+    def compile_to_hls(self, path, check=True, fixed=None, **options):
+        """Write a Vitis HLS project for this function to the folder `path` (kernel .cpp and .h, a C
+        testbench, run_hls.tcl); returns the paths written. Options are the "hls" target's."""
+        return self.compile_to_file(path, "hls", check, fixed, **options)
 
     def compile_to_file(self, path, target, check=True, fixed=None, **options):
         """Write what `target` builds outside Python (an object file, C source...) to `path`, with files

@@ -11,7 +11,7 @@ import islpy as isl
 
 from .affine import affine_text, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
-from .errors import DomainError
+from .errors import DomainError, ScheduleError
 from .expr import Access, Const, Sym, floormod, max_, simplify, substitute, transform, walk
 from .types import int64
 
@@ -61,6 +61,9 @@ def assign_storage(function, context):
         if comp.updated is not None:
             continue
         if comp.user_buffer is not None:
+            if comp.partitions:
+                raise ScheduleError(f"{comp.name} is stored in the ms.Buffer {comp.user_buffer.name} (store_in); "
+                                    f"partition that buffer instead of the computation")
             comp.buffer = comp.user_buffer
             comp.store_index = [as_index_expr(i) for i in comp.user_store_index]
             comp.unfolded_index = comp.store_index
@@ -87,6 +90,7 @@ def assign_storage(function, context):
                 index[d] = floormod(index[d], depth)
         kind = "output" if comp.is_output else "temporary"
         comp.buffer = Buffer(comp.name, shape, comp.dtype, kind)
+        comp.buffer.partitions = list(comp.partitions)
         comp.buffer.zero_init = comp.is_output and not covered
         comp.store_index = index
 

@@ -39,6 +39,9 @@ class For(Stmt):
     body: Stmt
     kind: str = "serial"
     factor: int = 1
+    #: the scheduled loops this loop runs, as (computation, loop name) pairs (empty for loops a pass
+    #: made): how a report names a loop and finds what the middle-end knows about it
+    origin: tuple = ()
 
 
 @dataclass(eq=False)
@@ -90,6 +93,10 @@ class LoweredFunction:
     #: {name: (lo, hi)} of sizes declared with a range of their own (Function.declare_param; None: no
     #: bound), which the code relies on; other sizes are at least 1 by convention, unchecked
     param_ranges: dict = field(default_factory=dict)
+    #: what the middle-end found about each pipelined loop (middleend.pipelining.PipelinedLoop)
+    pipelines: list = field(default_factory=list)
+    #: the stages and channels of a dataflow region (middleend.dataflow.DataflowPlan), or None
+    dataflow: object = None
     #: () -> the program each MPI rank runs (middleend.spmd.DistributedFunction), built on first call
     spmd: object = None
 

@@ -84,6 +84,7 @@ class Schedulable:
         self.buffer = None               # chosen at lowering
         self.store_index = None
         self.folds = {}
+        self.partitions = []             # (dim, factor, kind) of the storage, copied onto its buffer
         self.storage_distribution = None  # distribute(dim=...): the dimension held in blocks per MPI rank
         self.initial_state = self.snapshot()
 
@@ -486,6 +487,19 @@ class Schedulable:
         owner.user_buffer, owner.user_store_index = buffer, index
         self.function._add_buffer(buffer)
         self._record(cmd)
+
+    def partition(self, dim, factor=None, kind="cyclic"):
+        """Partition dimension `dim` (an index, or a variable of the storage) of this computation's
+        storage into banks that an FPGA reads in the same cycle: 'cyclic' by `factor` (element k in bank
+        k mod factor), 'block' by `factor`, or 'complete' (registers). A tile or line buffer of a
+        computation computed at another's loop is partitioned the same way. Other targets ignore it."""
+        owner = self.storage_owner
+        names = [v.name for v in owner.vars]
+        from .buffer import partition_spec
+        spec = partition_spec(owner.name, names, dim, factor, kind)
+        owner.partitions = [p for p in owner.partitions if p[0] != spec[0]] + [spec]
+        self._record(f"partition({names[spec[0]]}, {spec[1]}, {spec[2]!r})")
+        return self
 
     def storage_fold(self, level, depth):
         """Keep only `depth` values along variable `level` of the storage (a ring buffer)."""

@@ -292,4 +292,5 @@ def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
         shape.append(simplify(pwaff_to_expr(biggest, context) + 1))
         lower.append(lo)
     buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
+    buf.partitions = list(comp.partitions)
     return LocalBuffer(buf, lower, prefix, time_dim, need.dim(isl.dim_type.in_) if depth is None else depth)

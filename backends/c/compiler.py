@@ -43,23 +43,26 @@ def cache_dir() -> str:
     return os.path.join(root, "c")
 
 
-def build_shared_library(source: str, flags: list, what: str, cc: str | None = None) -> str:
-    """The path of a shared library built from `source` with `flags` by the compiler command `cc`
-    (default: `c_compiler()`), reused when the same source was built with the same flags and compiler
-    before. `what` names the kernel in errors."""
-    cc = cc or c_compiler()
-    key = hashlib.sha256("\0".join([source, cc, compiler_version(cc), *flags]).encode()).hexdigest()[:24]
+def build_shared_library(source: str, flags: list, what: str, *, compiler=None, suffix=".c",
+                         libs=("-lm",)) -> str:
+    """The path of a shared library built from `source` with `flags` (reused when the same source was
+    built with the same flags and compiler before). `what` names the kernel in errors; `compiler`
+    (default: the C compiler), `suffix` (of the source file, which tells the language) and `libs`
+    let a C-family dialect build with another compiler (C++ with g++)."""
+    cc = compiler or c_compiler()
+    text = "\0".join([source, cc, compiler_version(cc), *flags, suffix, *libs])
+    key = hashlib.sha256(text.encode()).hexdigest()[:24]
     folder = cache_dir()
     path = os.path.join(folder, f"{key}.so")
     if os.path.exists(path):
         return path
     os.makedirs(folder, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        src = os.path.join(tmp, "kernel.c")
+        src = os.path.join(tmp, "kernel" + suffix)
         with open(src, "w") as f:
             f.write(source)
         out = os.path.join(tmp, "kernel.so")
-        cmd = shlex.split(cc) + flags + ["-shared", "-fPIC", "-o", out, src, "-lm"]
+        cmd = shlex.split(cc) + flags + ["-shared", "-fPIC", "-o", out, src, *libs]
         try:
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except OSError as err:
@@ -69,7 +72,7 @@ def build_shared_library(source: str, flags: list, what: str, cc: str | None = N
             if arch and "-march=" in run.stderr and "bad value" in run.stderr:
                 raise TargetError(f"{what}: {cc} does not know the CPU {arch[len('-march='):]!r} (arch=); "
                                   f"{run.stderr.strip().splitlines()[0]}")
-            kept = os.path.join(folder, f"{key}.failed.c")
+            kept = os.path.join(folder, f"{key}.failed{suffix}")
             shutil.copy(src, kept)
             raise NotSupportedError(f"{what}: the C compiler failed on the generated code (kept in {kept}):\n"
                                     + "\n".join(run.stderr.strip().splitlines()[:20]))

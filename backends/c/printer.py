@@ -225,6 +225,11 @@ class CPrinter:
                 terms.append(f"{text} * {stride[0]}")
         return " + ".join(terms) or "0"
 
+    def element(self, view, indices) -> str:
+        """C text of the element of `view` at `indices` (an lvalue): the flat index into its memory
+        (a dialect with multi-dimensional local arrays indexes them per dimension instead)."""
+        return f"{view.ident}[{self._flat(view, indices)}]"
+
     def _buffer(self, name) -> _View:
         try:
             return self.views[name]
@@ -247,8 +252,7 @@ class CPrinter:
             ident = self.names(e.name)
             return ident if e.dtype == int64 else f"(({self.d.scalar(e.dtype)}){ident})"
         if isinstance(e, Access):
-            view = self._buffer(e.target.name)
-            load = f"{view.ident}[{self._flat(view, e.indices)}]"
+            load = self.element(self._buffer(e.target.name), e.indices)
             return f"({load} != 0)" if e.dtype.is_bool else load
         if isinstance(e, BinOp):
             return self._binop(e, index)
@@ -376,7 +380,7 @@ class CPrinter:
             value = self.expr(s.value)
             if s.buffer.dtype.is_bool:
                 value = f"({self.d.memory(s.buffer.dtype)}){value}"
-            out(f"{view.ident}[{self._flat(view, s.indices)}] = {value};")
+            out(f"{self.element(view, s.indices)} = {value};")
         elif isinstance(s, If):
             self._bind([(s.cond, False)], out)
             out(f"if ({self.expr(s.cond)}) {{")

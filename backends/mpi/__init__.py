@@ -38,7 +38,7 @@ def compile_mpi(lowered, *, ranks=None, hosts=None, timeout=600, workdir=None, n
     dist = lowered.spmd()
     source = mpi_source(dist, fp_contract=fp_contract)
     flags = compiler_flags(dist.lowered, fast_math=fast_math, fp_contract=fp_contract, arch=arch)
-    path = build_shared_library(source, flags, f"kernel {lowered.name}", cc=mpicc())
+    path = build_shared_library(source, flags, f"kernel {lowered.name}", compiler=mpicc())
     if ranks is None:
         return MPIKernel(lowered, dist, source, path, flags, num_threads=num_threads)
     return LaunchedKernel(lowered, dist, source, path, flags, ranks=ranks, hosts=hosts, timeout=timeout,
