@@ -269,6 +269,21 @@ def _injected_fault(i):
         time.sleep(3600)
 
 
+def _lines(proc, timeout):
+    """The complete lines the worker has written within `timeout` seconds (None at end of output). The
+    pipe is read unbuffered: a line left in a reader's buffer would wait there while select() saw
+    nothing more to read."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not ready:
+        return []
+    chunk = os.read(proc.stdout.fileno(), 65536)
+    if not chunk:
+        return None
+    proc.pending += chunk
+    *lines, proc.pending = proc.pending.split(b"\n")
+    return [line.decode() for line in lines]
+
+
 def fuzz(seed=0, budget_s=5.0, cases=10**9, case_timeout_s=30.0, log=None):
     """Outcomes of the mutants of `seed` run within `budget_s` seconds (at most `cases`): a list of dicts."""
     deadline = time.time() + budget_s
@@ -277,22 +292,22 @@ def fuzz(seed=0, budget_s=5.0, cases=10**9, case_timeout_s=30.0, log=None):
         code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import julia_fuzz; " \
                f"julia_fuzz.worker({seed!r}, {i}, {cases}, {deadline})"
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-        current, last, started = None, time.time(), False
-        while True:
-            ready, _, _ = select.select([proc.stdout], [], [], 0.25)
-            if ready:
-                line = proc.stdout.readline()
-                if not line:            # the worker is gone
-                    proc.wait()
-                    if not started:
-                        raise RuntimeError(f"the fuzzing worker did not start (exit {proc.returncode})")
-                    if current is not None:
-                        results.append({"i": current, "outcome": "crash", "detail": f"exit {proc.returncode}"})
-                        i = current + 1
-                    else:
-                        i = cases if not results else results[-1]["i"] + 1
-                    break
+                                env={**os.environ, "PYTHONHASHSEED": "0"})
+        proc.pending = b""
+        current, last, started, running = None, time.time(), False, True
+        while running:
+            lines = _lines(proc, 0.25)
+            if lines is None:           # the worker is gone
+                proc.wait()
+                if not started:
+                    raise RuntimeError(f"the fuzzing worker did not start (exit {proc.returncode})")
+                if current is not None:
+                    results.append({"i": current, "outcome": "crash", "detail": f"exit {proc.returncode}"})
+                    i = current + 1
+                else:
+                    i = cases if not results else results[-1]["i"] + 1
+                break
+            for line in lines:
                 started = True
                 if line.startswith("start "):
                     current, last = int(line.split()[1]), time.time()
@@ -302,18 +317,17 @@ def fuzz(seed=0, budget_s=5.0, cases=10**9, case_timeout_s=30.0, log=None):
                 if log is not None:
                     log(r)
                 current = None
-                continue
             if current is not None and time.time() - last > case_timeout_s:
                 proc.kill()
                 proc.wait()
                 results.append({"i": current, "outcome": "hang", "detail": f"over {case_timeout_s} s"})
                 i = current + 1
-                break
-            if current is None and time.time() > deadline + case_timeout_s:
+                running = False
+            elif current is None and time.time() > deadline + case_timeout_s:
                 proc.kill()
                 proc.wait()
                 i = cases
-                break
+                running = False
     return results
 
 
