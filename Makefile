@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,bench,gpu]"
+	$(PY) -m pip install -q -e ".[test,bench,gpu,mpi]"
 	# Xilinx's HLS headers for the hls target's C simulation (its own dependencies are not needed)
 	$(PY) -m pip install -q --no-deps hls4ml
 	$(MAKE) opencl-driver

@@ -75,6 +75,7 @@ class Input:
         self.dtype = as_dtype(dtype)
         self.shape = tuple(lift(d) for d in shape)
         self.buffer = Buffer(name, self.shape, self.dtype, "input")
+        self.distributed_dim = None      # set by distribute(dim)
         self.function = current_function()
         self.function._add_input(self)
 
@@ -92,6 +93,23 @@ class Input:
         self.buffer.memory = "constant"
         self.function._record(f"{self.name}.gpu_constant()")
         return self
+
+    def distribute(self, dim=0):
+        """Hold this input in blocks of its dimension `dim` over the MPI ranks: rank r of R passes
+        the r-th block (the MPI back-end; other targets take the whole array)."""
+        from .distribution import check_dim
+        cmd = f"{self.name}.distribute(dim={dim})"
+        self.distributed_dim = check_dim(self.name, self.ndim, dim, cmd)
+        self.function._record(cmd)
+        return self
+
+    def send_receive(self, consumer, at):
+        """Move the elements of this input that `consumer` reads on ranks that do not hold them right
+        before `consumer`'s loop `at` (see Computation.send_receive)."""
+        from .distribution import record_transfer
+        from .schedule import loop_name
+        record_transfer(self.function, self, consumer, at,
+                        f"{self.name}.send_receive({getattr(consumer, 'name', consumer)}, {loop_name(at)})")
 
 
 def _access(target, idx):

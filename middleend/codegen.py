@@ -243,6 +243,28 @@ def _separated_dims(stmt):
     return out
 
 
+def _static_pieces(suffix, part):
+    """[(suffix, part)], or one piece per value where a static (even) time dimension of `part` takes
+    several: isl would scan such a dimension as a loop. (A statement whose instances are placed apart
+    at one level, as the MPI back-end runs a distributed loop's interior and boundary.)"""
+    pieces = [(suffix, part)]
+    n = part.dim(isl.dim_type.out)
+    for d in range(0, n, 2):
+        out = []
+        for sfx, p in pieces:
+            image = p.range()
+            lo, hi = image.dim_min_val(d), image.dim_max_val(d)
+            if not (lo.is_int() and hi.is_int()) or lo.eq(hi):
+                out.append((sfx, p))
+                continue
+            for v in range(lo.to_python(), hi.to_python() + 1):
+                piece = p.intersect_range(image.fix_val(isl.dim_type.set, d, isl.Val(v)))
+                if not piece.is_empty():
+                    out.append((f"{sfx}_at{d}v{v}", piece))
+        pieces = out
+    return pieces
+
+
 def _atomic_options(stmts):
     n = max(s.time.dim(isl.dim_type.out) for s in stmts)
     dims = ", ".join(f"c{i}" for i in range(n))
@@ -287,6 +309,7 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
             steady_time = time.intersect_domain(steady)
             parts = [("_steady", steady_time)] + [(suffix, time.intersect_range(piece))
                                                   for suffix, piece in edges(time.range(), steady_time.range())]
+        parts = [piece for suffix, part in parts for piece in _static_pieces(suffix, part)]
         for suffix, part in parts:
             # edges are a thin slice of the instances: not worth more pieces
             full = full_piece(part.range(), _separated_dims(s)) if separate and not suffix.startswith("_edge") \

@@ -38,3 +38,12 @@ class ArgumentError(MascarponeError, ValueError):
 
 class TargetError(MascarponeError, ValueError):
     """An unknown target or target option, or a target that cannot run on this machine."""
+
+
+class RankError(MascarponeError, RuntimeError):
+    """A distributed run failed on one or more MPI ranks (named by `ranks`, empty when the whole run
+    failed: it could not start or did not finish in time)."""
+
+    def __init__(self, message, ranks=()):
+        super().__init__(message)
+        self.ranks = tuple(ranks)

@@ -5,7 +5,7 @@ import contextlib
 
 import islpy as isl
 
-from . import algorithm, codegen, dataflow, legality, pipelining
+from . import algorithm, codegen, dataflow, legality, pipelining, spmd
 from . import loopir as L
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
@@ -32,6 +32,7 @@ class Function:
         self._derived = {}      # name -> isl PwAff of the other sizes (see derived_size)
         self._ranges = {}       # name -> (lo, hi), None for no bound: sizes declared with declare_param
         self._dataflow = None   # the stages of a dataflow region (see dataflow), or None
+        self._transfers = []    # (data, consumer, loop name, command): explicit send_receive commands
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -331,8 +332,10 @@ class Function:
         derived = [(name, pwaff_to_expr(value.gist(on_sizes).coalesce(), on_sizes))
                    for name, value in self._derived.items()]
         ranges = {p: self._ranges[p] for p in sizes if p in self._ranges}
-        return L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
-                                 fixed, list(self._assumptions), derived, ranges, pipelines, plan)
+        lowered = L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
+                                    fixed, list(self._assumptions), derived, ranges, pipelines, plan)
+        lowered.spmd = spmd.deferred(self, stmts, deps, context, lowered)
+        return lowered
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
         """Lower, check and compile for `target` (a name `ms.targets()` lists); returns a callable kernel.

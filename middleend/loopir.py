@@ -97,6 +97,8 @@ class LoweredFunction:
     pipelines: list = field(default_factory=list)
     #: the stages and channels of a dataflow region (middleend.dataflow.DataflowPlan), or None
     dataflow: object = None
+    #: () -> the program each MPI rank runs (middleend.spmd.DistributedFunction), built on first call
+    spmd: object = None
 
     @property
     def arguments(self):
@@ -148,6 +150,8 @@ def _print(s: Stmt, depth: int):
         shape = ", ".join(to_c(d) for d in s.buffer.shape)
         return [f"{pad}{s.buffer.dtype} {s.buffer.name}[{shape}];  // temporary",
                 *_print(s.body, depth)]
+    if hasattr(s, "pseudo_c"):   # a statement a back-end's program adds (communication, ...)
+        return [pad + line for line in s.pseudo_c()]
     raise TypeError(f"unknown statement {type(s).__name__}")
 
 

@@ -88,6 +88,7 @@ class Schedulable:
         self.store_index = None
         self.folds = {}
         self.partitions = []             # (dim, factor, kind) of the storage, copied onto its buffer
+        self.storage_distribution = None  # distribute(dim=...): the dimension held in blocks per MPI rank
         self.initial_state = self.snapshot()
 
     # helpers ----------------------------------------------------------------
@@ -375,11 +376,33 @@ class Schedulable:
         self._record(cmd)
         return loops
 
-    def distribute(self, level):
-        """Mark `level` as distributed over MPI ranks (kept for the MPI back-end)."""
+    def distribute(self, level=None, *, dim=None):
+        """Distribute over MPI ranks (the MPI back-end; other targets run the code as it is).
+
+        `distribute(level)` gives each rank one block of consecutive iterations of loop `level`;
+        `distribute(dim=d)` keeps this computation's storage (an output) in blocks of its dimension
+        d, rank r holding the r-th (by default an output is split along the dimension its
+        distributed loop moves along)."""
+        if (level is None) == (dim is None):
+            raise ScheduleError(f"{self.name}.distribute: give a loop, or dim= for the storage, not both")
+        if dim is not None:
+            from .distribution import check_dim
+            owner = self.storage_owner
+            cmd = f"distribute(dim={dim})"
+            owner.storage_distribution = check_dim(owner.name, len(owner.vars), dim, f"{self.name}.{cmd}")
+            self._record(cmd)
+            return
         cmd = f"distribute({loop_name(level)})"
         self._tag(level, "distribute", 1, cmd)
         self._record(cmd)
+
+    def send_receive(self, consumer, at):
+        """Move the values of this computation that `consumer` reads on other ranks right before
+        `consumer`'s loop `at` (in each iteration of the loops around it), instead of where the MPI
+        back-end would put them; refused if a value is written after that point."""
+        from .distribution import record_transfer
+        record_transfer(self.function, self, consumer, at,
+                        f"{self.name}.send_receive({getattr(consumer, 'name', consumer)}, {loop_name(at)})")
 
     def pipeline(self, level, ii=1):
         """Mark `level` as an FPGA pipeline with initiation interval `ii` (kept for the HLS back-end)."""

@@ -93,32 +93,72 @@ class CPrinter:
         """The C source of `lowered` with the kernel ABI; `banner` lines open it as a comment,
         `pragmas` follow the includes."""
         name = kernel_name(lowered)
-        for reserved in (name, f"{name}_argv", f"{name}_set_num_threads", f"{name}_num_threads"):
+        for reserved in self.exported_names(name):
             self.names(reserved)
         self.threads_global = f"{name}_num_threads"
         kernel = self.kernel(lowered)
+        out = ["/* " + line + " */" for line in banner]
+        out += self.d.includes() + list(pragmas) + [""]
+        out += self.globals(lowered)
+        out += self.helpers.definitions()
+        out += kernel + [""]
+        out += self.exports(lowered)
+        return "\n".join(out)
+
+    # what a dialect's printer may extend ---------------------------------------------------------------
+    def exported_names(self, name) -> list:
+        """The C names the unit defines besides its helpers (program names may not take them)."""
+        return [name, f"{name}_argv", f"{name}_set_num_threads", f"{name}_num_threads"]
+
+    def globals(self, lowered) -> list:
+        """Lines of the unit's global variables (the thread count of parallel loops)."""
+        return [f"int32_t {self.threads_global} = 0;", ""]
+
+    def exports(self, lowered) -> list:
+        """The functions after the kernel: `NAME_argv` (arguments packed in arrays) and
+        `NAME_set_num_threads`."""
+        name = kernel_name(lowered)
         buffers = list(lowered.arguments)
         args = [f"({'const ' if k < len(lowered.inputs) else ''}{self.d.memory(b.dtype)} *)buffers[{k}]"
                 for k, b in enumerate(buffers)]
         args += [f"params[{k}]" for k in range(len(lowered.params))]
-        out = ["/* " + line + " */" for line in banner]
-        out += self.d.includes() + list(pragmas) + [""]
-        out += [f"int32_t {self.threads_global} = 0;", ""]
-        out += self.helpers.definitions()
-        out += kernel + [""]
-        out += [f"int32_t {name}_argv(void **buffers, const int64_t *params) {{",
+        return [f"int32_t {name}_argv(void **buffers, const int64_t *params) {{",
                 f"    {'(void)params; ' if not lowered.params else ''}return {name}({', '.join(args)});",
                 "}", "",
                 f"void {name}_set_num_threads(int32_t n) {{",
                 f"    {self.threads_global} = n < 0 ? 0 : n;",
                 "}", ""]
-        return "\n".join(out)
+
+    def signature(self, lowered) -> str:
+        """The kernel's C prototype, without `;`."""
+        return signature(lowered, self.names, self.d.restrict)
+
+    def prologue(self, lowered, out) -> None:
+        """Lines at the start of the kernel, before the derived sizes (none in C)."""
+
+    def epilogue(self, lowered, out) -> None:
+        """Lines before the kernel returns `ms_status` (none in C)."""
+
+    def other_stmt(self, s, out) -> None:
+        """Print a statement the loop IR does not define (a dialect's own, such as communication)."""
+        raise NotSupportedError(f"the C printer cannot print {type(s).__name__} statements")
+
+    def heap_block(self, elem: str, count: str) -> tuple:
+        """(C expression allocating `count` elements of type `elem` on the heap, the statement that frees
+        it with `{}` for its name, or None when nothing is to be freed)."""
+        return f"malloc({count} > 0 ? (size_t){count} * sizeof({elem}) : 1)", "free({});"
+
+    def allocation_failed(self, ident: str, body) -> str:
+        """The C condition under which the heap temporary `ident`, allocated around the loop IR `body`,
+        is unusable (the body is then skipped and the kernel returns 1)."""
+        return f"{ident} == NULL"
 
     def kernel(self, lowered) -> list:
         """The kernel function's lines."""
         body = promote_accumulators(lowered.body)
         out = _Lines()
         out("int32_t ms_status = 0;")
+        self.prologue(lowered, out)
         for derived, value in lowered.derived:
             out(f"const int64_t {self.names(derived)} = {self.expr(value, True)};")
         views = [self._view(b) for b in lowered.arguments]
@@ -130,9 +170,9 @@ class CPrinter:
         self.stmt(body, inner)
         self._declare_strides(views, out)
         out.extend(inner)
+        self.epilogue(lowered, out)
         out("return ms_status;")
-        head = signature(lowered, self.names, self.d.restrict)
-        return [head + " {", *out.lines, "}"]
+        return [self.signature(lowered) + " {", *out.lines, "}"]
 
     # buffers ------------------------------------------------------------------------------------------
     def _view(self, buffer) -> _View:
@@ -354,7 +394,7 @@ class CPrinter:
         elif isinstance(s, Allocate):
             self._allocate(s, out)
         else:
-            raise NotSupportedError(f"the C printer cannot print {type(s).__name__} statements")
+            self.other_stmt(s, out)
 
     def _nested(self, s, out):
         out.depth += 1
@@ -437,14 +477,14 @@ class CPrinter:
             count = " * ".join(f"({x})" for x in view.extents) or "1"
             size = self.names.fresh("count")
             head(f"const int64_t {size} = {count};")
-            head(f"{elem} *{self.d.restrict} {view.ident} = ({elem} *)malloc({size} > 0 ? (size_t){size} * "
-                 f"sizeof({elem}) : 1);")
+            take, release = self.heap_block(elem, size)
+            head(f"{elem} *{self.d.restrict} {view.ident} = ({elem} *){take};")
             body.depth += 1
             self.stmt(s.body, body)
             body.depth -= 1
             self._declare_strides([view], head)
             out.extend(head)
-            out(f"if ({view.ident} == NULL) {{")
+            out(f"if ({self.allocation_failed(view.ident, s.body)}) {{")
             out.depth += 1
             if self.in_parallel:
                 out(self.d.atomic_write_pragma())
@@ -452,9 +492,10 @@ class CPrinter:
             out.depth -= 1
             out("} else {")
             out.extend(body)
-            out.depth += 1
-            out(f"free({view.ident});")
-            out.depth -= 1
+            if release:
+                out.depth += 1
+                out(release.format(view.ident))
+                out.depth -= 1
             out("}")
         finally:
             del self.views[buffer.name]

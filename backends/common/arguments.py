@@ -27,6 +27,15 @@ def _shape_str(shape):
     return "(" + ", ".join(str(d) for d in shape) + (",)" if len(shape) == 1 else ")")
 
 
+class _Shaped:
+    """Stands for an array of which only the shape matters."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
 class _Spec:
     __slots__ = ("name", "ndim", "dtype", "dtype_name", "shape", "output", "zero_init")
 
@@ -94,6 +103,16 @@ class Binder:
             given.append(a)
         values = self._params(kwargs, given)
         return self._check(given, values, device)
+
+    def sizes(self, kwargs, shapes) -> dict:
+        """{parameter: value} from the integers among `kwargs` and the buffer shapes `shapes` (in buffer
+        order, None for a buffer not given), as a call infers them; ArgumentError when they disagree or
+        do not tell. (For callers that check arrays themselves: the blocks of a distributed call.)"""
+        return self._params(kwargs, [None if sh is None else _Shaped(tuple(sh)) for sh in shapes])
+
+    def shapes(self, values: dict) -> list:
+        """Every buffer's shape for the parameter values `values`, in buffer order."""
+        return self._buffer_shapes(values)
 
     def _params(self, kwargs, given):
         values, source = {}, {}
