@@ -237,8 +237,8 @@ def _separated_dims(stmt):
     for partial trip counts."""
     out = {}
     for k, loop in enumerate(stmt.loops):
-        kind, factor = stmt.tags.get(loop, ("serial", 1))
-        if kind in ("vector", "unroll"):
+        kind, factor = stmt.tags.get(loop, (L.LoopKind.SERIAL, 1))
+        if kind in (L.LoopKind.VECTOR, L.LoopKind.UNROLL):
             out[2 * k + 1] = factor
     return out
 
@@ -411,12 +411,12 @@ class _Converter:
             if k < len(s.loops) and s.loops[k] in s.tags:
                 found.setdefault(s.tags[s.loops[k]], s.name)
         if not found:
-            return "serial", 1
+            return L.LoopKind.SERIAL, 1
         if len(found) > 1:
             desc = ", ".join(f"{tag[0]} by {who}" for tag, who in found.items())
             raise ScheduleError(f"one loop is tagged differently by the computations that share it: {desc}")
         (kind, factor), = found
-        return kind, factor
+        return L.LoopKind(kind), factor
 
 
 def _leaves_under(node, leaves):
@@ -515,3 +515,23 @@ def to_loop_ir(ast, leaves, params):
         body = L.Allocate(local.buffer, body)
         converter.allocations.append((local, {piece for _, _, piece in leaves.made}))
     return body, converter.allocations
+
+
+def generate(stmts, context, params, bodies=None):
+    """The loop IR of the scheduled statements (one isl AST for all of them); `bodies` ({name:
+    (buffer, index, value, predicate)}) gives statements their bodies, by default `statement_body`.
+
+    Full tiles are generated apart from partial ones; where that puts a tile buffer's producer and
+    consumers in different loop nests (see `broken_tiles`), the statements using it are generated
+    again whole."""
+    if bodies is None:
+        locals_by_comp = {s.comp: s.local for s in stmts if s.local is not None}
+        bodies = {s.name: statement_body(s, locals_by_comp) for s in stmts}
+    ast, leaves = build_ast(stmts, bodies, context)
+    body, allocations = to_loop_ir(ast, leaves, params)
+    broken = broken_tiles(allocations, stmts, bodies, leaves)
+    if broken:
+        keep_whole = statements_using(stmts, bodies, broken)
+        ast, leaves = build_ast(stmts, bodies, context, unseparated=keep_whole)
+        body, _ = to_loop_ir(ast, leaves, params)
+    return body

@@ -88,11 +88,11 @@ class Function:
         """The scheduling commands applied so far, in order."""
         return [text for text, _, _ in self._history]
 
-    def _culprit(self, violated):
-        """The first command after which `violated(statements)` holds, by replaying the history."""
+    def _culprit(self, violated, context):
+        """The first command after which `violated(statements)` holds, by replaying the history
+        (statements built under `context`)."""
         final = {c: c.snapshot() for c in self.computations}
         ordering = list(self._ordering)
-        context = self.context()
         try:
             for text, snap, n_order in self._history:
                 for c in self.computations:
@@ -226,12 +226,12 @@ class Function:
         """The size parameters a caller passes (the parameters that are not derived sizes)."""
         return sorted(self.param_names - set(self._derived))
 
-    def context(self):
+    def context(self, fixed=None):
         """Constraints on the parameters: every size is in its range (at least 1 unless declared
-        otherwise), fixed ones have their value, the `assume`d relations hold, and each derived size
-        relates to the others."""
+        otherwise), the sizes in `fixed` ({name: value}) have their value, the `assume`d relations
+        hold, and each derived size relates to the others."""
         params = sorted(self.param_names)
-        fixed = getattr(self, "_fixed", {})
+        fixed = fixed or {}
         cons = []
         for p in params:
             if p in fixed:
@@ -262,7 +262,8 @@ class Function:
         return [c for c in roots if c not in read and not c.inlined
                 and (c.user_buffer is None or c.user_buffer.kind != "temporary")]
 
-    def _prepare(self):
+    def _prepare(self, fixed=None):
+        """The context for the sizes `fixed`, after choosing every computation's storage."""
         if not self.computations:
             raise DomainError(f"function {self.name} has no computations")
         outs = self.outputs()
@@ -270,13 +271,14 @@ class Function:
             raise DomainError(f"function {self.name} has no output: mark one with output=True")
         for c in outs:
             c.is_output = True
-        context = self.context()
+        context = self.context(fixed)
         assign_storage(self, context)
         return context
 
-    def dependences(self):
-        """Read-after-write, write-after-read and write-after-write dependences (isl maps)."""
-        context = self._prepare()
+    def dependences(self, fixed=None):
+        """Read-after-write, write-after-read and write-after-write dependences (isl maps), for the
+        sizes `fixed` ({name: value}) or all sizes."""
+        context = self._prepare(self._checked_fixed(fixed))
         return compute_dependences(self.computations, context)
 
     # lowering ------------------------------------------------------------------------
@@ -286,17 +288,8 @@ class Function:
         `fixed` ({param: value}) specializes the code for those sizes: loop bounds become
         constants, full tiles need no guards; the kernel then accepts only those sizes.
         """
-        fixed = dict(fixed or {})
-        unknown = sorted(set(fixed) - set(self.sizes()))
-        if unknown:
-            raise DomainError(f"function {self.name} has no size parameter(s) {unknown}; it has {self.sizes()}")
-        for p, v in fixed.items():
-            bounds = self.param_range(p)
-            if isinstance(v, bool) or not isinstance(v, int) or not L.in_range(v, bounds):
-                want = "a positive integer" if bounds == (1, None) else f"an integer in {L.range_text(bounds)}"
-                raise DomainError(f"fixed parameter {p} must be {want}, got {v!r}")
-        self._fixed = fixed
-        context = self._prepare()
+        fixed = self._checked_fixed(fixed)
+        context = self._prepare(fixed)
         stmts = build_statements(self, context)
         deps = None
         if check:
@@ -307,16 +300,7 @@ class Function:
             deps = deps or compute_dependences(self.computations, context)
             pipelines = pipelining.pipelined_loops(stmts, deps, self, context)
         plan = dataflow.plan(self, stmts, context) if self._dataflow else None
-        locals_by_comp = {s.comp: s.local for s in stmts if s.local is not None}
-        bodies = {s.name: codegen.statement_body(s, locals_by_comp) for s in stmts}
-        params = sorted(self.param_names)
-        ast, leaves = codegen.build_ast(stmts, bodies, context)
-        body, allocations = codegen.to_loop_ir(ast, leaves, params)
-        broken = codegen.broken_tiles(allocations, stmts, bodies, leaves)
-        if broken:
-            keep_whole = codegen.statements_using(stmts, bodies, broken)
-            ast, leaves = codegen.build_ast(stmts, bodies, context, unseparated=keep_whole)
-            body, _ = codegen.to_loop_ir(ast, leaves, params)
+        body = codegen.generate(stmts, context, sorted(self.param_names))
         outputs, temps = [], []
         for c in self.computations:
             at_root = c.compute_at_target is None or c.stored_at_root
@@ -336,6 +320,19 @@ class Function:
                                     fixed, list(self._assumptions), derived, ranges, pipelines, plan)
         lowered.spmd = spmd.deferred(self, stmts, deps, context, lowered)
         return lowered
+
+    def _checked_fixed(self, fixed):
+        """`fixed` ({size: value}) as a dict, each name a size and each value in its range."""
+        fixed = dict(fixed or {})
+        unknown = sorted(set(fixed) - set(self.sizes()))
+        if unknown:
+            raise DomainError(f"function {self.name} has no size parameter(s) {unknown}; it has {self.sizes()}")
+        for p, v in fixed.items():
+            bounds = self.param_range(p)
+            if isinstance(v, bool) or not isinstance(v, int) or not L.in_range(v, bounds):
+                want = "a positive integer" if bounds == (1, None) else f"an integer in {L.range_text(bounds)}"
+                raise DomainError(f"fixed parameter {p} must be {want}, got {v!r}")
+        return fixed
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
         """Lower, check and compile for `target` (a name `ms.targets()` lists); returns a callable kernel.

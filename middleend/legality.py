@@ -14,9 +14,8 @@ import islpy as isl
 
 from .errors import IllegalScheduleError, ScheduleError
 from .dependences import union_maps
+from .loopir import CONCURRENT_KINDS, LoopKind
 from .statements import reads_of
-
-PARALLEL_KINDS = ("parallel", "vector", "gpu_block", "gpu_thread", "distribute")
 
 
 def execution_times(stmts, function, context):
@@ -103,7 +102,7 @@ def tag_violations(stmts, deps, function, context):
     for s in stmts:
         for k, loop in enumerate(s.loops):
             tag = s.tags.get(loop)
-            if not tag or tag[0] not in PARALLEL_KINDS:
+            if not tag or tag[0] not in CONCURRENT_KINDS:
                 continue
             p = 2 * k + 1
             for kind, m, ts, tk, pairs in checked:
@@ -169,7 +168,8 @@ def window_violations(stmts, context):
         depth = a.local.depth if a.local is not None else n
         if depth == n:
             continue
-        concurrent = [loop for loop in b.loops[depth:n] if b.tags.get(loop, ("serial", 1))[0] not in ("serial", "unroll")]
+        concurrent = [loop for loop in b.loops[depth:n]
+                      if b.tags.get(loop, (LoopKind.SERIAL, 1))[0] not in (LoopKind.SERIAL, LoopKind.UNROLL)]
         if concurrent:
             # iterations that reuse each other's values must run one after the other
             out.append((a, b, f"loop {concurrent[0]} is tagged {b.tags[concurrent[0]][0]}"))
@@ -235,7 +235,7 @@ def check(stmts, deps, function, context):
         src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
         culprit = function._culprit(lambda st: any(
             v[0] == kind and v[1].get_tuple_name(isl.dim_type.in_) == src
-            and v[1].get_tuple_name(isl.dim_type.out) == snk for v in ordering_violations(st, deps, function, context)))
+            and v[1].get_tuple_name(isl.dim_type.out) == snk for v in ordering_violations(st, deps, function, context)), context)
         raise IllegalScheduleError(
             f"the schedule runs a {kind} dependence from {src} to {snk} backwards: "
             f"{_witness(bad)} must run in that order but no longer does"
@@ -246,7 +246,7 @@ def check(stmts, deps, function, context):
         s, loop, tag, kind, m, bad = tagged[0]
         src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
         culprit = function._culprit(lambda st: any(
-            t[0].name == s.name and t[1] == loop for t in tag_violations(st, deps, function, context)))
+            t[0].name == s.name and t[1] == loop for t in tag_violations(st, deps, function, context)), context)
         raise IllegalScheduleError(
             f"loop {loop} of {s.name} is tagged {tag} but carries a {kind} dependence from {src} to {snk} "
             f"({_witness(bad)} run in different iterations of it)"

@@ -6,10 +6,11 @@ Contract with back-ends:
     A `Sym` whose dtype is narrower is read as that type (a truncation).
   * Buffers are dense and row-major over their `shape` (the last index is
     contiguous). `Access(buffer, indices)` loads an element; `Store` writes one.
-  * `For` runs `var` from `lo` to `hi - 1` in steps of one. Its `kind` says how:
-    'serial', 'parallel', 'vector' (SIMD of `factor` lanes), 'unroll' (by
-    `factor`), or a tag for another back-end ('gpu_block', 'gpu_thread',
-    'distribute', 'pipeline') that CPU back-ends run serially.
+  * `For` runs `var` from `lo` to `hi - 1` in steps of one. Its `kind` (a
+    `LoopKind`, equal to its name as a string) says how: 'serial', 'parallel',
+    'vector' (SIMD of `factor` lanes), 'unroll' (by `factor`), or a tag for
+    another back-end ('gpu_block', 'gpu_thread', 'distribute', 'pipeline')
+    that CPU back-ends run serially.
     Legality of the tag was checked by the middle-end.
   * `Allocate` gives a temporary buffer the lifetime of its body; its shape
     is evaluated on entry.
@@ -17,11 +18,29 @@ Contract with back-ends:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from .errors import NotSupportedError
 from .expr import Expr, to_c
 
-LOOP_KINDS = ("serial", "parallel", "vector", "unroll", "gpu_block", "gpu_thread", "distribute", "pipeline")
+
+class LoopKind(StrEnum):
+    """How a loop runs: the tags of Layer II and the `kind` of a `For`. Members are strings
+    (`LoopKind.PARALLEL == "parallel"`), so comparisons with the names keep working."""
+
+    SERIAL = "serial"
+    PARALLEL = "parallel"       # iterations on the thread pool
+    VECTOR = "vector"           # SIMD of `factor` lanes
+    UNROLL = "unroll"           # unrolled by `factor`
+    GPU_BLOCK = "gpu_block"     # the kinds below are for other back-ends; CPU back-ends run them serially
+    GPU_THREAD = "gpu_thread"
+    DISTRIBUTE = "distribute"
+    PIPELINE = "pipeline"
+
+
+#: kinds whose iterations may run at the same time: no dependence may cross them
+CONCURRENT_KINDS = frozenset({LoopKind.PARALLEL, LoopKind.VECTOR, LoopKind.GPU_BLOCK, LoopKind.GPU_THREAD,
+                              LoopKind.DISTRIBUTE})
 
 
 class Stmt:
@@ -37,7 +56,7 @@ class For(Stmt):
     lo: Expr
     hi: Expr
     body: Stmt
-    kind: str = "serial"
+    kind: LoopKind = LoopKind.SERIAL
     factor: int = 1
     #: the scheduled loops this loop runs, as (computation, loop name) pairs (empty for loops a pass
     #: made): how a report names a loop and finds what the middle-end knows about it
@@ -127,7 +146,7 @@ def range_text(bounds) -> str:
 
 def _loop_header(s: For):
     tag = ""
-    if s.kind != "serial":
+    if s.kind != LoopKind.SERIAL:
         tag = f"  // {s.kind}" + (f"({s.factor})" if s.factor > 1 else "")
     return f"for ({s.var} = {to_c(s.lo)}; {s.var} < {to_c(s.hi)}; {s.var}++) {{{tag}"
 

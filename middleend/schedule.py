@@ -12,8 +12,8 @@ import islpy as isl
 
 from .errors import ScheduleError
 from .expr import walk
+from .loopir import LoopKind
 
-TAGS = ("parallel", "vector", "unroll", "gpu_block", "gpu_thread", "distribute", "pipeline")
 #: block (and thread) dimensions a GPU launch has at most
 GPU_DIMS = 3
 
@@ -287,9 +287,9 @@ class Schedulable:
         self.tags[self.loops[k]] = (kind, factor)
 
     def _split_for_tag(self, level, width, kind):
-        cmd = f"{kind if kind != 'vector' else 'vectorize'}({loop_name(level)}, {width})"
+        cmd = f"{kind if kind != LoopKind.VECTOR else 'vectorize'}({loop_name(level)}, {width})"
         k = self._loop_index(level, cmd)
-        _positive_int(width, "the width" if kind == "vector" else "the factor", cmd)
+        _positive_int(width, "the width" if kind == LoopKind.VECTOR else "the factor", cmd)
         if self._loop_extent(k) == width:
             self.tags[self.loops[k]] = (kind, width)
             self._record(cmd)
@@ -327,16 +327,16 @@ class Schedulable:
 
         Returns the (outer, inner) loops when it split, else ().
         """
-        return self._split_for_tag(level, width, "vector")
+        return self._split_for_tag(level, width, LoopKind.VECTOR)
 
     def unroll(self, level, factor):
         """Unroll `level` by `factor` (splitting it first unless it has exactly `factor` iterations)."""
-        return self._split_for_tag(level, factor, "unroll")
+        return self._split_for_tag(level, factor, LoopKind.UNROLL)
 
     def parallelize(self, level):
         """Run the iterations of `level` on the thread pool."""
         cmd = f"parallelize({loop_name(level)})"
-        self._tag(level, "parallel", 1, cmd)
+        self._tag(level, LoopKind.PARALLEL, 1, cmd)
         self._record(cmd)
 
     def gpu(self, blocks, threads=()):
@@ -351,9 +351,9 @@ class Schedulable:
             if len(levels) > GPU_DIMS:
                 raise ScheduleError(f"{self.name}.{cmd}: at most {GPU_DIMS} {what} dimensions, got {len(levels)}")
         for b in blocks:
-            self._tag(b, "gpu_block", 1, cmd)
+            self._tag(b, LoopKind.GPU_BLOCK, 1, cmd)
         for t in threads:
-            self._tag(t, "gpu_thread", 1, cmd)
+            self._tag(t, LoopKind.GPU_THREAD, 1, cmd)
         self._record(cmd)
 
     def gpu_tile(self, *args):
@@ -370,9 +370,9 @@ class Schedulable:
             loops = self.tile(*args)
         self.function._history.pop()
         for b in loops[:n]:
-            self.tags[b.name] = ("gpu_block", 1)
+            self.tags[b.name] = (LoopKind.GPU_BLOCK, 1)
         for t in loops[n:]:
-            self.tags[t.name] = ("gpu_thread", 1)
+            self.tags[t.name] = (LoopKind.GPU_THREAD, 1)
         self._record(cmd)
         return loops
 
@@ -393,7 +393,7 @@ class Schedulable:
             self._record(cmd)
             return
         cmd = f"distribute({loop_name(level)})"
-        self._tag(level, "distribute", 1, cmd)
+        self._tag(level, LoopKind.DISTRIBUTE, 1, cmd)
         self._record(cmd)
 
     def send_receive(self, consumer, at):
@@ -407,7 +407,7 @@ class Schedulable:
     def pipeline(self, level, ii=1):
         """Mark `level` as an FPGA pipeline with initiation interval `ii` (kept for the HLS back-end)."""
         cmd = f"pipeline({loop_name(level)}, {ii})"
-        self._tag(level, "pipeline", _positive_int(ii, "the initiation interval", cmd), cmd)
+        self._tag(level, LoopKind.PIPELINE, _positive_int(ii, "the initiation interval", cmd), cmd)
         self._record(cmd)
 
     # placement ----------------------------------------------------------------
@@ -574,7 +574,7 @@ class Schedulable:
         copy.set_schedule(f"[{params}] -> {{ {name}[{', '.join(names)}] -> [{', '.join(serial + outer + inner)}] : "
                           f"{cons} }}", names=loops, bounds={v: (lows[v], f"{v}_hi") for v, _ in spread})
         for v, _ in spread:
-            copy.tags[f"{v}_t"] = ("gpu_thread", 1)
+            copy.tags[f"{v}_t"] = (LoopKind.GPU_THREAD, 1)
         copy.compute_at(self, self.loops[k])
         del self.function._history[-2:]
         self._record(cmd)

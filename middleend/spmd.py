@@ -331,7 +331,7 @@ class _Lowering:
         if isinstance(s, L.Block):
             return L.Block([self._localize_stmt(c) for c in s.body])
         if isinstance(s, L.For):
-            kind = "parallel" if s.kind == "distribute" else s.kind
+            kind = L.LoopKind.PARALLEL if s.kind == L.LoopKind.DISTRIBUTE else s.kind
             return L.For(s.var, self._localize_expr(s.lo), self._localize_expr(s.hi), self._localize_stmt(s.body),
                          kind, s.factor)
         if isinstance(s, L.If):
@@ -397,15 +397,7 @@ class _Lowering:
                 marker = self._marker(p, kind, offset)
                 stmts.append(marker)
                 bodies[marker.name] = self._marker_body(marker)
-        params = self.params
-        ast, leaves = codegen.build_ast(stmts, bodies, self.me_context)
-        body, allocations = codegen.to_loop_ir(ast, leaves, params)
-        broken = codegen.broken_tiles(allocations, stmts, bodies, leaves)
-        if broken:
-            keep_whole = codegen.statements_using(stmts, bodies, broken)
-            ast, leaves = codegen.build_ast(stmts, bodies, self.me_context, unseparated=keep_whole)
-            body, _ = codegen.to_loop_ir(ast, leaves, params)
-        return self._replace_markers(body)
+        return self._replace_markers(codegen.generate(stmts, self.me_context, self.params, bodies))
 
     def _boundaries(self, comm):
         """{statement name: the times of its boundary instances} for the statements of distributed
@@ -618,7 +610,8 @@ def _box_loops(extents, body_of):
     idx = [Sym(f"{PREFIX}i{d}", int64) for d in range(len(extents))]
     body = body_of(idx)
     for d in reversed(range(len(extents))):
-        body = L.For(idx[d].name, Const(0, int64), extents[d], body, "parallel" if d == 0 else "serial")
+        body = L.For(idx[d].name, Const(0, int64), extents[d], body,
+                     L.LoopKind.PARALLEL if d == 0 else L.LoopKind.SERIAL)
     return body
 
 
