@@ -68,7 +68,6 @@ def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFuncti
                 widen = retry.widen
                 continue
         break
-    f.julia_code = code
     f.julia_argtypes = tr.argtypes
     f.statements = tr.statements
     f.julia_arrays = tr.arrays

@@ -301,10 +301,3 @@ def _special(text):
         return StaticParam(int(m.group(1)))
     head = re.match(r"\$\(Expr\(:(\w+)", text).group(1)
     return Special(head, text)
-
-
-def parse_expression(text, line):
-    """(expression, [type annotations]) of an expression's text."""
-    p = ExprParser(text, line)
-    e = p.parse_all()
-    return e, p.types

@@ -151,6 +151,3 @@ class CodeIR:
 
     def stmt(self, n) -> Stmt:
         return self.stmts[n - 1]
-
-    def block_of(self, n) -> int:
-        return self.stmts[n - 1].block
