@@ -106,6 +106,9 @@ class Buffer:
         #: (dim, factor, kind) per partitioned dimension (see `partition`), for back-ends with banked memories
         self.partitions = []
         self.memory = "global"
+        #: {dimension: (variable, depth)}: rings (storage_fold); the value of a coordinate v of the
+        #: variable lies at (v - its first value) mod depth, and the last `depth` values remain
+        self.folds = {}
 
     @property
     def ndim(self):

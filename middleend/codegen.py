@@ -10,127 +10,15 @@ from __future__ import annotations
 import islpy as isl
 
 from . import loopir as L
-from .affine import IslAff, affine_text, from_ast_expr, min_max_pieces, pwaff_on
+from .accesses import statement_body
+from .affine import IslAff, from_ast_expr, min_max_pieces
 from .algorithm import Var
-from .buffer import as_index_expr
 from .errors import ScheduleError
-from .expr import Access, BinOp, Cast, Sym, binop, simplify, transform, walk
-from .layout import inline_reads, read_index, write_index
+from .expr import Access, Cast, Sym, binop, simplify, transform, walk
 from .schedule import fresh_name
 from .index_split import edges, piecewise_indices, steady_state
 from .separation import full_piece
 from .types import int64
-
-
-
-# statement bodies -------------------------------------------------------------
-
-def _index(stmt, expr):
-    """An index expression over the statement's instance: isl-symbolic when affine.
-
-    A term in the sizes only that is a min or max (the origin of a buffer starting at
-    `min(0, N - 8)`) stays a scalar term: inside the isl function, isl would write the whole
-    index as a select over the loop variables, which no longer reads as contiguous."""
-    text = affine_text(expr)
-    if text is None:
-        return expr
-    rest, sizes_only = _size_terms(expr, set(stmt.params))
-    if sizes_only is not None and rest is not None:
-        return binop("add", _isl_aff(stmt, affine_text(rest), rest), sizes_only)
-    return _isl_aff(stmt, text, expr)
-
-
-def _isl_aff(stmt, text, source):
-    """The IslAff of `text` (the affine index `source`) on the statement's instances, one object per
-    text (an index repeats across a body, and each object is turned into loop IR once per leaf)."""
-    cache = stmt.__dict__.setdefault("_isl_affs", {})
-    if text not in cache:
-        cache[text] = IslAff(pwaff_on(stmt.domain, text, stmt.params), source)
-    return cache[text]
-
-
-def _size_terms(expr, params):
-    """(the rest, the sum of the terms of `expr` (a sum) that are min/max of the sizes only), with
-    (expr, None) when there are no such terms."""
-    if isinstance(expr, BinOp) and expr.op in ("add", "sub"):
-        a_rest, a_sizes = _size_terms(expr.a, params)
-        b_rest, b_sizes = _size_terms(expr.b, params)
-        if a_sizes is None and b_sizes is None:
-            return expr, None
-        if expr.op == "sub":
-            b_rest = None if b_rest is None else -b_rest
-            b_sizes = None if b_sizes is None else -b_sizes
-        return _sum(a_rest, b_rest), _sum(a_sizes, b_sizes)
-    if (isinstance(expr, BinOp) and expr.op in ("min", "max")
-            and all(type(n) is not Sym or n.name in params for n in walk(expr))):
-        return None, expr
-    return expr, None
-
-
-def _sum(a, b):
-    if a is None or b is None:
-        return a if b is None else b
-    return binop("add", a, b)
-
-
-def _lower_reads(stmt, expr, locals_by_comp):
-    """Rewrite accesses to computations and inputs into buffer accesses."""
-    def repl(n):
-        if not isinstance(n, Access) or isinstance(n, _BufferAccess):
-            return None
-        local = locals_by_comp.get(n.target)
-        if local is not None:
-            return _BufferAccess(local.buffer, [_local_index(stmt, local, d, i) for d, i in enumerate(n.indices)])
-        buf, idx = read_index(n.target, n.indices)
-        return _BufferAccess(buf, [_index(stmt, i) for i in idx])
-    return transform(inline_reads(expr), repl)
-
-
-class _BufferAccess(Access):
-    """An access already rewritten onto a buffer (so it is not rewritten twice)."""
-
-    __slots__ = ()
-
-    def rebuild(self, children):
-        return _BufferAccess(self.target, children)
-
-
-def _tile_corner(stmt, local, d):
-    """The lower corner of a tile buffer along dim d, as a function of `stmt`'s instances: through the
-    consumer's prefix map for a consumer, or the instance's own prefix dims for the producer and its
-    updates."""
-    if stmt.local is local:
-        n = stmt.domain.dim(isl.dim_type.set)
-        to_prefix = (isl.Map.identity(stmt.domain.get_space().map_from_set())
-                     .project_out(isl.dim_type.out, local.depth, n - local.depth).reset_tuple_id(isl.dim_type.out))
-    else:
-        to_prefix = local.prefix
-    return local.lower[d].pullback_pw_multi_aff(isl.PwMultiAff.from_map(to_prefix)).intersect_domain(stmt.domain)
-
-
-def _local_index(stmt, local, d, index):
-    """Index of an access to a producer's tile: the global index minus the tile's corner."""
-    corner = _tile_corner(stmt, local, d)
-    index = as_index_expr(index)
-    text = affine_text(index)
-    if text is not None:
-        return IslAff(pwaff_on(stmt.domain, text, stmt.params).sub(corner))
-    return binop("sub", index, IslAff(corner))
-
-
-def statement_body(stmt, locals_by_comp):
-    """(buffer, index list, value, predicate) of a statement, with symbolic affine indices."""
-    comp = stmt.comp
-    value = _lower_reads(stmt, comp.expr, locals_by_comp)
-    predicate = _lower_reads(stmt, comp.predicate, locals_by_comp) if comp.predicate is not None else None
-    if stmt.local is not None:
-        written = comp.update_at if comp.updated is not None else comp.vars
-        index = [_local_index(stmt, stmt.local, d, w) for d, w in enumerate(written)]
-        return stmt.local.buffer, index, value, predicate
-    buf, idx = write_index(comp)
-    # a scatter's index reads data: lowered like the value's reads, so both compute it alike
-    idx = [i if affine_text(i) is not None else _lower_reads(stmt, i, locals_by_comp) for i in idx]
-    return buf, [_index(stmt, i) for i in idx], value, predicate
 
 
 # the AST ------------------------------------------------------------------------

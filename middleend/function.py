@@ -5,7 +5,7 @@ import contextlib
 
 import islpy as isl
 
-from . import algorithm, codegen, dataflow, legality, pipelining, spmd
+from . import algorithm, codegen, dataflow, layout_check, legality, pipelining, spmd
 from . import loopir as L
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
@@ -291,10 +291,11 @@ class Function:
         fixed = self._checked_fixed(fixed)
         context = self._prepare(fixed)
         stmts = build_statements(self, context)
-        deps = None
+        deps, requirements = None, []
         if check:
             deps = compute_dependences(self.computations, context)
             legality.check(stmts, deps, self, context)
+            requirements = layout_check.check(stmts, self, context)
         pipelines = []
         if any(tag[0] == "pipeline" for s in stmts for tag in s.tags.values()):
             deps = deps or compute_dependences(self.computations, context)
@@ -317,7 +318,7 @@ class Function:
                    for name, value in self._derived.items()]
         ranges = {p: self._ranges[p] for p in sizes if p in self._ranges}
         lowered = L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
-                                    fixed, list(self._assumptions), derived, ranges, pipelines, plan)
+                                    fixed, list(self._assumptions) + requirements, derived, ranges, pipelines, plan)
         lowered.spmd = spmd.deferred(self, stmts, deps, context, lowered)
         return lowered
 

@@ -106,7 +106,7 @@ def tag_violations(stmts, deps, function, context):
                 continue
             p = 2 * k + 1
             for kind, m, ts, tk, pairs in checked:
-                carried = _carried_at(ts.get_space().range(), p, s.betas[:k + 1])
+                carried = carried_at(ts.get_space().range(), p, s.betas[:k + 1])
                 bad = pairs.intersect(ts.apply_range(carried).apply_range(tk.reverse()).intersect_params(context))
                 if not bad.is_empty():
                     out.append((s, loop, tag[0], kind, m, bad))
@@ -114,7 +114,7 @@ def tag_violations(stmts, deps, function, context):
     return out
 
 
-def _carried_at(time_space, p, betas):
+def carried_at(time_space, p, betas):
     """Pairs of times in the same iteration of the loops above dimension p (and in that loop's nest),
     different at p."""
     n = time_space.dim(isl.dim_type.set)

@@ -581,13 +581,21 @@ class Schedulable:
         return copy
 
     def store_in(self, buffer, index=None):
-        """Store this computation's values in `buffer` at `index` (expressions of its variables)."""
+        """Store this computation's values in `buffer` at `index` (expressions of its variables).
+
+        The layout is checked when the function is lowered: every element written or read must lie
+        inside the buffer for all sizes, and where the index is not one-to-one (or the buffer is shared),
+        no value may be overwritten before a read that needs it (`ms.LayoutError`). A ring is written
+        in the index (`[ms.floormod(t, 2), x]`)."""
         from .buffer import Buffer
         from .expr import lift
         owner = self.storage_owner
         cmd = f"store_in({getattr(buffer, 'name', buffer)})"
         if not isinstance(buffer, Buffer):
             raise ScheduleError(f"{self.name}.{cmd}: expected an ms.Buffer")
+        if owner.folds:
+            raise ScheduleError(f"{self.name}.{cmd}: {owner.name} is folded (storage_fold); write the ring in the "
+                                f"index of store_in instead (ms.floormod(v, depth))")
         index = list(owner.vars) if index is None else [lift(i) for i in index]
         if len(index) != buffer.ndim:
             raise ScheduleError(f"{self.name}.{cmd}: {buffer.name} has {buffer.ndim} dimensions, index has {len(index)}")
@@ -609,12 +617,22 @@ class Schedulable:
         return self
 
     def storage_fold(self, level, depth):
-        """Keep only `depth` values along variable `level` of the storage (a ring buffer)."""
+        """Keep only `depth` values along variable `level` of the storage (a ring buffer): the value of
+        coordinate v lies at (v - the first coordinate) mod depth.
+
+        The fold applies to the storage the values live in: the computation's buffer, or, computed at a
+        consumer's loop, its tile buffer there (unless no tile is longer than `depth`). Lowering checks
+        that no value is overwritten before a read that needs it (`ms.LayoutError`). An output may be
+        folded along a time dimension only (its updates read it at earlier coordinates: `u[t]` from
+        `u[t - 1]`); the caller then receives the ring, holding the last `depth` steps."""
         owner = self.storage_owner
         cmd = f"storage_fold({loop_name(level)}, {depth})"
         names = [v.name for v in owner.vars]
         if loop_name(level) not in names:
             raise ScheduleError(f"{self.name}.{cmd}: {owner.name} has no variable {loop_name(level)!r}; its variables are {names}")
+        if owner.user_buffer is not None:
+            raise ScheduleError(f"{self.name}.{cmd}: {owner.name} is stored with store_in({owner.user_buffer.name}); "
+                                f"write the ring in its index instead (ms.floormod({loop_name(level)}, {depth}))")
         owner.folds[loop_name(level)] = _positive_int(depth, "the depth", cmd)
         self._record(cmd)
 

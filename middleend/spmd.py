@@ -26,6 +26,7 @@ import islpy as isl
 
 from . import codegen
 from . import loopir as L
+from .accesses import statement_body
 from .affine import IslAff, affine_text, constraint_text, pwaff_on, pwaff_to_expr
 from .buffer import Buffer
 from .communication import Accesses, Communication, Exchange, Span, Wait, find_phases, scanner
@@ -154,7 +155,7 @@ class _Lowering:
     def _inferred_dim(self, buffer, writers):
         """The dimension of an output along which its distributed writers' loop moves (the rows a
         rank computes), or None when no writer is distributed."""
-        comm = collect_accesses([w.comp for w in writers], self.context, folded=True)
+        comm = collect_accesses([w.comp for w in writers], self.context)
         for w in writers:
             g = group_of(w, self.groups)
             if g is None:
@@ -180,7 +181,7 @@ class _Lowering:
     # the whole lowering ---------------------------------------------------------------------------
     def run(self) -> DistributedFunction:
         phases = find_phases(self.stmts, self.groups)
-        comp_acc = collect_accesses(self.f.computations, self.context, folded=True)
+        comp_acc = collect_accesses(self.f.computations, self.context)
         self.acc = Accesses(self.stmts, comp_acc, self.buffers)
         self.me_context = self.dists.constraints("me")
         pair = self.dists.pair_constraints()
@@ -388,7 +389,7 @@ class _Lowering:
                 time = time.apply_range(scale)
             stmts.append(dataclasses.replace(s, domain=domain, time=time))
         locals_by_comp = {s.comp: s.local for s in self.stmts if s.local is not None}
-        bodies = {s.name: codegen.statement_body(s, locals_by_comp) for s in self.stmts}
+        bodies = {s.name: statement_body(s, locals_by_comp) for s in self.stmts}
         self.markers = {}
         for p in comm.phases:
             if not p.items:

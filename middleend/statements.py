@@ -20,8 +20,9 @@ from .affine import affine_text, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
 from .errors import ScheduleError
 from .schedule import bind_to_tiles, fresh_name
-from .expr import Access, simplify, walk
+from .expr import Access, Const, simplify, walk
 from .layout import inline_reads
+from .types import int64
 
 
 @dataclass(eq=False)
@@ -33,6 +34,7 @@ class LocalBuffer:
     prefix: isl.Map        # consumer exec domain -> prefix loop values
     time_dim: int          # time dimension of the loop it is allocated in
     depth: int = 0         # the prefix loops the corner depends on (store_at: fewer than the producer's)
+    folds: dict = field(default_factory=dict)   # dimension -> depth of a ring (storage_fold)
 
 
 @dataclass(eq=False)
@@ -295,14 +297,23 @@ def _expand_update(update, base, context):
 
 
 def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
-    lower, shape = [], []
-    for d in range(len(comp.vars)):
+    """The tile buffer of `comp` over the points `need` (prefix -> points) of each tile. A dimension
+    folded by `storage_fold` becomes a ring of that depth, unless no tile is longer than the depth."""
+    lower, shape, folds = [], [], {}
+    for d, v in enumerate(comp.vars):
         lo, hi = need.dim_min(d).coalesce(), need.dim_max(d).coalesce()
         extent = hi.sub(lo)
         biggest = isl.Map.from_pw_aff(extent).range().intersect_params(context).dim_max(0)
-        shape.append(simplify(pwaff_to_expr(biggest, context) + 1))
+        ring = comp.folds.get(v.name)
+        if ring is not None and not biggest.gt_set(isl.PwAff.val_on_domain(biggest.domain(), isl.Val(ring - 1))) \
+                .is_empty():
+            folds[d] = ring
+            shape.append(Const(ring, int64))
+        else:
+            shape.append(simplify(pwaff_to_expr(biggest, context) + 1))
         lower.append(lo)
     buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
     buf.partitions = list(comp.partitions)
     buf.memory = getattr(comp, "memory", "global")
-    return LocalBuffer(buf, lower, prefix, time_dim, need.dim(isl.dim_type.in_) if depth is None else depth)
+    buf.folds = {d: (comp.vars[d].name, ring) for d, ring in folds.items()}
+    return LocalBuffer(buf, lower, prefix, time_dim, need.dim(isl.dim_type.in_) if depth is None else depth, folds)
