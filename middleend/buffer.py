@@ -106,9 +106,18 @@ class Buffer:
         #: (dim, factor, kind) per partitioned dimension (see `partition`), for back-ends with banked memories
         self.partitions = []
         self.memory = "global"
-        #: {dimension: (variable, depth)}: rings (storage_fold); the value of a coordinate v of the
-        #: variable lies at (v - its first value) mod depth, and the last `depth` values remain
+        #: {dimension: (variable, depth, offset)}: rings (storage_fold). The value at coordinate v of
+        #: the variable lies at `offset mod depth` (offset: an expression of v, v itself for an output
+        #: starting at 0; None for a tile), so the last `depth` values along it remain
         self.folds = {}
+
+    def ring_text(self):
+        """What a folded buffer holds, in words ('' when it is not folded)."""
+        parts = []
+        for _, (var, depth, offset) in sorted(self.folds.items()):
+            at = "" if offset is None else to_c(offset) if isinstance(offset, Sym) else f"({to_c(offset)})"
+            parts.append(f"the last {depth} values along {var}" + (f", at {at} mod {depth}" if at else ""))
+        return "; ".join(parts)
 
     @property
     def ndim(self):

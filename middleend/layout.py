@@ -90,8 +90,8 @@ def assign_storage(function, context):
             if v.name in comp.folds:
                 depth = comp.folds[v.name]
                 shape[d] = Const(depth, int64)
+                folds[d] = (v.name, depth, index[d])
                 index[d] = floormod(index[d], depth)
-                folds[d] = (v.name, depth)
         kind = "output" if comp.is_output else "temporary"
         comp.buffer = Buffer(comp.name, shape, comp.dtype, kind)
         comp.buffer.partitions = list(comp.partitions)

@@ -124,7 +124,8 @@ class LoweredFunction:
         return list(self.inputs) + list(self.outputs)
 
     def __str__(self):
-        args = [f"{b.dtype} *{b.name}" for b in self.arguments] + [f"int64 {p}" for p in self.params]
+        args = [f"{b.dtype} *{b.name}" + (f" /* a ring: {b.ring_text()} */" if b.folds else "")
+                for b in self.arguments] + [f"int64 {p}" for p in self.params]
         lines = [f"void {self.name}({', '.join(args)}) {{"]
         lines += [f"  int64 {name} = {to_c(value)};" for name, value in self.derived]
         lines += _print(self.body, 1)

@@ -315,5 +315,5 @@ def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
     buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
     buf.partitions = list(comp.partitions)
     buf.memory = getattr(comp, "memory", "global")
-    buf.folds = {d: (comp.vars[d].name, ring) for d, ring in folds.items()}
+    buf.folds = {d: (comp.vars[d].name, ring, None) for d, ring in folds.items()}
     return LocalBuffer(buf, lower, prefix, time_dim, need.dim(isl.dim_type.in_) if depth is None else depth, folds)
