@@ -599,8 +599,18 @@ class Schedulable:
         index = list(owner.vars) if index is None else [lift(i) for i in index]
         if len(index) != buffer.ndim:
             raise ScheduleError(f"{self.name}.{cmd}: {buffer.name} has {buffer.ndim} dimensions, index has {len(index)}")
+        buffers = self.function.buffers
+        saved = list(buffers)
+        previous = owner.user_buffer
+        if previous is not None and previous is not buffer and not any(
+                c.user_buffer is previous for c in self.function.computations if c is not owner):
+            buffers.remove(previous)     # replaced: nothing else stores in it
+        try:
+            self.function._add_buffer(buffer)
+        except Exception:
+            buffers[:] = saved
+            raise
         owner.user_buffer, owner.user_store_index = buffer, index
-        self.function._add_buffer(buffer)
         self._record(cmd)
 
     def partition(self, dim, factor=None, kind="cyclic"):

@@ -223,6 +223,10 @@ def _expand(comp, consumer_stmt, level, function, context):
     run, domain, to_original, loop_map = _tile_instances(comp, need, prefix_names, only_needed=sliding)
     loops, tags = _nested_loops(consumer_stmt.loops[:lvl + 1], consumer_stmt.tags, comp.loops, comp.tags)
     local = None
+    if not comp.stored_at_root and comp.user_buffer is not None:
+        raise ScheduleError(f"{comp.name}.store_in({comp.user_buffer.name}): {cmd} keeps its values in a tile buffer "
+                            f"of each iteration, not in {comp.user_buffer.name}; store it at the root "
+                            f"({comp.name}.store_root()) to use {comp.user_buffer.name}, or drop store_in")
     if not comp.stored_at_root:
         # one buffer per iteration of the storage loop, over what all its inner iterations compute
         outer = lvl - store
