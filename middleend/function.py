@@ -283,10 +283,13 @@ class Function:
 
     # lowering ------------------------------------------------------------------------
     def lower(self, check=True, fixed=None) -> L.LoweredFunction:
-        """The loop IR of the scheduled function, after checking the schedule against the dependences.
+        """The loop IR of the scheduled function, after checking the schedule against the dependences
+        and the layout against the accesses it makes (layout_check; `check=False` skips both).
 
         `fixed` ({param: value}) specializes the code for those sizes: loop bounds become
-        constants, full tiles need no guards; the kernel then accepts only those sizes.
+        constants, full tiles need no guards; the kernel then accepts only those sizes. Sizes for
+        which a computation reads beyond what another writes are refused on each call (they join
+        the `assume`d relations of the lowered function).
         """
         fixed = self._checked_fixed(fixed)
         context = self._prepare(fixed)

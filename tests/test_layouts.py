@@ -249,3 +249,31 @@ def test_an_output_buffer_holds_every_value_the_caller_receives():
     c.store_in(ms.Buffer("out", [W, H], ms.float32, "output"), [x, y])
     img = rng.random((9, 7), dtype=np.float32)
     np.testing.assert_allclose(f.compile("cpu")(img=img), (img[:-2] * 2 + img[2:] * 2).T, rtol=1e-6)
+
+
+def test_index_bounds_of_data_follow_types_clamps_masks_and_modulos():
+    from types import SimpleNamespace
+    from mascarpone.middleend.buffer import as_index_expr
+    from mascarpone.middleend.index_bounds import index_range
+    stmt = SimpleNamespace(domain=isl.Set("[N] -> { c[i] : 0 <= i < N }"), params=["N"])
+    i = ms.Var("i", 0, N)
+    with ms.Function("bounds"):
+        small = ms.Input("small", [N], ms.uint8)
+        wide = ms.Input("wide", [N], ms.int64)
+
+    def bounds(e):
+        lo, hi = index_range(stmt, as_index_expr(e))
+        text = [None if b is None else str(b.coalesce()).split("->", 2)[-1] for b in (lo, hi)]
+        return text, lo is hi and lo is not None
+
+    assert bounds(i % 16) == ([" [((i) mod 16)] : 0 <= i < N }"] * 2, True)     # C's modulo of a natural
+    assert bounds((i - 3) % 4)[0] == [" [(-3)] : 0 <= i < N }", " [(3)] : 0 <= i < N }"]
+    assert bounds(ms.cast(ms.int32, small[i]))[0] == [" [(0)] : 0 <= i < N }", " [(255)] : 0 <= i < N }"]
+    assert bounds(wide[i] & 7)[0] == [" [(0)] : 0 <= i < N }", " [(7)] : 0 <= i < N }"]
+    clamped = ms.clamp(wide[i], 0, ms.cast(ms.int64, N) - 1)
+    (lo, hi), _ = bounds(clamped)
+    assert lo == " [(0)] : 0 <= i < N }" and "c[i] -> [(-1 + N)] : N <= 9223372036854775807" in hi
+    assert bounds(wide[i]) == ([" [(-9223372036854775808)] : 0 <= i < N }",
+                                " [(9223372036854775807)] : 0 <= i < N }"], False)
+    assert bounds(wide[i] * wide[i]) == ([None, None], False)
+    assert bounds(ms.select(i < 5, i, N + i))[1]        # an affine condition picks a branch exactly
