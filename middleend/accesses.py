@@ -162,6 +162,7 @@ class StatementAccess:
     local: object            # the LocalBuffer when `buffer` is a tile, else None
     owner: object
     logical: list
+    guarded: bool = False    # made only where the statement's predicate holds (not a read of the predicate)
 
 
 def statement_accesses(stmt, locals_by_comp):
@@ -170,16 +171,17 @@ def statement_accesses(stmt, locals_by_comp):
     owner = comp.storage_owner
     buf, idx = _write(stmt, locals_by_comp)
     at = comp.update_at if comp.updated is not None else comp.vars
-    out = [StatementAccess(stmt, True, buf, idx, stmt.local, owner, [as_index_expr(a) for a in at])]
-    exprs = [comp.expr] + ([comp.predicate] if comp.predicate is not None else [])
-    exprs += [a for a in at if affine_text(as_index_expr(a)) is None]
-    for e in exprs:
+    guarded = comp.predicate is not None
+    out = [StatementAccess(stmt, True, buf, idx, stmt.local, owner, [as_index_expr(a) for a in at], guarded)]
+    exprs = [(comp.expr, guarded)] + ([(comp.predicate, False)] if guarded else [])
+    exprs += [(a, guarded) for a in at if affine_text(as_index_expr(a)) is None]
+    for e, under in exprs:
         for n in walk(inline_reads(e)):
             if not isinstance(n, Access):
                 continue
             local = locals_by_comp.get(n.target)
-            read = lower_access(stmt, n, locals_by_comp)
+            read = lower_reads(stmt, n, locals_by_comp)     # its indices' own reads first, as code generation does
             target = getattr(n.target, "storage_owner", n.target)
             out.append(StatementAccess(stmt, False, read.target, list(read.indices), local, target,
-                                       [as_index_expr(i) for i in n.indices]))
+                                       [as_index_expr(i) for i in n.indices], under))
     return out

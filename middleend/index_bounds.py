@@ -13,10 +13,24 @@ from .affine import IslAff, affine_text, const_value, constraint_text, pwaff_on,
 from .expr import Access, BinOp, Call, Cast, Select
 
 
-def index_range(stmt, e):
+def index_range(stmt, e, facts=None):
     """(lo, hi): isl PwAffs on the statement's instances bounding the index expression `e` (one
     object when exact: `e` is affine, or a select of affine branches on an affine condition); None
-    for a side without a bound."""
+    for a side without a bound. `facts` (see `guard_facts`) bound subexpressions where the access
+    runs only under the statement's predicate."""
+    lo, hi = _range(stmt, e, facts or {})
+    return lo, hi
+
+
+def _range(stmt, e, facts):
+    lo, hi = _plain_range(stmt, e, facts)
+    known = facts.get(expr_key(e)) if facts and not _exact(lo, hi) else None
+    if known is not None:
+        lo, hi = _either(lo, known[0], "max"), _either(hi, known[1], "min")
+    return lo, hi
+
+
+def _plain_range(stmt, e, facts):
     if isinstance(e, IslAff):
         return e.pwaff, e.pwaff
     text = affine_text(e)
@@ -24,9 +38,9 @@ def index_range(stmt, e):
         pa = pwaff_on(stmt.domain, text, stmt.params)
         return pa, pa
     if isinstance(e, BinOp):
-        return _binop_range(stmt, e)
+        return _binop_range(stmt, e, facts)
     if isinstance(e, Select):
-        (lt, ht), (lf, hf) = index_range(stmt, e.t), index_range(stmt, e.f)
+        (lt, ht), (lf, hf) = _range(stmt, e.t, facts), _range(stmt, e.f, facts)
         cond = constraint_text(e.cond)
         if cond is not None:     # an affine condition picks a branch exactly
             which = _set_on(stmt, cond).indicator_function()
@@ -35,7 +49,7 @@ def index_range(stmt, e):
             return _both_cond(which, lt, lf), _both_cond(which, ht, hf)
         return _both(lt, lf, "min"), _both(ht, hf, "max")
     if isinstance(e, Cast) and e.dtype.is_int and e.a.dtype.is_int:
-        lo, hi = index_range(stmt, e.a)
+        lo, hi = _range(stmt, e.a, facts)
         if lo is None or hi is None:
             lo, hi = _type_range(stmt, e.a.dtype)
         tlo, thi = _type_range(stmt, e.dtype)
@@ -48,10 +62,10 @@ def index_range(stmt, e):
     return None, None
 
 
-def _binop_range(stmt, e):
+def _binop_range(stmt, e, facts):
     op = e.op
     if op in ("add", "sub", "min", "max"):
-        (la, ha), (lb, hb) = index_range(stmt, e.a), index_range(stmt, e.b)
+        (la, ha), (lb, hb) = _range(stmt, e.a, facts), _range(stmt, e.b, facts)
         if _exact(la, ha) and _exact(lb, hb):
             return _same(getattr(la, op)(lb))
         if op == "add":
@@ -64,7 +78,7 @@ def _binop_range(stmt, e):
     if op == "mul":
         for factor, other in ((const_value(e.a), e.b), (const_value(e.b), e.a)):
             if factor is not None:
-                lo, hi = index_range(stmt, other)
+                lo, hi = _range(stmt, other, facts)
                 if _exact(lo, hi):
                     return _same(_scale(lo, factor))
                 lo, hi = _scale(lo, factor), _scale(hi, factor)
@@ -78,7 +92,7 @@ def _binop_range(stmt, e):
     k = const_value(e.b)
     if k is None or k <= 0 or op not in ("ediv", "shr", "emod", "div", "mod") or (op == "shr" and k >= 63):
         return None, None
-    lo, hi = index_range(stmt, e.a)
+    lo, hi = _range(stmt, e.a, facts)
     # C's division and modulo (toward zero) are Euclid's on natural numbers
     natural = lo is not None and lo.lt_set(_const(stmt, 0)).intersect(stmt.domain).is_empty()
     if op in ("ediv", "shr") or (op == "div" and natural):
@@ -144,3 +158,47 @@ def _widens(src, dst):
     if src.is_signed == dst.is_signed:
         return src.bits <= dst.bits
     return not src.is_signed and src.bits < dst.bits
+
+
+def expr_key(e):
+    """A structural key of an expression (equal for equal trees; loads keyed by their buffer)."""
+    if isinstance(e, IslAff):
+        return ("aff", str(e.pwaff))
+    slots = {a for k in type(e).__mro__ for a in getattr(k, "__slots__", ())}
+    own = tuple(getattr(e, a) for a in ("op", "value", "name", "fn") if a in slots)
+    target = (id(e.target),) if isinstance(e, Access) else ()
+    return (type(e).__name__, str(e.dtype)) + own + target + tuple(expr_key(c) for c in e.children)
+
+
+def guard_facts(stmt, predicate):
+    """{expr_key: (lo, hi)}: bounds of the non-affine subexpressions that the statement's predicate
+    compares with bounded ones (`i >= 0 && i < n` in `if (i >= 0 && i < n) A[i] = ...`): they hold
+    wherever the statement runs its store."""
+    facts = {}
+    if predicate is None:
+        return facts
+    for c in _conjuncts(predicate):
+        if not (isinstance(c, BinOp) and c.op in ("lt", "le", "gt", "ge") and c.a.dtype.is_int):
+            continue
+        for e, other, op in ((c.a, c.b, c.op), (c.b, c.a, _MIRROR[c.op])):
+            if affine_text(e) is not None:
+                continue
+            lo_o, hi_o = index_range(stmt, other)
+            lo, hi = facts.get(expr_key(e), (None, None))
+            if op in ("ge", "gt") and lo_o is not None:
+                bound = lo_o if op == "ge" else lo_o.add(_const(stmt, 1))
+                lo = _either(lo, bound, "max")
+            if op in ("le", "lt") and hi_o is not None:
+                bound = hi_o if op == "le" else hi_o.sub(_const(stmt, 1))
+                hi = _either(hi, bound, "min")
+            facts[expr_key(e)] = (lo, hi)
+    return facts
+
+
+_MIRROR = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _conjuncts(e):
+    if isinstance(e, BinOp) and e.op == "and":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import islpy as isl
 
-from .accesses import IslAff, statement_accesses, tile_instance
+from .accesses import IslAff, lower_reads, statement_accesses, tile_instance
 from .affine import affine_text
 from .buffer import as_index_expr
 from .errors import LayoutError, OutOfBoundsError, OverwriteError
 from .expr import Access, walk
-from .index_bounds import index_range
+from .index_bounds import guard_facts, index_range
 from .layout import inline_reads, write_box
 from .legality import carried_at
 from .loopir import CONCURRENT_KINDS
@@ -39,9 +39,16 @@ def check(stmts, function, context):
     check_output_layouts(function, context)
     locals_by_comp = {s.comp: s.local for s in stmts if s.local is not None}
     accesses = [a for s in stmts for a in statement_accesses(s, locals_by_comp)]
-    requirements = check_bounds(accesses, function, context)
-    check_live_values(stmts, accesses, function, context)
+    facts = {s.name: guard_facts(s, lower_reads(s, s.comp.predicate, locals_by_comp))
+             for s in stmts if s.comp.predicate is not None}
+    requirements = check_bounds(accesses, function, context, facts)
+    check_live_values(stmts, accesses, function, context, facts)
     return requirements
+
+
+def _facts(a, facts):
+    """The bounds the statement's predicate gives, for an access it guards."""
+    return facts.get(a.stmt.name) if a.guarded else None
 
 
 # what the caller receives --------------------------------------------------------------------
@@ -137,7 +144,7 @@ def _first_map(umap):
 
 # bounds -------------------------------------------------------------------------------------
 
-def check_bounds(accesses, function, context):
+def check_bounds(accesses, function, context, facts):
     """Every write and read of a computation's storage lies inside its buffer: for all sizes where a
     layout chose the buffer (store_in, storage_fold), else (storage sized by what is written) for the
     sizes of the requirements returned ([(text, isl set of the sizes)])."""
@@ -152,7 +159,7 @@ def check_bounds(accesses, function, context):
         seen.add(key)
         domain = stmt.domain.intersect_params(context)
         for d, index in enumerate(a.index):
-            lo, hi = index_range(stmt, index)
+            lo, hi = index_range(stmt, index, _facts(a, facts))
             if lo is None or hi is None:
                 raise OutOfBoundsError(
                     f"{_who(a)} {a.buffer.name} at an index whose range mascarpone cannot bound ({_show(index)} in "
@@ -275,10 +282,11 @@ class _Relations:
     """The accesses to one buffer as maps from times to [element, value]: the element (the tile's
     storage loops first, for a tile buffer) and the program's value, [owner number, coordinates]."""
 
-    def __init__(self, buffer, accesses, function, context):
+    def __init__(self, buffer, accesses, function, context, facts):
         self.buffer = buffer
         self.function = function
         self.context = context
+        self.facts = facts
         mine = [a for a in accesses if a.buffer is buffer]
         self.owners = sorted({a.owner for a in mine}, key=lambda o: o.name)
         self.width = max(len(a.logical) for a in mine)
@@ -299,7 +307,7 @@ class _Relations:
         if a.local is not None:
             cell = tile_instance(stmt, a.local)
         for index in a.index:
-            m = _range_map(stmt, *index_range(stmt, index))
+            m = _range_map(stmt, *index_range(stmt, index, _facts(a, self.facts)))
             cell = m if cell is None else cell.flat_range_product(m)
         value = stmt.to_original.apply_range(self._value_map(a))
         both = _anonymous(cell.flat_range_product(value).intersect_domain(stmt.domain))
@@ -340,12 +348,12 @@ class _Relations:
         return m
 
 
-def check_live_values(stmts, accesses, function, context):
+def check_live_values(stmts, accesses, function, context, facts):
     """For the buffers that may hold two values in one element: each read finds its value (the last
     write before it to its element writes that value), and no concurrent loop has two iterations
     touch one element for different values."""
     for buffer in sorted(checked_buffers(accesses, context), key=lambda b: b.name):
-        rel = _Relations(buffer, accesses, function, context)
+        rel = _Relations(buffer, accesses, function, context, facts)
         writes = rel.by_element(rel.writes)
         if rel.reads is not None:
             _check_last_writes(rel, stmts, writes)

@@ -83,22 +83,28 @@ def test_transposed_and_padded_buffers_run_with_the_program_results():
     np.testing.assert_allclose(f.compile("cpu")(img=img), expected, rtol=1e-6)
 
 
-def test_an_index_computed_from_data_is_bounded_by_its_type_and_clamps():
+def test_an_index_computed_from_data_is_bounded_by_its_type_clamps_and_guards():
     x = ms.Var("x", 0, N)
     b = ms.Var("b", 0, 16)
 
-    def histogram(clamped):
+    def histogram(bounded):
         with ms.Function("hist") as f:
             v = ms.Input("v", [N], ms.int32)
             h = ms.Computation("h", [b], ms.i32(0))
-            at = ms.clamp(v[x], 0, 15) if clamped else v[x]
-            h.update([x], h[at] + 1, at=[at])
+            if bounded == "clamped":
+                at = ms.clamp(v[x], 0, 15)
+                h.update([x], h[at] + 1, at=[at])
+            else:        # unbounded, or counted only where the predicate keeps it inside
+                guard = (v[x] >= 0) & (v[x] < 16) if bounded == "guarded" else None
+                h.update([x], h[v[x]] + 1, at=[v[x]], where=guard)
         return f
     with pytest.raises(ms.OutOfBoundsError, match="cannot bound|outside"):
-        histogram(clamped=False).lower()
+        histogram(None).lower()
     data = rng.integers(-5, 25, 50).astype(np.int32)
     expected = np.bincount(np.clip(data, 0, 15), minlength=16)
-    np.testing.assert_array_equal(histogram(clamped=True).compile("cpu")(v=data), expected)
+    np.testing.assert_array_equal(histogram("clamped").compile("cpu")(v=data), expected)
+    inside = data[(data >= 0) & (data < 16)]
+    np.testing.assert_array_equal(histogram("guarded").compile("cpu")(v=data), np.bincount(inside, minlength=16))
 
 
 def test_a_read_beyond_what_is_computed_becomes_a_size_requirement():
