@@ -192,19 +192,19 @@ def window_violations(stmts, context):
     return out
 
 
-def check_gpu_nesting(stmts, function):
+def check_gpu_nesting(stmts, function, context):
     """Raise ScheduleError for GPU tags that cannot form a launch, naming the command that tagged them."""
     bad = gpu_nesting_violations(stmts)
     if bad:
         s, why = bad[0]
-        culprit = function._culprit(lambda st: any(v[0].name == s.name for v in gpu_nesting_violations(st)))
+        culprit = function._culprit(lambda st: any(v[0].name == s.name for v in gpu_nesting_violations(st)), context)
         raise ScheduleError(f"{s.name} cannot run on a GPU as tagged: {why} (loops {s.loops})"
                             + (f"; tagged by {culprit}" if culprit else ""))
 
 
 def check(stmts, deps, function, context):
     """Raise IllegalScheduleError for the first dependence the schedule breaks, naming the command."""
-    check_gpu_nesting(stmts, function)
+    check_gpu_nesting(stmts, function, context)
     windows = window_violations(stmts, context)
     if windows:
         a, b, missing = windows[0]
