@@ -20,7 +20,7 @@ def test_accepted_schedules_compute_the_same_values(seq):
     assert outcome == "equal" or outcome.startswith("refused"), (seq, outcome)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(commands(LOOP_COMMANDS + LAYOUT_COMMANDS * 4, 6))
 def test_accepted_layouts_compute_the_same_values(seq):
     """Layout commands (store_in with transposed, padded, flipped, panelled, too small and contracted
