@@ -13,8 +13,8 @@ from mascarpone.frontends.halide import HalideFormatError, HalideVersionError, f
 from mascarpone.middleend.algorithm import Computation, Input, Param, Var
 from mascarpone.middleend.buffer import Buffer
 from mascarpone.middleend.errors import (ArgumentError, DomainError, ExprTypeError, IllegalScheduleError,
-                                         MascarponeError, NotSupportedError, RankError, ScheduleError, TargetError)
-from mascarpone.middleend.errors import LayoutError, OutOfBoundsError, OverwriteError
+                                         LayoutError, MascarponeError, NotSupportedError, OutOfBoundsError,
+                                         OverwriteError, RankError, ScheduleError, TargetError)
 from mascarpone.middleend.expr import (Expr, abs_ as abs, call, cast, clamp, floordiv, floormod, max_ as max,
                                        min_ as min, reinterpret, select)
 from mascarpone.middleend.function import Function
