@@ -13,7 +13,7 @@ import islpy as isl
 from .affine import ISL_KEYWORDS, affine_text, constraint_text
 from .buffer import Buffer
 from .errors import DomainError, ExprTypeError, ScheduleError
-from .expr import Access, Expr, Sym, lift, to_c, walk
+from .expr import Access, Expr, Sym, lift, pseudo_c, walk
 from .schedule import Schedulable
 from .types import as_dtype, index_type
 
@@ -58,7 +58,7 @@ class Var(Sym):
         self.lo, self.hi = lift(lo), lift(hi)
         for bound in (self.lo, self.hi):
             if affine_text(bound) is None:
-                raise DomainError(f"bound {to_c(bound)} of variable {name} is not affine in the parameters")
+                raise DomainError(f"bound {pseudo_c(bound)} of variable {name} is not affine in the parameters")
 
 
 def params_of(*exprs) -> set:
@@ -119,7 +119,7 @@ def _access(target, idx):
     idx = tuple(lift(i) for i in idx)
     for i in idx:
         if not i.dtype.is_int:
-            raise ExprTypeError(f"index {to_c(i)} of {target.name} is {i.dtype}, not an integer; cast it")
+            raise ExprTypeError(f"index {pseudo_c(i)} of {target.name} is {i.dtype}, not an integer; cast it")
     return Access(target, idx)
 
 
@@ -227,12 +227,12 @@ class Computation(Schedulable):
         for a in at:
             for n in walk(a):
                 if isinstance(n, Var) and n.name not in {v.name for v in vars}:
-                    raise DomainError(f"update {name} writes at {to_c(a)}, which uses {n.name}, not one of its variables")
+                    raise DomainError(f"update {name} writes at {pseudo_c(a)}, which uses {n.name}, not one of its variables")
         self.updates.append(u)
         return u
 
     def __repr__(self):
-        return f"Computation({self.name}[{', '.join(v.name for v in self.vars)}] = {to_c(self.expr)})"
+        return f"Computation({self.name}[{', '.join(v.name for v in self.vars)}] = {pseudo_c(self.expr)})"
 
 
 def _split_conjunction(cond):

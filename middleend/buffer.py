@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .errors import DomainError, ScheduleError
-from .expr import Access, Cast, Const, Expr, Sym, lift, simplify, to_c
+from .expr import Access, Cast, Const, Expr, Sym, lift, simplify, pseudo_c
 from .types import as_dtype, int64
 
 BUFFER_KINDS = ("input", "output", "temporary")
@@ -48,7 +48,7 @@ def as_index_expr(e) -> Expr:
     """
     e = lift(e)
     if not e.dtype.is_int:
-        raise DomainError(f"sizes and indices must be integers, got {to_c(e)} of type {e.dtype}")
+        raise DomainError(f"sizes and indices must be integers, got {pseudo_c(e)} of type {e.dtype}")
     return simplify(_widen(e))
 
 
@@ -115,7 +115,7 @@ class Buffer:
         """What a folded buffer holds, in words ('' when it is not folded)."""
         parts = []
         for _, (var, depth, offset) in sorted(self.folds.items()):
-            at = "" if offset is None else to_c(offset) if isinstance(offset, Sym) else f"({to_c(offset)})"
+            at = "" if offset is None else pseudo_c(offset) if isinstance(offset, Sym) else f"({pseudo_c(offset)})"
             parts.append(f"the last {depth} values along {var}" + (f", at {at} mod {depth}" if at else ""))
         return "; ".join(parts)
 
@@ -138,4 +138,4 @@ class Buffer:
         return Access(self, [lift(i) for i in idx])
 
     def __repr__(self):
-        return f"Buffer({self.name}, [{', '.join(to_c(d) for d in self.shape)}], {self.dtype}, {self.kind})"
+        return f"Buffer({self.name}, [{', '.join(pseudo_c(d) for d in self.shape)}], {self.dtype}, {self.kind})"

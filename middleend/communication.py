@@ -26,7 +26,7 @@ from .affine import from_ast_expr
 from .dependences import union_maps
 from .distribution import group_of, on_role, outer_param, owned
 from .errors import IllegalScheduleError, NotSupportedError
-from .expr import Const, Sym, UnOp, binop, simplify, to_c, transform
+from .expr import Const, Sym, UnOp, binop, simplify, pseudo_c, transform
 from .types import int64
 
 
@@ -41,7 +41,7 @@ class Exchange(L.Stmt):
     outer: tuple = ()
 
     def pseudo_c(self):
-        outer = f" at ({', '.join(to_c(e) for e in self.outer)})" if self.outer else ""
+        outer = f" at ({', '.join(pseudo_c(e) for e in self.outer)})" if self.outer else ""
         return [f"exchange_start({self.index});  // messages of exchange {self.index}{outer}"]
 
 
@@ -64,7 +64,7 @@ class Span(L.Stmt):
     length: object
 
     def pseudo_c(self):
-        return [f"span(&{self.buffer.name}[{', '.join(to_c(i) for i in self.indices)}], {to_c(self.length)});"]
+        return [f"span(&{self.buffer.name}[{', '.join(pseudo_c(i) for i in self.indices)}], {pseudo_c(self.length)});"]
 
 
 # phases ------------------------------------------------------------------------------------------------

@@ -233,9 +233,9 @@ def _key(index):
 
 
 def _show(index):
-    from .expr import to_c
+    from .expr import pseudo_c
     try:
-        return to_c(index)
+        return pseudo_c(index)
     except Exception:   # an index holding isl functions prints through them
         return str(index)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .errors import NotSupportedError
-from .expr import Expr, to_c
+from .expr import Expr, pseudo_c
 
 
 class LoopKind(StrEnum):
@@ -127,7 +127,7 @@ class LoweredFunction:
         args = [f"{b.dtype} *{b.name}" + (f" /* a ring: {b.ring_text()} */" if b.folds else "")
                 for b in self.arguments] + [f"int64 {p}" for p in self.params]
         lines = [f"void {self.name}({', '.join(args)}) {{"]
-        lines += [f"  int64 {name} = {to_c(value)};" for name, value in self.derived]
+        lines += [f"  int64 {name} = {pseudo_c(value)};" for name, value in self.derived]
         lines += _print(self.body, 1)
         lines.append("}")
         return "\n".join(lines)
@@ -149,7 +149,7 @@ def _loop_header(s: For):
     tag = ""
     if s.kind != LoopKind.SERIAL:
         tag = f"  // {s.kind}" + (f"({s.factor})" if s.factor > 1 else "")
-    return f"for ({s.var} = {to_c(s.lo)}; {s.var} < {to_c(s.hi)}; {s.var}++) {{{tag}"
+    return f"for ({s.var} = {pseudo_c(s.lo)}; {s.var} < {pseudo_c(s.hi)}; {s.var}++) {{{tag}"
 
 
 def _print(s: Stmt, depth: int):
@@ -159,15 +159,15 @@ def _print(s: Stmt, depth: int):
     if isinstance(s, For):
         return [pad + _loop_header(s), *_print(s.body, depth + 1), pad + "}"]
     if isinstance(s, If):
-        lines = [f"{pad}if ({to_c(s.cond)}) {{", *_print(s.then, depth + 1)]
+        lines = [f"{pad}if ({pseudo_c(s.cond)}) {{", *_print(s.then, depth + 1)]
         if s.else_ is not None:
             lines += [f"{pad}}} else {{", *_print(s.else_, depth + 1)]
         return lines + [pad + "}"]
     if isinstance(s, Store):
-        idx = ", ".join(to_c(i) for i in s.indices)
-        return [f"{pad}{s.buffer.name}[{idx}] = {to_c(s.value)};"]
+        idx = ", ".join(pseudo_c(i) for i in s.indices)
+        return [f"{pad}{s.buffer.name}[{idx}] = {pseudo_c(s.value)};"]
     if isinstance(s, Allocate):
-        shape = ", ".join(to_c(d) for d in s.buffer.shape)
+        shape = ", ".join(pseudo_c(d) for d in s.buffer.shape)
         return [f"{pad}{s.buffer.dtype} {s.buffer.name}[{shape}];  // temporary",
                 *_print(s.body, depth)]
     if hasattr(s, "pseudo_c"):   # a statement a back-end's program adds (communication, ...)

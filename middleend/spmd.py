@@ -34,7 +34,7 @@ from .dependences import collect_accesses, compute_dependences
 from .distribution import (PREFIX, Distributions, block_exprs, extent_pwaff, find_groups, group_of, on_role,
                            owned)
 from .errors import NotSupportedError, ScheduleError
-from .expr import Access, Const, Sym, binop, max_, min_, simplify, to_c, transform, walk
+from .expr import Access, Const, Sym, binop, max_, min_, simplify, pseudo_c, transform, walk
 from .statements import Statement
 from .types import int64
 
@@ -548,7 +548,7 @@ class _Lowering:
             ok = not any(pa.involves_dims(isl.dim_type.param, pa.find_dim_by_name(isl.dim_type.param, b), 1)
                          for b in blocks if pa.find_dim_by_name(isl.dim_type.param, b) >= 0)
         if not ok:
-            raise NotSupportedError(f"exchange {index} would sit under {to_c(e)}, which differs between ranks; "
+            raise NotSupportedError(f"exchange {index} would sit under {pseudo_c(e)}, which differs between ranks; "
                                     f"the ranks would not all reach it")
 
 class _Marker:

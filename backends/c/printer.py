@@ -20,7 +20,7 @@ from mascarpone.backends.common.promote import promote_accumulators
 from mascarpone.backends.common.temporaries import StackBudget
 from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.middleend.expr import (BIT_OPS, COMPARE_OPS, INT_FUNCS, LOGIC_OPS, SHIFT_OPS, Access, BinOp,
-                                       Call, Cast, Const, Reinterpret, Select, Sym, UnOp, to_c)
+                                       Call, Cast, Const, Reinterpret, Select, Sym, UnOp, pseudo_c)
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, walk_stmts
 from mascarpone.middleend.types import DType, int64
 
@@ -269,7 +269,7 @@ class CPrinter:
             if e.fn in INT_FUNCS:
                 return self.helpers.call(e.fn, (e.dtype,), args)
             return self.d.math_call(e.fn, e.dtype, args)
-        raise NotSupportedError(f"the C printer cannot print {type(e).__name__} nodes: {to_c(e)}")
+        raise NotSupportedError(f"the C printer cannot print {type(e).__name__} nodes: {pseudo_c(e)}")
 
     def _binop(self, e, index):
         op, dt = e.op, e.a.dtype
@@ -295,7 +295,7 @@ class CPrinter:
             return self._wrapped(e, index)
         if op in _HELPER_OPS:
             return self.helpers.call(op, (dt,), [self.expr(e.a, index), self.expr(e.b, index)])
-        raise NotSupportedError(f"the C printer has no rule for {op} on {dt}: {to_c(e)}")
+        raise NotSupportedError(f"the C printer has no rule for {op} on {dt}: {pseudo_c(e)}")
 
     def _unop(self, e, index):
         if e.op == "not":

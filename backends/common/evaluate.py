@@ -9,7 +9,7 @@ import math
 import struct
 
 from mascarpone.middleend.errors import NotSupportedError
-from mascarpone.middleend.expr import BinOp, Call, Cast, Const, Expr, Reinterpret, Select, Sym, UnOp, to_c
+from mascarpone.middleend.expr import BinOp, Call, Cast, Const, Expr, Reinterpret, Select, Sym, UnOp, pseudo_c
 from mascarpone.middleend.semantics import float_to_int_via
 from mascarpone.middleend.types import DType
 
@@ -132,7 +132,7 @@ def evaluate(e: Expr, env: dict) -> int:
         if e.op == "or":
             return bool(a or b)
         if e.dtype.is_float:
-            raise NotSupportedError(f"floating-point arithmetic in a size expression: {to_c(e)}")
+            raise NotSupportedError(f"floating-point arithmetic in a size expression: {pseudo_c(e)}")
         if e.op in ("shl", "shr"):
             return shift(a, b, e.dtype, e.op == "shl")
         if e.op in ("ediv", "emod") and not e.dtype.is_signed:
@@ -156,7 +156,7 @@ def evaluate(e: Expr, env: dict) -> int:
         return reinterpret(evaluate(e.a, env), e.a.dtype, e.dtype)
     if isinstance(e, Call) and e.dtype.is_int:
         return bit_count(e.fn, evaluate(e.args[0], env), e.dtype)
-    raise NotSupportedError(f"cannot evaluate {to_c(e)} before the call (sizes may use only parameters)")
+    raise NotSupportedError(f"cannot evaluate {pseudo_c(e)} before the call (sizes may use only parameters)")
 
 
 def compile_int(e: Expr):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from mascarpone.backends.common.promote import promote_accumulators
 from mascarpone.middleend.errors import NotSupportedError
-from mascarpone.middleend.expr import Access, Sym, to_c, walk
+from mascarpone.middleend.expr import Access, Sym, pseudo_c, walk
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Stmt, walk_exprs, walk_stmts
 from mascarpone.middleend.schedule import GPU_DIMS
 
@@ -141,7 +141,7 @@ class Splitter:
             return HostFor(s.var, s.lo, s.hi, self.host(s.body, tuple(scope) + (s.var,)))
         if isinstance(s, If):
             if _reads_data(s.cond):
-                raise NotSupportedError(f"{self.lowered.name}: the condition {to_c(s.cond)} reads data and guards "
+                raise NotSupportedError(f"{self.lowered.name}: the condition {pseudo_c(s.cond)} reads data and guards "
                                         f"GPU loops: the host cannot evaluate it")
             return HostIf(s.cond, self.host(s.then, scope), None if s.else_ is None else self.host(s.else_, scope))
         if isinstance(s, Allocate):

@@ -30,7 +30,7 @@ import networkx as nx
 
 from mascarpone.backends.common.affine import mentions
 from mascarpone.backends.common.evaluate import evaluate
-from mascarpone.middleend.expr import Access, to_c, walk
+from mascarpone.middleend.expr import Access, pseudo_c, walk
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, own_exprs, walk_stmts
 
 from . import latency as LAT
@@ -360,7 +360,7 @@ def _accesses(s, env, unrolled=()):
         for e in exprs:
             for n in walk(e):
                 if isinstance(n, Access):
-                    key = (n.target.name, tuple(to_c(i) for i in n.indices))
+                    key = (n.target.name, tuple(pseudo_c(i) for i in n.indices))
                     if key not in seen:
                         seen.add(key)
                         add((False, n.target.name), copies(n.indices), 0, n.target)
@@ -481,7 +481,7 @@ def build(lowered, sizes=None) -> Report:
         bits = 8 if b.dtype.is_bool else b.dtype.bits
         banks, registers = _banks(b) if w == ON_CHIP else (1, False)
         brams = bram18k(bits, elements, banks, registers) if w == ON_CHIP else None
-        rep.buffers.append(BufferReport(b.name, w, dims_known or [to_c(d) for d in b.shape], elements, bits,
+        rep.buffers.append(BufferReport(b.name, w, dims_known or [pseudo_c(d) for d in b.shape], elements, bits,
                                         list(b.partitions), banks, brams))
     for r in rep.pipelined():
         if r.ii is not None and r.requested_ii is not None and r.ii > r.requested_ii:
