@@ -13,7 +13,8 @@ from mascarpone.frontends.halide import HalideFormatError, HalideVersionError, f
 from mascarpone.middleend.algorithm import Computation, Input, Param, Var
 from mascarpone.middleend.buffer import Buffer
 from mascarpone.middleend.errors import (ArgumentError, DomainError, ExprTypeError, IllegalScheduleError,
-                                         MascarponeError, NotSupportedError, ScheduleError, TargetError)
+                                         LayoutError, MascarponeError, NotSupportedError, OutOfBoundsError,
+                                         OverwriteError, RankError, ScheduleError, TargetError)
 from mascarpone.middleend.expr import (Expr, abs_ as abs, call, cast, clamp, floordiv, floormod, max_ as max,
                                        min_ as min, reinterpret, select)
 from mascarpone.middleend.function import Function
@@ -25,14 +26,7 @@ from mascarpone.middleend.types import (DType, bool_, float32, float64, int8, in
 __version__ = "0.1.0"
 
 from . import julia  # noqa: E402  (ms.julia.compile; the front-end loads on first use)
-
-
-def from_julia(text, argtypes, name=None):
-    """An ms.Function from the printed lowered IR of a Julia function (`@code_lowered f(args...)`).
-
-    `argtypes` maps argument names, in order, to Julia types ("Matrix{Float64}", "Int64", ...)."""
-    from mascarpone.frontends.julia import from_julia as _from_julia
-    return _from_julia(text, argtypes, name=name)
+from .julia import from_julia  # noqa: E402
 
 
 def _math(name):

@@ -7,6 +7,8 @@
                                           compile for a target (cpu by default); with -o write its
                                           files: OUT.o and OUT.h for cpu, OUT.c and OUT.h for c
     mascarpone targets                    the targets, and whether each can run here
+    mascarpone bench [--suite S] [--filter RE] [--targets T,..] [--sizes small|paper] [--out DIR] ...
+                                          the cross-DSL benchmarks (mascarpone bench --help)
 
 PROGRAM.py is a Python file that builds one or more `ms.Function`s at module
 level (and schedules them); `-f` picks one by name when there are several.
@@ -87,6 +89,8 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="schedule, check and time a blur and a gemm")
     sub.add_parser("targets", help="list the targets and whether each can run here")
+    from mascarpone.bench.cli import add_parser as add_bench_parser
+    add_bench_parser(sub)
     for cmd, text in (("lower", "print the loop nest"), ("deps", "print the dependences"),
                       ("compile", "compile for a target; with -o, write its files (object or C source, "
                                   "and a C header)")):
@@ -107,6 +111,9 @@ def main(argv=None):
         if args.command == "targets":
             print(targets())
             return 0
+        if args.command == "bench":
+            from mascarpone.bench.cli import main as bench_main
+            return bench_main(args)
         f = load_function(args.program, args.function)
         options = {} if getattr(args, "arch", None) is None else {"arch": args.arch}
         if args.command == "lower":

@@ -13,7 +13,7 @@ import islpy as isl
 from .affine import ISL_KEYWORDS, affine_text, constraint_text
 from .buffer import Buffer
 from .errors import DomainError, ExprTypeError, ScheduleError
-from .expr import Access, Expr, Sym, lift, to_c, walk
+from .expr import Access, Expr, Sym, lift, pseudo_c, walk
 from .schedule import Schedulable
 from .types import as_dtype, index_type
 
@@ -58,7 +58,7 @@ class Var(Sym):
         self.lo, self.hi = lift(lo), lift(hi)
         for bound in (self.lo, self.hi):
             if affine_text(bound) is None:
-                raise DomainError(f"bound {to_c(bound)} of variable {name} is not affine in the parameters")
+                raise DomainError(f"bound {pseudo_c(bound)} of variable {name} is not affine in the parameters")
 
 
 def params_of(*exprs) -> set:
@@ -75,6 +75,7 @@ class Input:
         self.dtype = as_dtype(dtype)
         self.shape = tuple(lift(d) for d in shape)
         self.buffer = Buffer(name, self.shape, self.dtype, "input")
+        self.distributed_dim = None      # set by distribute(dim)
         self.function = current_function()
         self.function._add_input(self)
 
@@ -85,6 +86,31 @@ class Input:
     def __getitem__(self, idx):
         return _access(self, idx)
 
+    def gpu_constant(self):
+        """Keep this input in the GPU's constant memory (a small read-only array every thread reads
+        alike, such as filter weights); other targets ignore it. The GPU targets check at each call
+        that it fits the device's constant memory."""
+        self.buffer.memory = "constant"
+        self.function._record(f"{self.name}.gpu_constant()")
+        return self
+
+    def distribute(self, dim=0):
+        """Hold this input in blocks of its dimension `dim` over the MPI ranks: rank r of R passes
+        the r-th block (the MPI back-end; other targets take the whole array)."""
+        from .distribution import check_dim
+        cmd = f"{self.name}.distribute(dim={dim})"
+        self.distributed_dim = check_dim(self.name, self.ndim, dim, cmd)
+        self.function._record(cmd)
+        return self
+
+    def send_receive(self, consumer, at):
+        """Move the elements of this input that `consumer` reads on ranks that do not hold them right
+        before `consumer`'s loop `at` (see Computation.send_receive)."""
+        from .distribution import record_transfer
+        from .schedule import loop_name
+        record_transfer(self.function, self, consumer, at,
+                        f"{self.name}.send_receive({getattr(consumer, 'name', consumer)}, {loop_name(at)})")
+
 
 def _access(target, idx):
     idx = idx if isinstance(idx, tuple) else (idx,)
@@ -93,7 +119,7 @@ def _access(target, idx):
     idx = tuple(lift(i) for i in idx)
     for i in idx:
         if not i.dtype.is_int:
-            raise ExprTypeError(f"index {to_c(i)} of {target.name} is {i.dtype}, not an integer; cast it")
+            raise ExprTypeError(f"index {pseudo_c(i)} of {target.name} is {i.dtype}, not an integer; cast it")
     return Access(target, idx)
 
 
@@ -201,12 +227,12 @@ class Computation(Schedulable):
         for a in at:
             for n in walk(a):
                 if isinstance(n, Var) and n.name not in {v.name for v in vars}:
-                    raise DomainError(f"update {name} writes at {to_c(a)}, which uses {n.name}, not one of its variables")
+                    raise DomainError(f"update {name} writes at {pseudo_c(a)}, which uses {n.name}, not one of its variables")
         self.updates.append(u)
         return u
 
     def __repr__(self):
-        return f"Computation({self.name}[{', '.join(v.name for v in self.vars)}] = {to_c(self.expr)})"
+        return f"Computation({self.name}[{', '.join(v.name for v in self.vars)}] = {pseudo_c(self.expr)})"
 
 
 def _split_conjunction(cond):

@@ -1,11 +1,40 @@
 """Buffers: the storage that Layer III maps computations onto and back-ends allocate."""
 from __future__ import annotations
 
-from .errors import DomainError
-from .expr import Access, Cast, Const, Expr, Sym, lift, simplify, to_c
+from .errors import DomainError, ScheduleError
+from .expr import Access, Cast, Const, Expr, Sym, lift, simplify, pseudo_c
 from .types import as_dtype, int64
 
 BUFFER_KINDS = ("input", "output", "temporary")
+#: how an array is split into banks (memories accessed in the same cycle): element k of a dimension goes
+#: to bank k mod factor (cyclic), to bank k // ceil(extent / factor) (block), or every element is a
+#: register of its own (complete)
+PARTITION_KINDS = ("cyclic", "block", "complete")
+
+
+def partition_spec(what, names, dim, factor, kind):
+    """`(dim, factor, kind)` of a partitioning of the storage `what` whose dimensions are `names`, checked:
+    `dim` an index or one of `names`; `factor` a positive integer (ignored, None, for 'complete')."""
+    cmd = f"{what}.partition({dim!r}, {factor!r}, kind={kind!r})"
+    if kind not in PARTITION_KINDS:
+        raise ScheduleError(f"{cmd}: kind must be one of {', '.join(PARTITION_KINDS)}")
+    if not isinstance(dim, (int, str)):
+        dim = getattr(dim, "name", dim)
+    if isinstance(dim, str):
+        if dim not in names:
+            raise ScheduleError(f"{cmd}: {what} has no dimension {dim!r}; its dimensions are {names}")
+        dim = names.index(dim)
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < len(names):
+        raise ScheduleError(f"{cmd}: the dimension must be a name in {names} or an index in [0, {len(names)})")
+    if kind == "complete":
+        factor = None
+    elif isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+        raise ScheduleError(f"{cmd}: a {kind} partitioning needs a positive integer factor")
+    return dim, factor, kind
+#: where a buffer lives on a GPU: device memory ("global"), the read-only constant cache ("constant",
+#: `Input.gpu_constant`) or the memory a thread block shares ("shared", `cache_shared`); other
+#: targets keep every buffer in ordinary memory
+MEMORY_SPACES = ("global", "constant", "shared")
 
 
 def as_index_expr(e) -> Expr:
@@ -19,7 +48,7 @@ def as_index_expr(e) -> Expr:
     """
     e = lift(e)
     if not e.dtype.is_int:
-        raise DomainError(f"sizes and indices must be integers, got {to_c(e)} of type {e.dtype}")
+        raise DomainError(f"sizes and indices must be integers, got {pseudo_c(e)} of type {e.dtype}")
     return simplify(_widen(e))
 
 
@@ -74,10 +103,33 @@ class Buffer:
         self.shape = tuple(as_index_expr(d) for d in shape)
         # outputs whose elements are not all written start zeroed; user-declared ones always do
         self.zero_init = kind == "output"
+        #: (dim, factor, kind) per partitioned dimension (see `partition`), for back-ends with banked memories
+        self.partitions = []
+        self.memory = "global"
+        #: {dimension: (variable, depth, offset)}: rings (storage_fold). The value at coordinate v of
+        #: the variable lies at `offset mod depth` (offset: an expression of v, v itself for an output
+        #: starting at 0; None for a tile), so the last `depth` values along it remain
+        self.folds = {}
+
+    def ring_text(self):
+        """What a folded buffer holds, in words ('' when it is not folded)."""
+        parts = []
+        for _, (var, depth, offset) in sorted(self.folds.items()):
+            at = "" if offset is None else pseudo_c(offset) if isinstance(offset, Sym) else f"({pseudo_c(offset)})"
+            parts.append(f"the last {depth} values along {var}" + (f", at {at} mod {depth}" if at else ""))
+        return "; ".join(parts)
 
     @property
     def ndim(self):
         return len(self.shape)
+
+    def partition(self, dim, factor=None, kind="cyclic"):
+        """Split dimension `dim` into banks that hardware reads in the same cycle (FPGA back-ends; other
+        targets ignore it): `kind` 'cyclic' (element k in bank k mod factor), 'block' (consecutive runs
+        of elements per bank) or 'complete' (one register per element). Returns the buffer."""
+        spec = partition_spec(self.name, [f"d{k}" for k in range(self.ndim)], dim, factor, kind)
+        self.partitions = [p for p in self.partitions if p[0] != spec[0]] + [spec]
+        return self
 
     def __getitem__(self, idx):
         idx = idx if isinstance(idx, tuple) else (idx,)
@@ -86,4 +138,4 @@ class Buffer:
         return Access(self, [lift(i) for i in idx])
 
     def __repr__(self):
-        return f"Buffer({self.name}, [{', '.join(to_c(d) for d in self.shape)}], {self.dtype}, {self.kind})"
+        return f"Buffer({self.name}, [{', '.join(pseudo_c(d) for d in self.shape)}], {self.dtype}, {self.kind})"

@@ -10,130 +10,15 @@ from __future__ import annotations
 import islpy as isl
 
 from . import loopir as L
-from .affine import IslAff, affine_text, from_ast_expr, min_max_pieces, pwaff_on
+from .accesses import statement_body
+from .affine import IslAff, from_ast_expr, min_max_pieces
 from .algorithm import Var
-from .buffer import as_index_expr
 from .errors import ScheduleError
-from .expr import Access, BinOp, Cast, Sym, binop, simplify, transform, walk
-from .layout import inline_reads, read_index, write_index
+from .expr import Access, Cast, Sym, binop, simplify, transform, walk
 from .schedule import fresh_name
 from .index_split import edges, piecewise_indices, steady_state
 from .separation import full_piece
 from .types import int64
-
-
-
-# statement bodies -------------------------------------------------------------
-
-def _index(stmt, expr):
-    """An index expression over the statement's instance: isl-symbolic when affine.
-
-    A term in the sizes only that is a min or max (the origin of a buffer starting at
-    `min(0, N - 8)`) stays a scalar term: inside the isl function, isl would write the whole
-    index as a select over the loop variables, which no longer reads as contiguous."""
-    text = affine_text(expr)
-    if text is None:
-        return expr
-    rest, sizes_only = _size_terms(expr, set(stmt.params))
-    if sizes_only is not None and rest is not None:
-        return binop("add", _isl_aff(stmt, affine_text(rest), rest), sizes_only)
-    return _isl_aff(stmt, text, expr)
-
-
-def _isl_aff(stmt, text, source):
-    """The IslAff of `text` (the affine index `source`) on the statement's instances, one object per
-    text (an index repeats across a body, and each object is turned into loop IR once per leaf)."""
-    cache = stmt.__dict__.setdefault("_isl_affs", {})
-    if text not in cache:
-        cache[text] = IslAff(pwaff_on(stmt.domain, text, stmt.params), source)
-    return cache[text]
-
-
-def _size_terms(expr, params):
-    """(the rest, the sum of the terms of `expr` (a sum) that are min/max of the sizes only), with
-    (expr, None) when there are no such terms."""
-    if isinstance(expr, BinOp) and expr.op in ("add", "sub"):
-        a_rest, a_sizes = _size_terms(expr.a, params)
-        b_rest, b_sizes = _size_terms(expr.b, params)
-        if a_sizes is None and b_sizes is None:
-            return expr, None
-        if expr.op == "sub":
-            b_rest = None if b_rest is None else -b_rest
-            b_sizes = None if b_sizes is None else -b_sizes
-        return _sum(a_rest, b_rest), _sum(a_sizes, b_sizes)
-    if (isinstance(expr, BinOp) and expr.op in ("min", "max")
-            and all(type(n) is not Sym or n.name in params for n in walk(expr))):
-        return None, expr
-    return expr, None
-
-
-def _sum(a, b):
-    if a is None or b is None:
-        return a if b is None else b
-    return binop("add", a, b)
-
-
-def _lower_reads(stmt, expr, locals_by_comp):
-    """Rewrite accesses to computations and inputs into buffer accesses."""
-    def repl(n):
-        if not isinstance(n, Access) or isinstance(n, _BufferAccess):
-            return None
-        local = locals_by_comp.get(n.target)
-        if local is not None:
-            return _BufferAccess(local.buffer, [_local_index(stmt, local, d, i) for d, i in enumerate(n.indices)])
-        buf, idx = read_index(n.target, n.indices)
-        return _BufferAccess(buf, [_index(stmt, i) for i in idx])
-    return transform(inline_reads(expr), repl)
-
-
-class _BufferAccess(Access):
-    """An access already rewritten onto a buffer (so it is not rewritten twice)."""
-
-    __slots__ = ()
-
-    def rebuild(self, children):
-        return _BufferAccess(self.target, children)
-
-
-def _tile_corner(stmt, local, d):
-    """The lower corner of a tile buffer along dim d, as a function of `stmt`'s instances: through the
-    instance's own prefix dims for the producer and its updates, else through the values of the loops
-    the tile depends on, around any statement that reads it (the consumer, or a computation run inside
-    the consumer's loops)."""
-    if stmt.local is local:
-        n = stmt.domain.dim(isl.dim_type.set)
-        to_prefix = (isl.Map.identity(stmt.domain.get_space().map_from_set())
-                     .project_out(isl.dim_type.out, local.depth, n - local.depth).reset_tuple_id(isl.dim_type.out))
-    else:
-        n = stmt.loop_map.dim(isl.dim_type.out)
-        to_prefix = stmt.loop_map.project_out(isl.dim_type.out, local.depth, n - local.depth) \
-            .reset_tuple_id(isl.dim_type.out)
-    return local.lower[d].pullback_pw_multi_aff(isl.PwMultiAff.from_map(to_prefix)).intersect_domain(stmt.domain)
-
-
-def _local_index(stmt, local, d, index):
-    """Index of an access to a producer's tile: the global index minus the tile's corner."""
-    corner = _tile_corner(stmt, local, d)
-    index = as_index_expr(index)
-    text = affine_text(index)
-    if text is not None:
-        return IslAff(pwaff_on(stmt.domain, text, stmt.params).sub(corner))
-    return binop("sub", index, IslAff(corner))
-
-
-def statement_body(stmt, locals_by_comp):
-    """(buffer, index list, value, predicate) of a statement, with symbolic affine indices."""
-    comp = stmt.comp
-    value = _lower_reads(stmt, comp.expr, locals_by_comp)
-    predicate = _lower_reads(stmt, comp.predicate, locals_by_comp) if comp.predicate is not None else None
-    if stmt.local is not None:
-        written = comp.update_at if comp.updated is not None else comp.vars
-        index = [_local_index(stmt, stmt.local, d, w) for d, w in enumerate(written)]
-        return stmt.local.buffer, index, value, predicate
-    buf, idx = write_index(comp)
-    # a scatter's index reads data: lowered like the value's reads, so both compute it alike
-    idx = [i if affine_text(i) is not None else _lower_reads(stmt, i, locals_by_comp) for i in idx]
-    return buf, [_index(stmt, i) for i in idx], value, predicate
 
 
 # the AST ------------------------------------------------------------------------
@@ -240,10 +125,32 @@ def _separated_dims(stmt):
     for partial trip counts."""
     out = {}
     for k, loop in enumerate(stmt.loops):
-        kind, factor = stmt.tags.get(loop, ("serial", 1))
-        if kind in ("vector", "unroll"):
+        kind, factor = stmt.tags.get(loop, (L.LoopKind.SERIAL, 1))
+        if kind in (L.LoopKind.VECTOR, L.LoopKind.UNROLL):
             out[2 * k + 1] = factor
     return out
+
+
+def _static_pieces(suffix, part):
+    """[(suffix, part)], or one piece per value where a static (even) time dimension of `part` takes
+    several: isl would scan such a dimension as a loop. (A statement whose instances are placed apart
+    at one level, as the MPI back-end runs a distributed loop's interior and boundary.)"""
+    pieces = [(suffix, part)]
+    n = part.dim(isl.dim_type.out)
+    for d in range(0, n, 2):
+        out = []
+        for sfx, p in pieces:
+            image = p.range()
+            lo, hi = image.dim_min_val(d), image.dim_max_val(d)
+            if not (lo.is_int() and hi.is_int()) or lo.eq(hi):
+                out.append((sfx, p))
+                continue
+            for v in range(lo.to_python(), hi.to_python() + 1):
+                piece = p.intersect_range(image.fix_val(isl.dim_type.set, d, isl.Val(v)))
+                if not piece.is_empty():
+                    out.append((f"{sfx}_at{d}v{v}", piece))
+        pieces = out
+    return pieces
 
 
 def _atomic_options(stmts):
@@ -290,6 +197,7 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
             steady_time = time.intersect_domain(steady)
             parts = [("_steady", steady_time)] + [(suffix, time.intersect_range(piece))
                                                   for suffix, piece in edges(time.range(), steady_time.range())]
+        parts = [piece for suffix, part in parts for piece in _static_pieces(suffix, part)]
         for suffix, part in parts:
             # edges are a thin slice of the instances: not worth more pieces
             full = full_piece(part.range(), _separated_dims(s)) if separate and not suffix.startswith("_edge") \
@@ -359,12 +267,14 @@ class _Converter:
             if step != 1:
                 raise ScheduleError(f"the schedule produced a loop with stride {step}; use a unimodular schedule")
         kind, factor = self._kind(stmts, dim)
+        k = (dim - 1) // 2
+        origin = tuple(dict.fromkeys((s.name, s.loops[k]) for s in stmts if k < len(s.loops)))
         # a tile buffer lives in the innermost generated loop at or above the consumer's level
         for local in sorted((p for p in pending if p.time_dim >= dim), key=lambda p: p.buffer.name):
             body = L.Allocate(local.buffer, body)
             pending = pending - {local}
             self.allocations.append((local, _pieces_under(node, self.leaves)))
-        return L.For(name, lo, hi, body, kind, factor), stmts, pending
+        return L.For(name, lo, hi, body, kind, factor, origin), stmts, pending
 
     def _upper(self, node, iterator, scope):
         cond = node.for_get_cond()
@@ -389,12 +299,12 @@ class _Converter:
             if k < len(s.loops) and s.loops[k] in s.tags:
                 found.setdefault(s.tags[s.loops[k]], s.name)
         if not found:
-            return "serial", 1
+            return L.LoopKind.SERIAL, 1
         if len(found) > 1:
             desc = ", ".join(f"{tag[0]} by {who}" for tag, who in found.items())
             raise ScheduleError(f"one loop is tagged differently by the computations that share it: {desc}")
         (kind, factor), = found
-        return kind, factor
+        return L.LoopKind(kind), factor
 
 
 def _leaves_under(node, leaves):
@@ -493,3 +403,23 @@ def to_loop_ir(ast, leaves, params):
         body = L.Allocate(local.buffer, body)
         converter.allocations.append((local, {piece for _, _, piece in leaves.made}))
     return body, converter.allocations
+
+
+def generate(stmts, context, params, bodies=None):
+    """The loop IR of the scheduled statements (one isl AST for all of them); `bodies` ({name:
+    (buffer, index, value, predicate)}) gives statements their bodies, by default `statement_body`.
+
+    Full tiles are generated apart from partial ones; where that puts a tile buffer's producer and
+    consumers in different loop nests (see `broken_tiles`), the statements using it are generated
+    again whole."""
+    if bodies is None:
+        locals_by_comp = {s.comp: s.local for s in stmts if s.local is not None}
+        bodies = {s.name: statement_body(s, locals_by_comp) for s in stmts}
+    ast, leaves = build_ast(stmts, bodies, context)
+    body, allocations = to_loop_ir(ast, leaves, params)
+    broken = broken_tiles(allocations, stmts, bodies, leaves)
+    if broken:
+        keep_whole = statements_using(stmts, bodies, broken)
+        ast, leaves = build_ast(stmts, bodies, context, unseparated=keep_whole)
+        body, _ = to_loop_ir(ast, leaves, params)
+    return body

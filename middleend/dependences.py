@@ -1,9 +1,10 @@
 """Exact dependences of the original program, from its access relations, by isl's flow analysis.
 
 The original program runs computations in declaration order, each over its
-domain in lexicographic order. Reads, writes and their buffers come from
-Layer III (`store_in`, folding), so storage reuse creates the write-after-read
-and write-after-write dependences it should.
+domain in lexicographic order. Its meaning is that of each computation (with
+its updates) in storage of its own, whatever layout Layer III chooses
+(`store_in`, `storage_fold`): the dependences are computed on that storage, and
+the layout is checked apart (layout_check: no value overwritten before it is read).
 """
 from __future__ import annotations
 
@@ -13,18 +14,23 @@ import islpy as isl
 
 from .affine import affine_text
 from .expr import Access, walk
-from .layout import inline_reads, read_index, write_index
+from .layout import inline_reads, logical_read, logical_write, read_index, write_index
 
 
 def _params(obj):
     return [obj.get_dim_name(isl.dim_type.param, i) for i in range(obj.dim(isl.dim_type.param))]
 
 
-def access_map(comp, buffer, indices, context):
-    """The relation from comp's instances to the buffer elements `indices` touch, and whether it is exact.
+def access_map(comp, array, indices, context, shape=None):
+    """The relation from comp's instances to the elements `indices` touch in `array` (a Buffer, or a
+    name), and whether it is exact.
 
-    A non-affine index is over-approximated by the whole extent of the buffer in that dimension.
+    A non-affine index is over-approximated by the whole extent in that dimension (the buffer's, or
+    `shape`'s when given; unbounded for a name without a shape).
     """
+    if shape is None:
+        shape = getattr(array, "shape", None)
+    array = getattr(array, "name", array)
     dims = [v.name for v in comp.vars]
     outs, constraints, exact = [], [], True
     for d, idx in enumerate(indices):
@@ -33,12 +39,13 @@ def access_map(comp, buffer, indices, context):
             exact = False
             name = f"o{d}_"
             outs.append(name)
-            extent = affine_text(buffer.shape[d])
-            constraints.append(f"0 <= {name}" + (f" < {extent}" if extent else ""))
+            extent = affine_text(shape[d]) if shape is not None else None
+            if extent:
+                constraints.append(f"0 <= {name} < {extent}")
         else:
             outs.append(text)
     params = sorted(comp.function.param_names)
-    text = f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(dims)}] -> {buffer.name}[{', '.join(outs)}]"
+    text = f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(dims)}] -> {array}[{', '.join(outs)}]"
     if constraints:
         text += " : " + " and ".join(constraints)
     m = isl.Map(text + " }").intersect_domain(comp.domain).intersect_params(context)
@@ -57,22 +64,28 @@ class Accesses:
     may_writes: isl.UnionMap
 
 
-def collect_accesses(computations, context, folded=True) -> Accesses:
-    """Read and write relations of all computations on their buffers (folded or not)."""
+def collect_accesses(computations, context, program=False) -> Accesses:
+    """Read and write relations of all computations on the buffers their layout gives them, or with
+    `program`, on the program's storage (each computation's own array, see layout.logical_write;
+    inputs as they are)."""
     space = isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0)
     reads = isl.UnionMap.empty(space)
     must = isl.UnionMap.empty(space)
     may = isl.UnionMap.empty(space)
     for comp in computations:
-        buffer, index = write_index(comp, folded)
-        w, exact = access_map(comp, buffer, index, context)
+        array, index = logical_write(comp) if program else write_index(comp)
+        w, exact = access_map(comp, array, index, context)
         if exact and comp.predicate is None:
             must = must.union(isl.UnionMap.from_map(w))
         else:
             may = may.union(isl.UnionMap.from_map(w))
         for node in _accesses(inline_reads(comp.expr), comp):
-            buf, idx = read_index(node.target, node.indices, folded)
-            r, _ = access_map(comp, buf, idx, context)
+            if program:
+                array, idx = logical_read(node.target, node.indices)
+                shape = None if hasattr(node.target, "storage_owner") else node.target.buffer.shape
+            else:
+                (array, idx), shape = read_index(node.target, node.indices), None
+            r, _ = access_map(comp, array, idx, context, shape)
             reads = reads.union(isl.UnionMap.from_map(r))
     return Accesses(reads, must, may)
 
@@ -131,20 +144,12 @@ class Dependences:
     raw: isl.UnionMap
     war: isl.UnionMap
     waw: isl.UnionMap
-    #: writes to one cell of folded storage, in order; and each read of a value before the
-    #: next write to its cell (a value's live range must not be cut by the ring wrapping around)
-    folded_waw: isl.UnionMap = None
-    folded_war: isl.UnionMap = None
 
     def all(self):
         return self.raw.union(self.war).union(self.waw)
 
     def items(self):
-        out = [("read-after-write", self.raw), ("write-after-read", self.war), ("write-after-write", self.waw)]
-        if self.folded_waw is not None:
-            out.append(("write-after-write (folded storage)", self.folded_waw))
-            out.append(("write-after-read (folded storage)", self.folded_war))
-        return tuple(out)
+        return (("read-after-write", self.raw), ("write-after-read", self.war), ("write-after-write", self.waw))
 
     def __str__(self):
         return "\n".join(f"{kind}: {m}" for kind, m in self.items())
@@ -195,7 +200,7 @@ def _reuse_candidates(computations, writes: isl.UnionMap, reads: isl.UnionMap):
 
 def compute_dependences(computations, context) -> Dependences:
     """Exact (isl flow analysis) dependences of the computations in their original order."""
-    acc = collect_accesses(computations, context, folded=False)
+    acc = collect_accesses(computations, context, program=True)
     sched = original_schedule(computations, context)
     writes = acc.must_writes.union(acc.may_writes)
     raw = (isl.UnionAccessInfo.from_sink(acc.reads).set_must_source(acc.must_writes)
@@ -208,14 +213,4 @@ def compute_dependences(computations, context) -> Dependences:
            .set_must_source(_on_buffers(acc.must_writes, waw_bufs))
            .set_may_source(_on_buffers(acc.may_writes, waw_bufs)).set_schedule_map(sched)
            .compute_flow().get_may_dependence())
-    deps = Dependences(raw.coalesce(), war.coalesce(), waw.coalesce())
-    if any(c.folds for c in computations):
-        folded = collect_accesses(computations, context, folded=True)
-        cells = folded.must_writes.union(folded.may_writes)
-        same_cell = cells.apply_range(cells.reverse())
-        deps.folded_waw = same_cell.intersect(sched.lex_lt_union_map(sched)).coalesce()
-        # w -> r (the value) and w -> w' (the next tenant of its cell) give r -> w'
-        read_then_overwrite = raw.range_product(deps.folded_waw).range().unwrap()
-        itself = read_then_overwrite.domain().identity()
-        deps.folded_war = read_then_overwrite.subtract(itself).coalesce()
-    return deps
+    return Dependences(raw.coalesce(), war.coalesce(), waw.coalesce())

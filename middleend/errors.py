@@ -28,6 +28,28 @@ class IllegalScheduleError(MascarponeError):
         self.command = command
 
 
+class LayoutError(IllegalScheduleError):
+    """A data layout (Layer III) that would change results or crash: it stores values outside their
+    buffer, overwrites a value before a read that needs it, or gives the caller storage it cannot
+    read back. `computation`, `buffer` and `instance` name the access that shows it."""
+
+    def __init__(self, message, *, computation=None, buffer=None, instance=None, command=None, source=None,
+                 sink=None):
+        super().__init__(message, source=source, sink=sink, command=command)
+        self.computation = computation
+        self.buffer = buffer
+        self.instance = instance
+
+
+class OutOfBoundsError(LayoutError):
+    """A write or read through a layout that falls outside its buffer for some sizes the context allows."""
+
+
+class OverwriteError(LayoutError):
+    """A layout that holds two live values in one element: one is overwritten (or raced on by a
+    parallel loop) before a read that needs it."""
+
+
 class NotSupportedError(MascarponeError, NotImplementedError):
     """A construct the project does not handle yet; the message names it."""
 
@@ -38,3 +60,12 @@ class ArgumentError(MascarponeError, ValueError):
 
 class TargetError(MascarponeError, ValueError):
     """An unknown target or target option, or a target that cannot run on this machine."""
+
+
+class RankError(MascarponeError, RuntimeError):
+    """A distributed run failed on one or more MPI ranks (named by `ranks`, empty when the whole run
+    failed: it could not start or did not finish in time)."""
+
+    def __init__(self, message, ranks=()):
+        super().__init__(message)
+        self.ranks = tuple(ranks)

@@ -1,22 +1,10 @@
 """Typed expressions shared by the algorithm layer and the loop IR.
 
 Every node carries its element type. Python numbers take the type of the other
-operand; two expressions of different types need an explicit cast.
-
-Integer semantics (documented, identical on every back-end):
-  * ``+ - *`` wrap at the type's width.
-  * ``/`` and ``%`` truncate toward zero, as in C and Julia (``div``/``rem``).
-  * ``//`` and ``floormod`` are Halide's kind: the quotient rounds so that the
-    remainder is never negative (Euclidean division).
-  * Division or remainder by zero gives 0 in both kinds (Halide's definition).
-  * ``& | ^ ~`` are bitwise on integers (logical on bools). ``a << b`` and
-    ``a >> b`` are ``a * 2**b`` wrapped and ``floor(a / 2**b)`` for every
-    amount: ``b`` is an integer of any type, read with its own signedness, a
-    negative amount shifts the other way, and amounts of the width or more
-    give 0 (or -1 for a negative ``a`` shifted right). ``>>`` of signed values
-    is thus arithmetic, of unsigned values logical.
-  * ``reinterpret`` reads the bits of a value as another type of the same width.
-Floats follow IEEE; nothing is reassociated.
+operand; two expressions of different types need an explicit cast. How each
+operation computes (wrapping integers, C and Halide division, division by zero,
+shifts, conversions, floats) is the loop IR's contract, written once in
+middleend/semantics.py.
 """
 from __future__ import annotations
 
@@ -96,7 +84,7 @@ class Expr:
             f"the expression {self} has no truth value in Python; use ms.select, & and | instead of if/and/or")
 
     def __repr__(self):
-        return to_c(self)
+        return pseudo_c(self)
 
     __str__ = __repr__
 
@@ -305,7 +293,7 @@ def binop(op, a, b) -> Expr:
     if a.dtype != b.dtype:
         raise ExprTypeError(
             f"operands of '{_SYMBOL.get(op, op)}' have different types ({a.dtype} and {b.dtype}) in "
-            f"{to_c(a)} {_SYMBOL.get(op, op)} {to_c(b)}; insert ms.cast(...) on one side")
+            f"{pseudo_c(a)} {_SYMBOL.get(op, op)} {pseudo_c(b)}; insert ms.cast(...) on one side")
     if op in LOGIC_OPS and not a.dtype.is_bool:
         raise ExprTypeError(f"'{_SYMBOL[op]}' needs bool operands, got {a.dtype}")
     if op in BIT_OPS and not a.dtype.is_int:
@@ -315,7 +303,7 @@ def binop(op, a, b) -> Expr:
             return Call("floor", [BinOp("div", a, b)])
         raise ExprTypeError(f"{op} needs integer operands, got {a.dtype}")
     if a.dtype.is_bool and op in ARITH_OPS and op not in ("min", "max"):
-        raise ExprTypeError(f"arithmetic on bool values: {to_c(a)} {_SYMBOL.get(op, op)} {to_c(b)}")
+        raise ExprTypeError(f"arithmetic on bool values: {pseudo_c(a)} {_SYMBOL.get(op, op)} {pseudo_c(b)}")
     return BinOp(op, a, b)
 
 
@@ -434,7 +422,7 @@ def substitute(e: Expr, mapping: dict) -> Expr:
     return transform(e, repl)
 
 
-# printing ---------------------------------------------------------------------
+# printing (pseudo-C) ---------------------------------------------------------------------
 
 def _const_str(c: Const):
     if c.dtype.is_bool:
@@ -451,30 +439,31 @@ def _const_str(c: Const):
 _UNARY = {"neg": "-", "not": "!", "bitnot": "~"}
 
 
-def to_c(e: Expr) -> str:
-    """A readable C-like rendering of an expression."""
+def pseudo_c(e: Expr) -> str:
+    """The expression in the loop IR's printed notation: C's syntax for what C has, Halide's `//` and
+    `floormod`, `reinterpret<T>`, `min`/`max`. For reading and messages; real C comes from backends/c."""
     if isinstance(e, Const):
         return _const_str(e)
     if isinstance(e, Sym):
         return e.name
     if isinstance(e, Access):
-        return f"{e.target.name}[{', '.join(to_c(i) for i in e.indices)}]"
+        return f"{e.target.name}[{', '.join(pseudo_c(i) for i in e.indices)}]"
     if isinstance(e, BinOp):
         if e.op in ("min", "max"):
-            return f"{e.op}({to_c(e.a)}, {to_c(e.b)})"
+            return f"{e.op}({pseudo_c(e.a)}, {pseudo_c(e.b)})"
         if e.op == "emod":
-            return f"floormod({to_c(e.a)}, {to_c(e.b)})"
-        return f"({to_c(e.a)} {_SYMBOL[e.op]} {to_c(e.b)})"
+            return f"floormod({pseudo_c(e.a)}, {pseudo_c(e.b)})"
+        return f"({pseudo_c(e.a)} {_SYMBOL[e.op]} {pseudo_c(e.b)})"
     if isinstance(e, UnOp):
-        return f"{_UNARY[e.op]}{to_c(e.a)}"
+        return f"{_UNARY[e.op]}{pseudo_c(e.a)}"
     if isinstance(e, Select):
-        return f"({to_c(e.cond)} ? {to_c(e.t)} : {to_c(e.f)})"
+        return f"({pseudo_c(e.cond)} ? {pseudo_c(e.t)} : {pseudo_c(e.f)})"
     if isinstance(e, Cast):
-        return f"({e.dtype}){to_c(e.a)}"
+        return f"({e.dtype}){pseudo_c(e.a)}"
     if isinstance(e, Reinterpret):
-        return f"reinterpret<{e.dtype}>({to_c(e.a)})"
+        return f"reinterpret<{e.dtype}>({pseudo_c(e.a)})"
     if isinstance(e, Call):
-        return f"{e.fn}({', '.join(to_c(a) for a in e.args)})"
+        return f"{e.fn}({', '.join(pseudo_c(a) for a in e.args)})"
     name = getattr(e, "name", None)
     if name is not None:
         return name

@@ -5,7 +5,7 @@ import contextlib
 
 import islpy as isl
 
-from . import algorithm, codegen, legality
+from . import algorithm, codegen, dataflow, layout_check, legality, pipelining, spmd
 from . import loopir as L
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
@@ -31,6 +31,8 @@ class Function:
         self._assumptions = []  # (text, isl set of the parameters): promised sizes, checked at each call
         self._derived = {}      # name -> isl PwAff of the other sizes (see derived_size)
         self._ranges = {}       # name -> (lo, hi), None for no bound: sizes declared with declare_param
+        self._dataflow = None   # the stages of a dataflow region (see dataflow), or None
+        self._transfers = []    # (data, consumer, loop name, command): explicit send_receive commands
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -86,11 +88,11 @@ class Function:
         """The scheduling commands applied so far, in order."""
         return [text for text, _, _ in self._history]
 
-    def _culprit(self, violated):
-        """The first command after which `violated(statements)` holds, by replaying the history."""
+    def _culprit(self, violated, context):
+        """The first command after which `violated(statements)` holds, by replaying the history
+        (statements built under `context`)."""
         final = {c: c.snapshot() for c in self.computations}
         ordering = list(self._ordering)
-        context = self.context()
         try:
             for text, snap, n_order in self._history:
                 for c in self.computations:
@@ -193,17 +195,43 @@ class Function:
         """(lo, hi) of a size parameter, None for no bound: [1, None] unless declare_param said otherwise."""
         return self._ranges.get(name, (1, None))
 
+    def dataflow(self, stages):
+        """Run the function as a dataflow region (FPGA back-ends; the others run it as scheduled): each
+        computation of `stages`, in order, is a process running at the same time as the others, values
+        passing between them through FIFOs in the producer's order (see middleend/dataflow.py). A
+        computation not listed joins the stage of the one it is computed at. `None` or [] ends it."""
+        if not stages:
+            self._dataflow = None
+            self._record("dataflow([])")
+            return self
+        comps = []
+        for c in stages:
+            comp = self.computation(c) if isinstance(c, str) else c
+            if comp not in self.computations:
+                raise ScheduleError(f"dataflow: {getattr(c, 'name', c)!r} is not a computation of {self.name}")
+            if comp.updated is not None:
+                raise ScheduleError(f"dataflow: {comp.name} is an update of {comp.updated.name}; list "
+                                    f"{comp.updated.name} (its updates run in its stage)")
+            if comp.inlined:
+                raise ScheduleError(f"dataflow: {comp.name} is inlined and has no process of its own")
+            if comp in comps:
+                raise ScheduleError(f"dataflow: {comp.name} is listed twice")
+            comps.append(comp)
+        self._dataflow = comps
+        self._record(f"dataflow([{', '.join(c.name for c in comps)}])")
+        return self
+
     # analysis --------------------------------------------------------------------
     def sizes(self):
         """The size parameters a caller passes (the parameters that are not derived sizes)."""
         return sorted(self.param_names - set(self._derived))
 
-    def context(self):
+    def context(self, fixed=None):
         """Constraints on the parameters: every size is in its range (at least 1 unless declared
-        otherwise), fixed ones have their value, the `assume`d relations hold, and each derived size
-        relates to the others."""
+        otherwise), the sizes in `fixed` ({name: value}) have their value, the `assume`d relations
+        hold, and each derived size relates to the others."""
         params = sorted(self.param_names)
-        fixed = getattr(self, "_fixed", {})
+        fixed = fixed or {}
         cons = []
         for p in params:
             if p in fixed:
@@ -234,7 +262,8 @@ class Function:
         return [c for c in roots if c not in read and not c.inlined
                 and (c.user_buffer is None or c.user_buffer.kind != "temporary")]
 
-    def _prepare(self):
+    def _prepare(self, fixed=None):
+        """The context for the sizes `fixed`, after choosing every computation's storage."""
         if not self.computations:
             raise DomainError(f"function {self.name} has no computations")
         outs = self.outputs()
@@ -242,47 +271,40 @@ class Function:
             raise DomainError(f"function {self.name} has no output: mark one with output=True")
         for c in outs:
             c.is_output = True
-        context = self.context()
+        context = self.context(fixed)
         assign_storage(self, context)
         return context
 
-    def dependences(self):
-        """Read-after-write, write-after-read and write-after-write dependences (isl maps)."""
-        context = self._prepare()
+    def dependences(self, fixed=None):
+        """Read-after-write, write-after-read and write-after-write dependences (isl maps), for the
+        sizes `fixed` ({name: value}) or all sizes."""
+        context = self._prepare(self._checked_fixed(fixed))
         return compute_dependences(self.computations, context)
 
     # lowering ------------------------------------------------------------------------
     def lower(self, check=True, fixed=None) -> L.LoweredFunction:
-        """The loop IR of the scheduled function, after checking the schedule against the dependences.
+        """The loop IR of the scheduled function, after checking the schedule against the dependences
+        and the layout against the accesses it makes (layout_check; `check=False` skips both).
 
         `fixed` ({param: value}) specializes the code for those sizes: loop bounds become
-        constants, full tiles need no guards; the kernel then accepts only those sizes.
+        constants, full tiles need no guards; the kernel then accepts only those sizes. Sizes for
+        which a computation reads beyond what another writes are refused on each call (they join
+        the `assume`d relations of the lowered function).
         """
-        fixed = dict(fixed or {})
-        unknown = sorted(set(fixed) - set(self.sizes()))
-        if unknown:
-            raise DomainError(f"function {self.name} has no size parameter(s) {unknown}; it has {self.sizes()}")
-        for p, v in fixed.items():
-            bounds = self.param_range(p)
-            if isinstance(v, bool) or not isinstance(v, int) or not L.in_range(v, bounds):
-                want = "a positive integer" if bounds == (1, None) else f"an integer in {L.range_text(bounds)}"
-                raise DomainError(f"fixed parameter {p} must be {want}, got {v!r}")
-        self._fixed = fixed
-        context = self._prepare()
+        fixed = self._checked_fixed(fixed)
+        context = self._prepare(fixed)
         stmts = build_statements(self, context)
+        deps, requirements = None, []
         if check:
             deps = compute_dependences(self.computations, context)
             legality.check(stmts, deps, self, context)
-        locals_by_comp = {s.comp: s.local for s in stmts if s.local is not None}
-        bodies = {s.name: codegen.statement_body(s, locals_by_comp) for s in stmts}
-        params = sorted(self.param_names)
-        ast, leaves = codegen.build_ast(stmts, bodies, context)
-        body, allocations = codegen.to_loop_ir(ast, leaves, params)
-        broken = codegen.broken_tiles(allocations, stmts, bodies, leaves)
-        if broken:
-            keep_whole = codegen.statements_using(stmts, bodies, broken)
-            ast, leaves = codegen.build_ast(stmts, bodies, context, unseparated=keep_whole)
-            body, _ = codegen.to_loop_ir(ast, leaves, params)
+            requirements = layout_check.check(stmts, self, context)
+        pipelines = []
+        if any(tag[0] == "pipeline" for s in stmts for tag in s.tags.values()):
+            deps = deps or compute_dependences(self.computations, context)
+            pipelines = pipelining.pipelined_loops(stmts, deps, self, context)
+        plan = dataflow.plan(self, stmts, context) if self._dataflow else None
+        body = codegen.generate(stmts, context, sorted(self.param_names))
         outputs, temps = [], []
         for c in self.computations:
             at_root = c.compute_at_target is None or c.stored_at_root
@@ -298,8 +320,23 @@ class Function:
         derived = [(name, pwaff_to_expr(value.gist(on_sizes).coalesce(), on_sizes))
                    for name, value in self._derived.items()]
         ranges = {p: self._ranges[p] for p in sizes if p in self._ranges}
-        return L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
-                                 fixed, list(self._assumptions), derived, ranges)
+        lowered = L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
+                                    fixed, list(self._assumptions) + requirements, derived, ranges, pipelines, plan)
+        lowered.spmd = spmd.deferred(self, stmts, deps, context, lowered)
+        return lowered
+
+    def _checked_fixed(self, fixed):
+        """`fixed` ({size: value}) as a dict, each name a size and each value in its range."""
+        fixed = dict(fixed or {})
+        unknown = sorted(set(fixed) - set(self.sizes()))
+        if unknown:
+            raise DomainError(f"function {self.name} has no size parameter(s) {unknown}; it has {self.sizes()}")
+        for p, v in fixed.items():
+            bounds = self.param_range(p)
+            if isinstance(v, bool) or not isinstance(v, int) or not L.in_range(v, bounds):
+                want = "a positive integer" if bounds == (1, None) else f"an integer in {L.range_text(bounds)}"
+                raise DomainError(f"fixed parameter {p} must be {want}, got {v!r}")
+        return fixed
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
         """Lower, check and compile for `target` (a name `ms.targets()` lists); returns a callable kernel.
@@ -321,6 +358,11 @@ class Function:
         """Write the kernel as C source to `path` and its header beside it (path with .h), to build with
         any C99 compiler; `target` names a C-printing target. Returns the paths written."""
         return self.compile_to_file(path, target, check, fixed, **options)
+
+    def compile_to_hls(self, path, check=True, fixed=None, **options):
+        """Write a Vitis HLS project for this function to the folder `path` (kernel .cpp and .h, a C
+        testbench, run_hls.tcl); returns the paths written. Options are the "hls" target's."""
+        return self.compile_to_file(path, "hls", check, fixed, **options)
 
     def compile_to_file(self, path, target, check=True, fixed=None, **options):
         """Write what `target` builds outside Python (an object file, C source...) to `path`, with files

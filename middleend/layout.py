@@ -4,6 +4,10 @@ A computation without `store_in` gets a buffer of its own: outputs are indexed b
 their variables from zero (the caller sees the numbers at the indices it
 expects), temporaries by their offset in the bounding box of what is written.
 `storage_fold` wraps one dimension into a ring of the given depth.
+
+The program's meaning does not depend on the layout: its dependences are those of
+each computation in storage of its own (`logical_write`, `logical_read`); the
+layout_check module proves that the storage chosen here keeps them.
 """
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import islpy as isl
 
 from .affine import affine_text, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
-from .errors import DomainError
+from .errors import DomainError, ScheduleError
 from .expr import Access, Const, Sym, floormod, max_, simplify, substitute, transform, walk
 from .types import int64
 
@@ -61,9 +65,11 @@ def assign_storage(function, context):
         if comp.updated is not None:
             continue
         if comp.user_buffer is not None:
+            if comp.partitions:
+                raise ScheduleError(f"{comp.name} is stored in the ms.Buffer {comp.user_buffer.name} (store_in); "
+                                    f"partition that buffer instead of the computation")
             comp.buffer = comp.user_buffer
             comp.store_index = [as_index_expr(i) for i in comp.user_store_index]
-            comp.unfolded_index = comp.store_index
             continue
         written, box = write_box(comp, context)
         covered = covers_box(written, box, context, comp)
@@ -79,15 +85,18 @@ def assign_storage(function, context):
                 shape.append(simplify(pwaff_to_expr(hi.sub(lo), context) + 1))
                 index.append(simplify(var - pwaff_to_expr(lo, context)))
         shape = [_not_negative(e, context, function) for e in shape]
-        comp.unfolded_index = list(index)
+        folds = {}
         for d, v in enumerate(comp.vars):
             if v.name in comp.folds:
                 depth = comp.folds[v.name]
                 shape[d] = Const(depth, int64)
+                folds[d] = (v.name, depth, index[d])
                 index[d] = floormod(index[d], depth)
         kind = "output" if comp.is_output else "temporary"
         comp.buffer = Buffer(comp.name, shape, comp.dtype, kind)
+        comp.buffer.partitions = list(comp.partitions)
         comp.buffer.zero_init = comp.is_output and not covered
+        comp.buffer.folds = folds
         comp.store_index = index
 
 
@@ -126,27 +135,36 @@ def _constant(pa):
     return pieces[0][1].get_constant_val().to_python() if len(pieces) == 1 else None
 
 
-def write_index(comp, folded=True):
-    """The buffer and index (int64 expressions of comp's variables) that `comp` writes.
-
-    With folded=False, folded dimensions are indexed as if they were not folded
-    (the storage of the program's meaning, used for its dependences)."""
+def write_index(comp):
+    """The buffer and index (int64 expressions of comp's variables) that `comp` writes."""
     owner = comp.storage_owner
-    index = owner.store_index if folded else owner.unfolded_index
+    index = owner.store_index
     if comp.updated is None:
         return owner.buffer, list(index)
     mapping = {v.name: as_index_expr(a) for v, a in zip(owner.vars, comp.update_at)}
     return owner.buffer, [substitute(i, mapping) for i in index]
 
 
-def read_index(target, indices, folded=True):
+def read_index(target, indices):
     """The buffer and index expressions that an access `target[indices]` reads."""
     indices = [as_index_expr(i) for i in indices]
     if not hasattr(target, "store_index"):        # an Input
         return target.buffer, indices
+    target = target.storage_owner
     mapping = {v.name: i for v, i in zip(target.vars, indices)}
-    index = target.store_index if folded else target.unfolded_index
-    return target.buffer, [substitute(i, mapping) for i in index]
+    return target.buffer, [substitute(i, mapping) for i in target.store_index]
+
+
+def logical_write(comp):
+    """(name, index) of the element `comp` writes in the program's meaning: its storage owner's own
+    array (named after the owner), at the owner's coordinates (int64 expressions of comp's variables)."""
+    at = comp.update_at if comp.updated is not None else comp.vars
+    return comp.storage_owner.name, [as_index_expr(a) for a in at]
+
+
+def logical_read(target, indices):
+    """(name, index) of the element an access `target[indices]` reads in the program's meaning."""
+    return getattr(target, "storage_owner", target).name, [as_index_expr(i) for i in indices]
 
 
 def inline_reads(expr):

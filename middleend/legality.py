@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import islpy as isl
 
-from .errors import IllegalScheduleError
+from .errors import IllegalScheduleError, ScheduleError
 from .dependences import union_maps
+from .loopir import CONCURRENT_KINDS, LoopKind
 from .statements import reads_of, runs_inside
-
-PARALLEL_KINDS = ("parallel", "vector", "gpu_block", "gpu_thread", "distribute")
 
 
 def execution_times(stmts, function, context):
@@ -128,11 +127,11 @@ def tag_violations(stmts, deps, function, context):
     for s in stmts:
         for k, loop in enumerate(s.loops):
             tag = s.tags.get(loop)
-            if not tag or tag[0] not in PARALLEL_KINDS:
+            if not tag or tag[0] not in CONCURRENT_KINDS:
                 continue
             p = 2 * k + 1
             for kind, m, ts, tk, pairs in checked:
-                carried = _carried_at(ts.get_space().range(), p, s.betas[:k + 1])
+                carried = carried_at(ts.get_space().range(), p, s.betas[:k + 1])
                 bad = pairs.intersect(ts.apply_range(carried).apply_range(tk.reverse()).intersect_params(context))
                 if not bad.is_empty():
                     out.append((s, loop, tag[0], kind, m, bad))
@@ -140,7 +139,7 @@ def tag_violations(stmts, deps, function, context):
     return out
 
 
-def _carried_at(time_space, p, betas):
+def carried_at(time_space, p, betas):
     """Pairs of times in the same iteration of the loops above dimension p (and in that loop's nest),
     different at p."""
     n = time_space.dim(isl.dim_type.set)
@@ -194,7 +193,8 @@ def window_violations(stmts, context):
         depth = a.local.depth if a.local is not None else n
         if depth == n:
             continue
-        concurrent = [loop for loop in b.loops[depth:n] if b.tags.get(loop, ("serial", 1))[0] not in ("serial", "unroll")]
+        concurrent = [loop for loop in b.loops[depth:n]
+                      if b.tags.get(loop, (LoopKind.SERIAL, 1))[0] not in (LoopKind.SERIAL, LoopKind.UNROLL)]
         if concurrent:
             # iterations that reuse each other's values must run one after the other
             out.append((a, b, f"loop {concurrent[0]} is tagged {b.tags[concurrent[0]][0]}"))
@@ -228,8 +228,19 @@ def window_violations(stmts, context):
     return out
 
 
+def check_gpu_nesting(stmts, function, context):
+    """Raise ScheduleError for GPU tags that cannot form a launch, naming the command that tagged them."""
+    bad = gpu_nesting_violations(stmts)
+    if bad:
+        s, why = bad[0]
+        culprit = function._culprit(lambda st: any(v[0].name == s.name for v in gpu_nesting_violations(st)), context)
+        raise ScheduleError(f"{s.name} cannot run on a GPU as tagged: {why} (loops {s.loops})"
+                            + (f"; tagged by {culprit}" if culprit else ""))
+
+
 def check(stmts, deps, function, context):
     """Raise IllegalScheduleError for the first dependence the schedule breaks, naming the command."""
+    check_gpu_nesting(stmts, function, context)
     windows = window_violations(stmts, context)
     if windows:
         a, b, missing = windows[0]
@@ -260,7 +271,7 @@ def check(stmts, deps, function, context):
         src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
         culprit = function._culprit(lambda st: any(
             v[0] == kind and v[1].get_tuple_name(isl.dim_type.in_) == src
-            and v[1].get_tuple_name(isl.dim_type.out) == snk for v in ordering_violations(st, deps, function, context)))
+            and v[1].get_tuple_name(isl.dim_type.out) == snk for v in ordering_violations(st, deps, function, context)), context)
         raise IllegalScheduleError(
             f"the schedule runs a {kind} dependence from {src} to {snk} backwards: "
             f"{_witness(bad)} must run in that order but no longer does"
@@ -271,12 +282,36 @@ def check(stmts, deps, function, context):
         s, loop, tag, kind, m, bad = tagged[0]
         src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
         culprit = function._culprit(lambda st: any(
-            t[0].name == s.name and t[1] == loop for t in tag_violations(st, deps, function, context)))
+            t[0].name == s.name and t[1] == loop for t in tag_violations(st, deps, function, context)), context)
         raise IllegalScheduleError(
             f"loop {loop} of {s.name} is tagged {tag} but carries a {kind} dependence from {src} to {snk} "
             f"({_witness(bad)} run in different iterations of it)"
             + (f"; broken by {culprit}" if culprit else "") + f". Dependence: {_short(m)}",
             source=src, sink=snk, dependence=m, command=culprit)
+
+
+def gpu_nesting_violations(stmts):
+    """(statement, what is wrong) for GPU tags that do not form a launch: block loops adjacent, thread
+    loops adjacent and inside them, at most 3 of each (serial loops may run between the two bands)."""
+    from .schedule import GPU_DIMS
+    out = []
+    for s in stmts:
+        kinds = [s.tags.get(loop, ("serial", 1))[0] for loop in s.loops]
+        for kind in ("gpu_block", "gpu_thread"):
+            at = [k for k, t in enumerate(kinds) if t == kind]
+            names = [s.loops[k] for k in at]
+            if len(at) > GPU_DIMS:
+                out.append((s, f"it has {len(at)} {kind} loops {names}; a launch has at most {GPU_DIMS}"))
+            elif at and at != list(range(at[0], at[-1] + 1)):
+                between = [s.loops[k] for k in range(at[0], at[-1]) if kinds[k] != kind]
+                out.append((s, f"its {kind} loops {names} are not adjacent (loop {between[0]} runs between them)"))
+        blocks = [k for k, t in enumerate(kinds) if t == "gpu_block"]
+        threads = [k for k, t in enumerate(kinds) if t == "gpu_thread"]
+        if threads and (not blocks or threads[0] < blocks[-1]):
+            where = f"outside its block loop {s.loops[blocks[-1]]}" if blocks else "in no gpu_block loop"
+            out.append((s, f"its gpu_thread loop {s.loops[threads[0]]} is {where}; thread loops run inside "
+                           f"block loops"))
+    return out
 
 
 def _witness(bad):

@@ -6,10 +6,11 @@ Contract with back-ends:
     A `Sym` whose dtype is narrower is read as that type (a truncation).
   * Buffers are dense and row-major over their `shape` (the last index is
     contiguous). `Access(buffer, indices)` loads an element; `Store` writes one.
-  * `For` runs `var` from `lo` to `hi - 1` in steps of one. Its `kind` says how:
-    'serial', 'parallel', 'vector' (SIMD of `factor` lanes), 'unroll' (by
-    `factor`), or a tag for another back-end ('gpu_block', 'gpu_thread',
-    'distribute', 'pipeline') that CPU back-ends run serially.
+  * `For` runs `var` from `lo` to `hi - 1` in steps of one. Its `kind` (a
+    `LoopKind`, equal to its name as a string) says how: 'serial', 'parallel',
+    'vector' (SIMD of `factor` lanes), 'unroll' (by `factor`), or a tag for
+    another back-end ('gpu_block', 'gpu_thread', 'distribute', 'pipeline')
+    that CPU back-ends run serially.
     Legality of the tag was checked by the middle-end.
   * `Allocate` gives a temporary buffer the lifetime of its body; its shape
     is evaluated on entry.
@@ -17,11 +18,29 @@ Contract with back-ends:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from .errors import NotSupportedError
-from .expr import Expr, to_c
+from .expr import Expr, pseudo_c
 
-LOOP_KINDS = ("serial", "parallel", "vector", "unroll", "gpu_block", "gpu_thread", "distribute", "pipeline")
+
+class LoopKind(StrEnum):
+    """How a loop runs: the tags of Layer II and the `kind` of a `For`. Members are strings
+    (`LoopKind.PARALLEL == "parallel"`), so comparisons with the names keep working."""
+
+    SERIAL = "serial"
+    PARALLEL = "parallel"       # iterations on the thread pool
+    VECTOR = "vector"           # SIMD of `factor` lanes
+    UNROLL = "unroll"           # unrolled by `factor`
+    GPU_BLOCK = "gpu_block"     # the kinds below are for other back-ends; CPU back-ends run them serially
+    GPU_THREAD = "gpu_thread"
+    DISTRIBUTE = "distribute"
+    PIPELINE = "pipeline"
+
+
+#: kinds whose iterations may run at the same time: no dependence may cross them
+CONCURRENT_KINDS = frozenset({LoopKind.PARALLEL, LoopKind.VECTOR, LoopKind.GPU_BLOCK, LoopKind.GPU_THREAD,
+                              LoopKind.DISTRIBUTE})
 
 
 class Stmt:
@@ -37,8 +56,11 @@ class For(Stmt):
     lo: Expr
     hi: Expr
     body: Stmt
-    kind: str = "serial"
+    kind: LoopKind = LoopKind.SERIAL
     factor: int = 1
+    #: the scheduled loops this loop runs, as (computation, loop name) pairs (empty for loops a pass
+    #: made): how a report names a loop and finds what the middle-end knows about it
+    origin: tuple = ()
 
 
 @dataclass(eq=False)
@@ -90,15 +112,22 @@ class LoweredFunction:
     #: {name: (lo, hi)} of sizes declared with a range of their own (Function.declare_param; None: no
     #: bound), which the code relies on; other sizes are at least 1 by convention, unchecked
     param_ranges: dict = field(default_factory=dict)
+    #: what the middle-end found about each pipelined loop (middleend.pipelining.PipelinedLoop)
+    pipelines: list = field(default_factory=list)
+    #: the stages and channels of a dataflow region (middleend.dataflow.DataflowPlan), or None
+    dataflow: object = None
+    #: () -> the program each MPI rank runs (middleend.spmd.DistributedFunction), built on first call
+    spmd: object = None
 
     @property
     def arguments(self):
         return list(self.inputs) + list(self.outputs)
 
     def __str__(self):
-        args = [f"{b.dtype} *{b.name}" for b in self.arguments] + [f"int64 {p}" for p in self.params]
+        args = [f"{b.dtype} *{b.name}" + (f" /* a ring: {b.ring_text()} */" if b.folds else "")
+                for b in self.arguments] + [f"int64 {p}" for p in self.params]
         lines = [f"void {self.name}({', '.join(args)}) {{"]
-        lines += [f"  int64 {name} = {to_c(value)};" for name, value in self.derived]
+        lines += [f"  int64 {name} = {pseudo_c(value)};" for name, value in self.derived]
         lines += _print(self.body, 1)
         lines.append("}")
         return "\n".join(lines)
@@ -118,9 +147,9 @@ def range_text(bounds) -> str:
 
 def _loop_header(s: For):
     tag = ""
-    if s.kind != "serial":
+    if s.kind != LoopKind.SERIAL:
         tag = f"  // {s.kind}" + (f"({s.factor})" if s.factor > 1 else "")
-    return f"for ({s.var} = {to_c(s.lo)}; {s.var} < {to_c(s.hi)}; {s.var}++) {{{tag}"
+    return f"for ({s.var} = {pseudo_c(s.lo)}; {s.var} < {pseudo_c(s.hi)}; {s.var}++) {{{tag}"
 
 
 def _print(s: Stmt, depth: int):
@@ -130,17 +159,19 @@ def _print(s: Stmt, depth: int):
     if isinstance(s, For):
         return [pad + _loop_header(s), *_print(s.body, depth + 1), pad + "}"]
     if isinstance(s, If):
-        lines = [f"{pad}if ({to_c(s.cond)}) {{", *_print(s.then, depth + 1)]
+        lines = [f"{pad}if ({pseudo_c(s.cond)}) {{", *_print(s.then, depth + 1)]
         if s.else_ is not None:
             lines += [f"{pad}}} else {{", *_print(s.else_, depth + 1)]
         return lines + [pad + "}"]
     if isinstance(s, Store):
-        idx = ", ".join(to_c(i) for i in s.indices)
-        return [f"{pad}{s.buffer.name}[{idx}] = {to_c(s.value)};"]
+        idx = ", ".join(pseudo_c(i) for i in s.indices)
+        return [f"{pad}{s.buffer.name}[{idx}] = {pseudo_c(s.value)};"]
     if isinstance(s, Allocate):
-        shape = ", ".join(to_c(d) for d in s.buffer.shape)
+        shape = ", ".join(pseudo_c(d) for d in s.buffer.shape)
         return [f"{pad}{s.buffer.dtype} {s.buffer.name}[{shape}];  // temporary",
                 *_print(s.body, depth)]
+    if hasattr(s, "pseudo_c"):   # a statement a back-end's program adds (communication, ...)
+        return [pad + line for line in s.pseudo_c()]
     raise TypeError(f"unknown statement {type(s).__name__}")
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 import islpy as isl
 
 from .errors import ScheduleError
+from .expr import walk
+from .loopir import LoopKind
 
-TAGS = ("parallel", "vector", "unroll", "gpu_block", "gpu_thread", "distribute", "pipeline")
+#: block (and thread) dimensions a GPU launch has at most
+GPU_DIMS = 3
 
 
 class Root:
@@ -84,6 +87,8 @@ class Schedulable:
         self.buffer = None               # chosen at lowering
         self.store_index = None
         self.folds = {}
+        self.partitions = []             # (dim, factor, kind) of the storage, copied onto its buffer
+        self.storage_distribution = None  # distribute(dim=...): the dimension held in blocks per MPI rank
         self.initial_state = self.snapshot()
 
     # helpers ----------------------------------------------------------------
@@ -282,9 +287,9 @@ class Schedulable:
         self.tags[self.loops[k]] = (kind, factor)
 
     def _split_for_tag(self, level, width, kind):
-        cmd = f"{kind if kind != 'vector' else 'vectorize'}({loop_name(level)}, {width})"
+        cmd = f"{kind if kind != LoopKind.VECTOR else 'vectorize'}({loop_name(level)}, {width})"
         k = self._loop_index(level, cmd)
-        _positive_int(width, "the width" if kind == "vector" else "the factor", cmd)
+        _positive_int(width, "the width" if kind == LoopKind.VECTOR else "the factor", cmd)
         if self._loop_extent(k) == width:
             self.tags[self.loops[k]] = (kind, width)
             self._record(cmd)
@@ -309,44 +314,100 @@ class Schedulable:
             return vals[1] - vals[0] + 1
         return None
 
+    def _loop_extent_bound(self, k):
+        """The most iterations loop k runs for any sizes, when that is a constant, else None."""
+        rng = self.loop_map.intersect_domain(self.domain).range()
+        if rng.is_empty():
+            return None
+        most = rng.dim_max(k).sub(rng.dim_min(k)).max_val()   # over every value of the sizes
+        return most.to_python() + 1 if most.is_int() else None
+
     def vectorize(self, level, width):
         """Run `level` as SIMD of `width` lanes; splits it by `width` first unless it has exactly that extent.
 
         Returns the (outer, inner) loops when it split, else ().
         """
-        return self._split_for_tag(level, width, "vector")
+        return self._split_for_tag(level, width, LoopKind.VECTOR)
 
     def unroll(self, level, factor):
         """Unroll `level` by `factor` (splitting it first unless it has exactly `factor` iterations)."""
-        return self._split_for_tag(level, factor, "unroll")
+        return self._split_for_tag(level, factor, LoopKind.UNROLL)
 
     def parallelize(self, level):
         """Run the iterations of `level` on the thread pool."""
         cmd = f"parallelize({loop_name(level)})"
-        self._tag(level, "parallel", 1, cmd)
+        self._tag(level, LoopKind.PARALLEL, 1, cmd)
         self._record(cmd)
 
     def gpu(self, blocks, threads=()):
-        """Mark loops as GPU block and thread dimensions (kept for the GPU back-end)."""
+        """Run loops as GPU block and thread dimensions: each iteration of a block loop is a thread block,
+        each iteration of a thread loop a thread of its block (outermost first; at most 3 of each, thread
+        loops inside block loops). The GPU targets ("opencl", "cuda") launch the outermost band of
+        block and thread loops as one kernel; CPU targets run these loops serially."""
         blocks = blocks if isinstance(blocks, (list, tuple)) else [blocks]
         threads = threads if isinstance(threads, (list, tuple)) else [threads]
         cmd = f"gpu([{', '.join(map(loop_name, blocks))}], [{', '.join(map(loop_name, threads))}])"
+        for what, levels in (("block", blocks), ("thread", threads)):
+            if len(levels) > GPU_DIMS:
+                raise ScheduleError(f"{self.name}.{cmd}: at most {GPU_DIMS} {what} dimensions, got {len(levels)}")
         for b in blocks:
-            self._tag(b, "gpu_block", 1, cmd)
+            self._tag(b, LoopKind.GPU_BLOCK, 1, cmd)
         for t in threads:
-            self._tag(t, "gpu_thread", 1, cmd)
+            self._tag(t, LoopKind.GPU_THREAD, 1, cmd)
         self._record(cmd)
 
-    def distribute(self, level):
-        """Mark `level` as distributed over MPI ranks (kept for the MPI back-end)."""
-        cmd = f"distribute({loop_name(level)})"
-        self._tag(level, "distribute", 1, cmd)
+    def gpu_tile(self, *args):
+        """Tile 1 to 3 adjacent loops and run the tiles as GPU thread blocks: `gpu_tile(y, x, ty, tx)`
+        returns `(y0, x0, y1, x1)` with y0, x0 block loops and y1, x1 thread loops of ty x tx threads
+        (Tiramisu's tile_gpu, Halide's gpu_tile)."""
+        if len(args) not in (2, 4, 6):
+            raise ScheduleError(f"{self.name}.gpu_tile takes 1 to 3 loops and as many sizes, got {args}")
+        n = len(args) // 2
+        cmd = f"gpu_tile({', '.join(loop_name(l) for l in args[:n])}, {', '.join(map(str, args[n:]))})"
+        if n == 1:
+            loops = self.split(args[0], args[1])
+        else:
+            loops = self.tile(*args)
+        self.function._history.pop()
+        for b in loops[:n]:
+            self.tags[b.name] = (LoopKind.GPU_BLOCK, 1)
+        for t in loops[n:]:
+            self.tags[t.name] = (LoopKind.GPU_THREAD, 1)
         self._record(cmd)
+        return loops
+
+    def distribute(self, level=None, *, dim=None):
+        """Distribute over MPI ranks (the MPI back-end; other targets run the code as it is).
+
+        `distribute(level)` gives each rank one block of consecutive iterations of loop `level`;
+        `distribute(dim=d)` keeps this computation's storage (an output) in blocks of its dimension
+        d, rank r holding the r-th (by default an output is split along the dimension its
+        distributed loop moves along)."""
+        if (level is None) == (dim is None):
+            raise ScheduleError(f"{self.name}.distribute: give a loop, or dim= for the storage, not both")
+        if dim is not None:
+            from .distribution import check_dim
+            owner = self.storage_owner
+            cmd = f"distribute(dim={dim})"
+            owner.storage_distribution = check_dim(owner.name, len(owner.vars), dim, f"{self.name}.{cmd}")
+            self._record(cmd)
+            return
+        cmd = f"distribute({loop_name(level)})"
+        self._tag(level, LoopKind.DISTRIBUTE, 1, cmd)
+        self._record(cmd)
+
+    def send_receive(self, consumer, at):
+        """Move the values of this computation that `consumer` reads on other ranks right before
+        `consumer`'s loop `at` (in each iteration of the loops around it), instead of where the MPI
+        back-end would put them; refused if a value is written after that point."""
+        from .distribution import record_transfer
+        record_transfer(self.function, self, consumer, at,
+                        f"{self.name}.send_receive({getattr(consumer, 'name', consumer)}, {loop_name(at)})")
 
     def pipeline(self, level, ii=1):
         """Mark `level` as an FPGA pipeline with initiation interval `ii` (kept for the HLS back-end)."""
         cmd = f"pipeline({loop_name(level)}, {ii})"
-        self._tag(level, "pipeline", _positive_int(ii, "the initiation interval", cmd), cmd)
+        self._tag(level, LoopKind.PIPELINE, _positive_int(ii, "the initiation interval", cmd), cmd)
         self._record(cmd)
 
     # placement ----------------------------------------------------------------
@@ -449,28 +510,139 @@ class Schedulable:
         self._record(cmd)
 
     # Layer III ----------------------------------------------------------------
+    def cache_shared(self, producer, at):
+        """Stage in GPU shared memory, per iteration of this computation's loop `at` (a block loop, or a
+        serial loop inside the block loops such as a loop over tiles of a reduction), the part of
+        `producer` (an Input or a Computation) that this computation reads there; its reads of
+        `producer` then read the copy. The part is computed by isl as for compute_at (a bounding
+        box, allocated at `at`); the copy loops are spread over the thread loops inside `at`, which
+        must be tagged first (gpu_tile, gpu). Returns the copy, a computation named
+        `<producer>_shared`."""
+        from .algorithm import Computation, Input, Var
+        from .expr import Access, transform
+
+        cmd = f"cache_shared({getattr(producer, 'name', producer)}, at={loop_name(at)})"
+        k = self._loop_index(at, f"{self.name}.{cmd}")
+        if isinstance(producer, Input):
+            owner, bounds = producer, [(0, d) for d in producer.shape]
+        elif isinstance(producer, Schedulable) and producer.function is self.function:
+            owner = producer.storage_owner
+            bounds = [(v.lo, v.hi) for v in owner.vars]
+        else:
+            raise ScheduleError(f"{self.name}.{cmd}: expected an Input or a Computation of the same function")
+        if owner is self.storage_owner:
+            raise ScheduleError(f"{self.name}.{cmd}: a computation cannot cache its own storage")
+        exprs = [self.expr] + ([self.predicate] if self.predicate is not None else [])
+        if not any(isinstance(n, Access) and n.target is owner for e in exprs for n in walk(e)):
+            raise ScheduleError(f"{self.name}.{cmd}: {self.name} does not read {owner.name}")
+        threads = [lp for lp in self.loops[k + 1:] if self.tags.get(lp, ("serial",))[0] == "gpu_thread"]
+        if not threads:
+            raise ScheduleError(f"{self.name}.{cmd}: {self.name} has no gpu_thread loops inside {self.loops[k]} to "
+                                f"spread the copy over; tag them first (gpu_tile or gpu)")
+        extents = [self._loop_extent_bound(self.loops.index(lp)) for lp in threads]
+        if None in extents:
+            bad = threads[extents.index(None)]
+            raise ScheduleError(f"{self.name}.{cmd}: the thread loop {bad} needs a constant extent")
+        name = fresh_name(f"{owner.name}_shared", {c.name for c in self.function.computations}
+                          | {i.name for i in self.function.inputs} | {b.name for b in self.function.buffers})
+        names = [f"{name}_d{d}" for d in range(len(bounds))]
+        with self.function:
+            copy_vars = [Var(v, lo, hi) for v, (lo, hi) in zip(names, bounds)]
+            copy = Computation(name, copy_vars, owner[tuple(copy_vars)])
+        copy.memory = "shared"
+        # the original program copies before the consumer runs (declaration order is program order)
+        comps = self.function.computations
+        comps.remove(copy)
+        comps.insert(comps.index(self), copy)
+        # the consumer reads the copy instead
+        def repl(n):
+            if isinstance(n, Access) and n.target is owner:
+                return Access(copy, [transform(i, repl) for i in n.indices])
+            return None
+        self.expr = transform(self.expr, repl)
+        if self.predicate is not None:
+            self.predicate = transform(self.predicate, repl)
+        # copy loops relative to the staged box: the innermost dimensions over the innermost threads
+        spread = list(zip(names[::-1], extents[::-1]))[:len(names)][::-1]
+        serial = names[:len(names) - len(spread)]
+        lows = {v: f"{v}_lo" for v, _ in spread}
+        outer = [f"floor(({v} - {lows[v]})/{t})" for v, t in spread]
+        inner = [f"({v} - {lows[v]}) mod {t}" for v, t in spread]
+        cons = " and ".join(f"{lows[v]} <= {v} <= {v}_hi" for v, _ in spread)
+        params = ", ".join(p for v, _ in spread for p in (lows[v], f"{v}_hi"))
+        loops = serial + [f"{v}_o" for v, _ in spread] + [f"{v}_t" for v, _ in spread]
+        copy.set_schedule(f"[{params}] -> {{ {name}[{', '.join(names)}] -> [{', '.join(serial + outer + inner)}] : "
+                          f"{cons} }}", names=loops, bounds={v: (lows[v], f"{v}_hi") for v, _ in spread})
+        for v, _ in spread:
+            copy.tags[f"{v}_t"] = (LoopKind.GPU_THREAD, 1)
+        copy.compute_at(self, self.loops[k])
+        del self.function._history[-2:]
+        self._record(cmd)
+        return copy
+
     def store_in(self, buffer, index=None):
-        """Store this computation's values in `buffer` at `index` (expressions of its variables)."""
+        """Store this computation's values in `buffer` at `index` (expressions of its variables).
+
+        The layout is checked when the function is lowered: every element written or read must lie
+        inside the buffer for all sizes, and where the index is not one-to-one (or the buffer is shared),
+        no value may be overwritten before a read that needs it (`ms.LayoutError`). A ring is written
+        in the index (`[ms.floormod(t, 2), x]`)."""
         from .buffer import Buffer
         from .expr import lift
         owner = self.storage_owner
         cmd = f"store_in({getattr(buffer, 'name', buffer)})"
         if not isinstance(buffer, Buffer):
             raise ScheduleError(f"{self.name}.{cmd}: expected an ms.Buffer")
+        if owner.folds:
+            raise ScheduleError(f"{self.name}.{cmd}: {owner.name} is folded (storage_fold); write the ring in the "
+                                f"index of store_in instead (ms.floormod(v, depth))")
         index = list(owner.vars) if index is None else [lift(i) for i in index]
         if len(index) != buffer.ndim:
             raise ScheduleError(f"{self.name}.{cmd}: {buffer.name} has {buffer.ndim} dimensions, index has {len(index)}")
+        buffers = self.function.buffers
+        saved = list(buffers)
+        previous = owner.user_buffer
+        if previous is not None and previous is not buffer and not any(
+                c.user_buffer is previous for c in self.function.computations if c is not owner):
+            buffers.remove(previous)     # replaced: nothing else stores in it
+        try:
+            self.function._add_buffer(buffer)
+        except Exception:
+            buffers[:] = saved
+            raise
         owner.user_buffer, owner.user_store_index = buffer, index
-        self.function._add_buffer(buffer)
         self._record(cmd)
 
+    def partition(self, dim, factor=None, kind="cyclic"):
+        """Partition dimension `dim` (an index, or a variable of the storage) of this computation's
+        storage into banks that an FPGA reads in the same cycle: 'cyclic' by `factor` (element k in bank
+        k mod factor), 'block' by `factor`, or 'complete' (registers). A tile or line buffer of a
+        computation computed at another's loop is partitioned the same way. Other targets ignore it."""
+        owner = self.storage_owner
+        names = [v.name for v in owner.vars]
+        from .buffer import partition_spec
+        spec = partition_spec(owner.name, names, dim, factor, kind)
+        owner.partitions = [p for p in owner.partitions if p[0] != spec[0]] + [spec]
+        self._record(f"partition({names[spec[0]]}, {spec[1]}, {spec[2]!r})")
+        return self
+
     def storage_fold(self, level, depth):
-        """Keep only `depth` values along variable `level` of the storage (a ring buffer)."""
+        """Keep only `depth` values along variable `level` of the storage (a ring buffer): the value of
+        coordinate v lies at (v - the first coordinate) mod depth.
+
+        The fold applies to the storage the values live in: the computation's buffer, or, computed at a
+        consumer's loop, its tile buffer there (unless no tile is longer than `depth`). Lowering checks
+        that no value is overwritten before a read that needs it (`ms.LayoutError`). An output may be
+        folded along a time dimension only (its updates read it at earlier coordinates: `u[t]` from
+        `u[t - 1]`); the caller then receives the ring, holding the last `depth` steps."""
         owner = self.storage_owner
         cmd = f"storage_fold({loop_name(level)}, {depth})"
         names = [v.name for v in owner.vars]
         if loop_name(level) not in names:
             raise ScheduleError(f"{self.name}.{cmd}: {owner.name} has no variable {loop_name(level)!r}; its variables are {names}")
+        if owner.user_buffer is not None:
+            raise ScheduleError(f"{self.name}.{cmd}: {owner.name} is stored with store_in({owner.user_buffer.name}); "
+                                f"write the ring in its index instead (ms.floormod({loop_name(level)}, {depth}))")
         owner.folds[loop_name(level)] = _positive_int(depth, "the depth", cmd)
         self._record(cmd)
 

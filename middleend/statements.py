@@ -20,8 +20,9 @@ from .affine import affine_text, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
 from .errors import ScheduleError
 from .schedule import bind_to_tiles, fresh_name
-from .expr import Access, simplify, walk
+from .expr import Access, Const, simplify, walk
 from .layout import inline_reads
+from .types import int64
 
 
 @dataclass(eq=False)
@@ -33,6 +34,7 @@ class LocalBuffer:
     prefix: isl.Map        # consumer exec domain -> prefix loop values
     time_dim: int          # time dimension of the loop it is allocated in
     depth: int = 0         # the prefix loops the corner depends on (store_at: fewer than the producer's)
+    folds: dict = field(default_factory=dict)   # dimension -> depth of a ring (storage_fold)
 
 
 @dataclass(eq=False)
@@ -175,6 +177,19 @@ def _interleave(loops, betas, depth):
     return isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(out)}] }}")
 
 
+def _nested_loops(prefix, prefix_tags, own, own_tags):
+    """(loop names, tags) of a computation run inside the loops `prefix`: its own loops keep their names
+    unless a tagged prefix loop has the name (then they get a fresh one), so each loop's tag stays its
+    own (a producer's loop y is not the consumer's block loop y)."""
+    names, renamed = list(prefix), {}
+    for loop in own:
+        renamed[loop] = fresh_name(loop, set(names) | set(own)) if loop in prefix_tags and loop in prefix else loop
+        names.append(renamed[loop])
+    tags = {nm: prefix_tags[nm] for nm in prefix if nm in prefix_tags}
+    tags.update({renamed[nm]: tag for nm, tag in own_tags.items() if nm in renamed})
+    return names, tags
+
+
 def _expand(comp, consumer_stmt, level, function, context, statement_of):
     """The statement of `comp` computed inside `consumer_stmt`'s loop `level`: per iteration of the
     loops down to `level`, the instances that the consumer and the computations run inside those
@@ -219,16 +234,19 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
                     for level_name in consumer_stmt.loops[:lvl + 1]]
     # (a sliding window runs only the points not computed before, whatever its splits' tails reach)
     run, domain, to_original, loop_map = _tile_instances(comp, need, prefix_names, only_needed=sliding)
-    tags = {nm: consumer_stmt.tags[nm] for nm in consumer_stmt.loops[:lvl + 1] if nm in consumer_stmt.tags}
-    tags.update(comp.tags)
+    loops, tags = _nested_loops(consumer_stmt.loops[:lvl + 1], consumer_stmt.tags, comp.loops, comp.tags)
     local = None
+    if not comp.stored_at_root and comp.user_buffer is not None:
+        raise ScheduleError(f"{comp.name}.store_in({comp.user_buffer.name}): {cmd} keeps its values in a tile buffer "
+                            f"of each iteration, not in {comp.user_buffer.name}; store it at the root "
+                            f"({comp.name}.store_root()) to use {comp.user_buffer.name}, or drop store_in")
     if not comp.stored_at_root:
         # one buffer per iteration of the storage loop, over what all its inner iterations compute
         outer = lvl - store
         local = _local_buffer(comp, run.project_out(isl.dim_type.in_, store + 1, outer).coalesce(),
                               prefix.project_out(isl.dim_type.out, store + 1, outer), context,
                               time_dim=2 * store + 1, depth=store + 1)
-    return Statement(comp, domain, consumer_stmt.loops[:lvl + 1] + list(comp.loops), loop_map, to_original,
+    return Statement(comp, domain, loops, loop_map, to_original,
                      tags, local)
 
 
@@ -304,19 +322,29 @@ def _expand_update(update, base, context):
         _, domain, to_original, loop_map = _tile_instances(update, tiles, prefix, only_needed=True)
     else:
         loop_map = pref.flat_range_product(to_original.apply_range(update.loop_map))
-    tags = {nm: base.tags[nm] for nm in base.loops[:n_prefix] if nm in base.tags}
-    tags.update(update.tags)
-    return Statement(update, domain, base.loops[:n_prefix] + list(update.loops), loop_map, to_original,
+    loops, tags = _nested_loops(base.loops[:n_prefix], base.tags, update.loops, update.tags)
+    return Statement(update, domain, loops, loop_map, to_original,
                      tags, base.local)
 
 
 def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
-    lower, shape = [], []
-    for d in range(len(comp.vars)):
+    """The tile buffer of `comp` over the points `need` (prefix -> points) of each tile. A dimension
+    folded by `storage_fold` becomes a ring of that depth, unless no tile is longer than the depth."""
+    lower, shape, folds = [], [], {}
+    for d, v in enumerate(comp.vars):
         lo, hi = need.dim_min(d).coalesce(), need.dim_max(d).coalesce()
         extent = hi.sub(lo)
         biggest = isl.Map.from_pw_aff(extent).range().intersect_params(context).dim_max(0)
-        shape.append(simplify(pwaff_to_expr(biggest, context) + 1))
+        ring = comp.folds.get(v.name)
+        if ring is not None and not biggest.gt_set(isl.PwAff.val_on_domain(biggest.domain(), isl.Val(ring - 1))) \
+                .is_empty():
+            folds[d] = ring
+            shape.append(Const(ring, int64))
+        else:
+            shape.append(simplify(pwaff_to_expr(biggest, context) + 1))
         lower.append(lo)
     buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
-    return LocalBuffer(buf, lower, prefix, time_dim, need.dim(isl.dim_type.in_) if depth is None else depth)
+    buf.partitions = list(comp.partitions)
+    buf.memory = getattr(comp, "memory", "global")
+    buf.folds = {d: (comp.vars[d].name, ring, None) for d, ring in folds.items()}
+    return LocalBuffer(buf, lower, prefix, time_dim, need.dim(isl.dim_type.in_) if depth is None else depth, folds)

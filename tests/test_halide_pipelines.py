@@ -1,17 +1,14 @@
 """Halide pipelines with their own schedules, realized by Halide and by mascarpone on random inputs."""
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import mascarpone as ms
 from halide_check import hl, realize_both
+from mascarpone.bench.suite import halide_pipelines as pipelines  # the benchmarks' builders, at small sizes
+from mascarpone.bench.suite.tiramisu import fuse_nb
 from mascarpone.middleend.expr import Select, walk
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "halide"))
-import pipelines  # noqa: E402  (the benchmark's pipeline builders, reused at small sizes)
 
 rng = np.random.default_rng(1)
 x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
@@ -52,18 +49,13 @@ def test_nb_four_stages():
 def test_nb_fused_with_after_beyond_halide():
     """The benchmark's fused nb: f, g inlined, h and k in one loop nest; Halide's values, no guards in
     the fused loops, and sizes that break the promised single output size are refused."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("halide_bench", Path(__file__).resolve().parents[1] /
-                                                  "benchmarks" / "halide" / "run.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     img = u8(21, 70)
     inp, outs = pipelines.nb_pipeline("root")
     inp.set(hl.Buffer(img))
     expected = [np.asarray(b) for b in hl.Pipeline(outs).realize([70, 21])]
     inp, outs = pipelines.nb_pipeline("stages")
     f = ms.from_halide(hl.Pipeline(outs))
-    bench.fuse_nb(f)
+    fuse_nb(f)
     kernel = f.compile("cpu")
     for got, want in zip(kernel.realize([70, 21], img=img), expected):
         np.testing.assert_array_equal(got, want)

@@ -233,3 +233,28 @@ def test_declared_param_ranges_allow_empty_domains():
     with pytest.raises(ms.DomainError, match=r"fixed parameter n must be an integer in \[-50, 50\]"):
         f.lower(fixed={"n": -60})
     assert f.param_range("N") == (1, None) and f.param_range("n") == (-50, 50)
+
+
+def test_loop_kinds_are_one_enumeration_equal_to_their_names():
+    """Tags and the loop IR's `For.kind` are LoopKind members, which compare equal to their names."""
+    from mascarpone.middleend import loopir as L
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.tile("y", "x", 8, 8)
+    by.parallelize(y0)
+    by.vectorize(x1, 8)
+    kinds = [s.kind for s in L.walk_stmts(f.lower().body) if isinstance(s, L.For)]
+    assert all(isinstance(k, L.LoopKind) for k in kinds)
+    assert L.LoopKind.PARALLEL in kinds and "vector" in kinds and "serial" in kinds
+    assert by.tags["y0"] == ("parallel", 1) and f"{L.LoopKind.VECTOR}" == "vector"
+
+
+def test_fixed_sizes_do_not_outlive_the_lowering():
+    """lower(fixed=...) specializes that lowering only: the context and dependences stay general."""
+    f, bx, by = examples.blur()
+    assert "for (y = 0; y < 7;" in str(f.lower(fixed={"H": 7}))
+    assert f.context().is_equal(isl.Set("[H, W] -> { : H >= 1 and W >= 1 }"))
+    assert f.context(fixed={"H": 7}).is_equal(isl.Set("[H, W] -> { : H = 7 and W >= 1 }"))
+    raw = isl.Map.from_union_map(f.dependences().raw)
+    assert not raw.intersect_params(isl.Set("[H, W] -> { : H = 9 }")).is_empty()
+    assert isl.Map.from_union_map(f.dependences(fixed={"H": 7}).raw).params().is_subset(
+        isl.Set("[H, W] -> { : H = 7 }"))

@@ -1,87 +1,51 @@
-"""Random command sequences: whatever the checker accepts must compute what the unscheduled program does."""
+"""Random command sequences: whatever the checker accepts must compute what the unscheduled program does,
+and what it does not accept is refused with a typed error. tests/fuzz/layouts.py runs longer."""
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import mascarpone as ms
-
-rng = np.random.default_rng(7)
-IMG = rng.random((13, 19), dtype=np.float32)
+from random_programs import (COMPUTATIONS, FACTORS, IMG, LAYOUT_COMMANDS, LOOP_COMMANDS, apply, program,
+                             reference, run_case)
 
 
-def program():
-    """A producer, a consumer with a stencil, and an in-place recurrence on the consumer."""
-    H, W = ms.Param("H"), ms.Param("W")
-    y, x = ms.Var("y", 0, H), ms.Var("x", 0, W)
-    yb = ms.Var("y", 0, H + 2)
-    x1 = ms.Var("x", 1, W)
-    with ms.Function("prog") as f:
-        img = ms.Input("img", [H + 2, W], ms.float32)
-        p = ms.Computation("p", [yb, x], img[yb, x] * 2)
-        c = ms.Computation("c", [y, x], p[y, x] + p[y + 1, x] + p[y + 2, x])
-        r = c.update([y, x1], c[y, x1 - 1] * ms.f32(0.5) + c[y, x1])
-    return f, {"p": p, "c": c, "r": r}
+def commands(names, max_size):
+    return st.lists(st.tuples(st.sampled_from(names), st.sampled_from(COMPUTATIONS), st.integers(0, 3),
+                              st.integers(0, 3), st.sampled_from(FACTORS)), max_size=max_size)
 
 
-REFERENCE = program()[0].compile("cpu")(img=IMG)
-
-commands = st.lists(st.tuples(
-    st.sampled_from(["split", "interchange", "tile", "shift", "skew", "reverse", "parallelize",
-                     "vectorize", "unroll", "after", "compute_at", "inline"]),
-    st.sampled_from(["p", "c", "r"]),
-    st.integers(0, 3), st.integers(0, 3), st.sampled_from([2, 3, 4, 8])), max_size=5)
-
-
-def apply(comps, cmd, name, a, b, factor):
-    comp = comps[name]
-    loops = comp.loops
-    la, lb = loops[a % len(loops)], loops[b % len(loops)]
-    other = comps[{"p": "c", "c": "r", "r": "p"}[name]]
-    if cmd == "split":
-        comp.split(la, factor)
-    elif cmd == "interchange":
-        comp.interchange(la, lb)
-    elif cmd == "tile":
-        k = a % len(loops)
-        if k + 1 < len(loops):
-            comp.tile(loops[k], loops[k + 1], factor, 4)
-    elif cmd == "shift":
-        comp.shift(la, factor - 3)
-    elif cmd == "skew":
-        i, j = sorted((a % len(loops), b % len(loops)))
-        if i < j:
-            comp.skew(loops[i], loops[j], 1)
-    elif cmd == "reverse":
-        comp.reverse(la)
-    elif cmd == "parallelize":
-        comp.parallelize(la)
-    elif cmd == "vectorize":
-        comp.vectorize(la, factor)
-    elif cmd == "unroll":
-        comp.unroll(la, factor)
-    elif cmd == "after":
-        comp.after(other, other.loops[b % len(other.loops)] if b % 2 else ms.root)
-    elif cmd == "compute_at" and name == "p":
-        comps["c"]  # p's only reader
-        comp.compute_at(comps["c"], comps["c"].loops[b % len(comps["c"].loops)])
-    elif cmd == "inline" and name == "p":
-        comp.inline()
-
-
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(commands)
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(commands(LOOP_COMMANDS, 5))
 def test_accepted_schedules_compute_the_same_values(seq):
-    f, comps = program()
-    for cmd in seq:
-        try:
-            apply(comps, *cmd)
-        except ms.ScheduleError:
-            pass  # a command that does not apply to this state, refused with a message
-    try:
-        kernel = f.compile("cpu")
-    except (ms.IllegalScheduleError, ms.ScheduleError):
-        return
-    np.testing.assert_allclose(kernel(img=IMG), REFERENCE, rtol=1e-5)
+    outcome = run_case(seq)
+    assert outcome == "equal" or outcome.startswith("refused"), (seq, outcome)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(commands(LOOP_COMMANDS + LAYOUT_COMMANDS * 4, 6))
+def test_accepted_layouts_compute_the_same_values(seq):
+    """Layout commands (store_in with transposed, padded, flipped, panelled, too small and contracted
+    buffers; storage_fold) among loop commands: a run with the program's values or a typed refusal."""
+    outcome = run_case(seq)
+    assert outcome == "equal" or outcome.startswith("refused"), (seq, outcome)
+
+
+def test_layout_classes_each_run_or_are_refused():
+    """Each buffer class of p, p computed at the root, and as a window slid over the rows of c (each row
+    of p computed once, when c's row y needs it: rows y + 2 on, after the first)."""
+    outcomes = {}
+    for k in range(11):
+        for sliding in (False, True):
+            seq = [("compute_at", "p", 0, 0, 1), ("store_root", "p", 0, 0, 1)] if sliding else []
+            seq.append(("store_in", "p", k // 4, k % 4, 1))
+            outcomes[(k, sliding)] = run_case(seq)
+    assert all(o == "equal" or o.startswith("refused") for o in outcomes.values()), outcomes
+    # natural, transposed, padded, flipped and panelled buffers hold p; too small ones never
+    for sliding in (False, True):
+        assert [outcomes[(k, sliding)] for k in range(7)] == ["equal"] * 5 + ["refused: OutOfBoundsError"] * 2
+    # one row, one column or one element for all of p: values overwritten before they are read
+    assert {outcomes[(k, False)] for k in (7, 9, 10)} == {"refused: OverwriteError"}
+    # a ring of three rows holds the window: rows y, y + 1, y + 2 when c's row y reads them
+    assert outcomes[(8, True)] == "equal" and outcomes[(8, False)] == "refused: OverwriteError"
 
 
 def test_condition_that_isl_writes_as_constant_true():
@@ -89,4 +53,4 @@ def test_condition_that_isl_writes_as_constant_true():
     f, comps = program()
     for cmd in [("split", "p", 0, 0, 2), ("vectorize", "c", 1, 0, 2), ("vectorize", "c", 0, 0, 2)]:
         apply(comps, *cmd)
-    np.testing.assert_allclose(f.compile("cpu")(img=IMG), REFERENCE, rtol=1e-5)
+    np.testing.assert_allclose(f.compile("cpu")(img=IMG), reference(), rtol=1e-5)

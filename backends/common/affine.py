@@ -8,7 +8,7 @@ keyed by its printed form, so equal sub-expressions still cancel.
 """
 from __future__ import annotations
 
-from mascarpone.middleend.expr import BinOp, Const, Expr, Sym, UnOp, to_c, walk
+from mascarpone.middleend.expr import BinOp, Const, Expr, Sym, UnOp, pseudo_c, walk
 
 
 class Affine:
@@ -46,7 +46,7 @@ class Affine:
 
 
 def _atom(e: Expr) -> Affine:
-    return Affine({("atom", to_c(e), e): 1})
+    return Affine({("atom", pseudo_c(e), e): 1})
 
 
 def linearize(e: Expr) -> Affine:

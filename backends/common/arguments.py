@@ -27,6 +27,15 @@ def _shape_str(shape):
     return "(" + ", ".join(str(d) for d in shape) + (",)" if len(shape) == 1 else ")")
 
 
+class _Shaped:
+    """Stands for an array of which only the shape matters."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
 class _Spec:
     __slots__ = ("name", "ndim", "dtype", "dtype_name", "shape", "output", "zero_init")
 
@@ -69,8 +78,13 @@ class Binder:
                     if kind == "sym" and rest[0] in self.params:
                         self.rules.append((rest[0], pos, d, c, a.const))
 
-    def bind(self, kwargs):
-        """`(arrays in buffer order, param values in order, outputs)` for a call."""
+    def bind(self, kwargs, device=None):
+        """`(arrays in buffer order, param values in order, outputs)` for a call.
+
+        `device` lets a back-end take arrays in its own memory (a GPU's): an object with `owns(a)`
+        (whether `a` is one of them), `check(name, a, output)` (raise ArgumentError where it cannot use
+        `a`), `empty(shape, dtype, zero)` (a new one) and `zero(a)`. Their shapes and dtypes are checked
+        as numpy arrays' are; when any is given, the outputs not given are allocated by `device`."""
         if not self.known.issuperset(kwargs):
             unknown = [k for k in kwargs if k not in self.known]
             raise ArgumentError(f"{self.name}() got unexpected argument(s) {', '.join(map(repr, unknown))}; "
@@ -81,14 +95,24 @@ class Binder:
             if a is None:
                 if pos < self.n_in:
                     raise ArgumentError(f"{self.name}() is missing the input {s.name!r}")
-            elif type(a) is not np.ndarray and not isinstance(a, np.ndarray):
+            elif type(a) is not np.ndarray and not isinstance(a, np.ndarray) and not (device and device.owns(a)):
                 raise ArgumentError(f"{s.name}: expected a numpy array, got {type(a).__name__}")
             elif a.ndim != s.ndim:
                 raise ArgumentError(f"{s.name}: expected {s.ndim} dimension(s) of {s.dtype_name}, "
                                     f"got an array of shape {_shape_str(a.shape)}")
             given.append(a)
         values = self._params(kwargs, given)
-        return self._check(given, values)
+        return self._check(given, values, device)
+
+    def sizes(self, kwargs, shapes) -> dict:
+        """{parameter: value} from the integers among `kwargs` and the buffer shapes `shapes` (in buffer
+        order, None for a buffer not given), as a call infers them; ArgumentError when they disagree or
+        do not tell. (For callers that check arrays themselves: the blocks of a distributed call.)"""
+        return self._params(kwargs, [None if sh is None else _Shaped(tuple(sh)) for sh in shapes])
+
+    def shapes(self, values: dict) -> list:
+        """Every buffer's shape for the parameter values `values`, in buffer order."""
+        return self._buffer_shapes(values)
 
     def _params(self, kwargs, given):
         values, source = {}, {}
@@ -138,16 +162,27 @@ class Binder:
             self._shapes[key] = shapes
         return shapes
 
-    def _check(self, given, values):
+    def _check(self, given, values, device=None):
         arrays, outputs, to_zero = [], [], []
         shapes = self._buffer_shapes(values)
+        foreign = [a is not None and device is not None and device.owns(a) for a in given]
         for pos, s in enumerate(self.specs):
             shape = shapes[pos]
             a = given[pos]
             if a is None:
                 if any(d < 0 for d in shape):
                     raise ArgumentError(f"{s.name}: the parameters {values} give it a negative shape {shape}")
-                a = (np.zeros if s.zero_init else np.empty)(shape, s.dtype)
+                if any(foreign):
+                    a = device.empty(shape, s.dtype, s.zero_init)
+                else:
+                    a = (np.zeros if s.zero_init else np.empty)(shape, s.dtype)
+            elif foreign[pos]:
+                if tuple(a.shape) != shape or a.dtype != s.dtype:
+                    raise ArgumentError(f"{s.name}: expected shape {_shape_str(shape)} and dtype {s.dtype}, "
+                                        f"got shape {_shape_str(tuple(a.shape))} and dtype {a.dtype}")
+                device.check(s.name, a, s.output)
+                if s.zero_init:
+                    device.zero(a)
             else:
                 if a.shape != shape or a.dtype != s.dtype:
                     if any(d < 0 for d in shape):
@@ -167,7 +202,7 @@ class Binder:
             arrays.append(a)
             if s.output:
                 outputs.append(a)
-        if any(given[p] is not None for p in range(self.n_in, len(given))):
+        if any(given[p] is not None and not foreign[p] for p in range(self.n_in, len(given))):
             self._separate(arrays)  # before zeroing: an input may be an output's memory
         for a in to_zero:
             a.fill(0)
@@ -175,13 +210,15 @@ class Binder:
 
     def _separate(self, arrays):
         """Outputs the caller passed must not overlap; inputs overlapping them are copied."""
-        outs = arrays[self.n_in:]
+        outs = [o if isinstance(o, np.ndarray) else None for o in arrays[self.n_in:]]   # (device memory: apart)
         for i, o in enumerate(outs):
             for j in range(i):
-                if o.size and outs[j].size and np.may_share_memory(o, outs[j]):
+                if o is not None and outs[j] is not None and o.size and outs[j].size \
+                        and np.may_share_memory(o, outs[j]):
                     raise ArgumentError(f"outputs {self.specs[self.n_in + j].name} and "
                                         f"{self.specs[self.n_in + i].name} share memory")
         for i in range(self.n_in):
             a = arrays[i]
-            if a.size and any(o.size and np.may_share_memory(a, o) for o in outs):
+            if isinstance(a, np.ndarray) and a.size and any(o is not None and o.size and np.may_share_memory(a, o)
+                                                            for o in outs):
                 arrays[i] = a.copy()

@@ -15,28 +15,43 @@ compiler) export the same symbols, for a kernel NAME with buffers b0..bn-1
 """
 from __future__ import annotations
 
+from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.middleend.loopir import range_text
 
-#: C99 spelling of each element type (bool elements are 0/1 bytes, as numpy stores them)
+from .cnames import RESERVED, Names
+
+#: C99 spelling of each element type in memory (bool elements are 0/1 bytes, as numpy stores them)
 C_TYPES = {
     "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
-    "float32": "float", "float64": "double", "bool": "bool",
+    "float32": "float", "float64": "double", "bool": "uint8_t",
 }
 
 
-def signature(lowered) -> str:
-    """`int32_t NAME(const T0 *b0, ..., int64_t p0, ...)`: the kernel's C prototype, without `;`."""
-    args = [f"const {C_TYPES[b.dtype.name]} *{b.name}" for b in lowered.inputs]
-    args += [f"{C_TYPES[b.dtype.name]} *{b.name}" for b in lowered.outputs]
-    args += [f"int64_t {p}" for p in lowered.params]
-    return f"int32_t {lowered.name}({', '.join(args) or 'void'})"
+def kernel_name(lowered) -> str:
+    """The kernel's name, which its exported symbols start with: it must be a C identifier."""
+    name = lowered.name
+    if not name.isidentifier() or not name.isascii() or name in RESERVED:
+        raise NotSupportedError(f"kernel name {name!r} is not a C identifier; name the Function like one")
+    return name
+
+
+def signature(lowered, names=None, qualifier="") -> str:
+    """`int32_t NAME(const T0 *b0, ..., int64_t p0, ...)`: the kernel's C prototype, without `;`.
+    `names` maps program names to C identifiers (a fresh `Names` by default); `qualifier` goes after
+    each `*` (`restrict`)."""
+    names = names or Names()
+    q = f"{qualifier} " if qualifier else ""
+    args = [f"const {C_TYPES[b.dtype.name]} *{q}{names(b.name, 'buffer')}" for b in lowered.inputs]
+    args += [f"{C_TYPES[b.dtype.name]} *{q}{names(b.name, 'buffer')}" for b in lowered.outputs]
+    args += [f"int64_t {names(p)}" for p in lowered.params]
+    return f"int32_t {kernel_name(lowered)}({', '.join(args) or 'void'})"
 
 
 def header_text(lowered, producer: str, link: str) -> str:
     """The C header declaring a kernel's exported functions; `producer` says what wrote the code
     ("mascarpone's CPU back-end"), `link` what to link it with."""
-    name = lowered.name
+    name = kernel_name(lowered)
     guard = f"{name.upper()}_H"
     shapes = [f" *   {b.name}: {b.kind}, {b.dtype}[{', '.join(map(str, b.shape))}]" for b in lowered.arguments]
     # the code relies on declared ranges (Function.declare_param); the C entry does not check them

@@ -1,7 +1,7 @@
-"""Evaluation of scalar integer expressions in Python, with the IR's integer semantics.
+"""Evaluation of scalar integer expressions in Python, with the semantics of middleend/semantics.py.
 
 The kernel wrapper uses it to compute buffer shapes from size parameters
-before a call.
+before a call; tests use it as a reference.
 """
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import math
 import struct
 
 from mascarpone.middleend.errors import NotSupportedError
-from mascarpone.middleend.expr import BinOp, Call, Cast, Const, Expr, Reinterpret, Select, Sym, UnOp, to_c
+from mascarpone.middleend.expr import BinOp, Call, Cast, Const, Expr, Reinterpret, Select, Sym, UnOp, pseudo_c
+from mascarpone.middleend.semantics import float_to_int_via
 from mascarpone.middleend.types import DType
 
 
@@ -73,6 +74,17 @@ def bit_count(fn: str, a: int, dt: DType) -> int:
     return dt.bits if u == 0 else (u & -u).bit_length() - 1
 
 
+def float_to_int(value: float, dt: DType) -> int:
+    """The float `value` converted to the integer type `dt`: toward zero, saturating at the range of
+    `float_to_int_via(dt)` (NaN -> 0), then wrapped to `dt`."""
+    via = float_to_int_via(dt)
+    if math.isnan(value):
+        return 0
+    lo, hi = via.min_value(), via.max_value()
+    v = lo if value <= lo else hi if value >= hi else math.trunc(value)
+    return wrap(v, dt)
+
+
 _STRUCT = {"int": "bhiq", "uint": "BHIQ", "float": "  fd"}
 
 
@@ -120,7 +132,7 @@ def evaluate(e: Expr, env: dict) -> int:
         if e.op == "or":
             return bool(a or b)
         if e.dtype.is_float:
-            raise NotSupportedError(f"floating-point arithmetic in a size expression: {to_c(e)}")
+            raise NotSupportedError(f"floating-point arithmetic in a size expression: {pseudo_c(e)}")
         if e.op in ("shl", "shr"):
             return shift(a, b, e.dtype, e.op == "shl")
         if e.op in ("ediv", "emod") and not e.dtype.is_signed:
@@ -138,13 +150,13 @@ def evaluate(e: Expr, env: dict) -> int:
         if e.dtype.is_float:
             return float(a)
         if isinstance(a, float):
-            a = math.trunc(a)
+            return float_to_int(a, e.dtype)
         return wrap(a, e.dtype)
     if isinstance(e, Reinterpret):
         return reinterpret(evaluate(e.a, env), e.a.dtype, e.dtype)
     if isinstance(e, Call) and e.dtype.is_int:
         return bit_count(e.fn, evaluate(e.args[0], env), e.dtype)
-    raise NotSupportedError(f"cannot evaluate {to_c(e)} before the call (sizes may use only parameters)")
+    raise NotSupportedError(f"cannot evaluate {pseudo_c(e)} before the call (sizes may use only parameters)")
 
 
 def compile_int(e: Expr):

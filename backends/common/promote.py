@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 
 from mascarpone.middleend.buffer import Buffer
-from mascarpone.middleend.expr import Access, BinOp, Const, Sym, substitute, to_c, transform, walk
+from mascarpone.middleend.expr import Access, BinOp, Const, Sym, substitute, pseudo_c, transform, walk
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, stores, walk_exprs
 from mascarpone.middleend.types import int64
 
@@ -159,7 +159,7 @@ def _promote(loop: For, tiles_made: set):
         if any(t[0] == name for t in tiles) or st.buffer in tiles_made:
             continue
         all_idx = [s.indices for s in stores(loop.body) if s.buffer.name == name] + accesses.get(name, [])
-        text = {tuple(to_c(i) for i in idx) for idx in all_idx}
+        text = {tuple(pseudo_c(i) for i in idx) for idx in all_idx}
         if len(text) != 1:
             continue
         dims = _plan(loop, st.buffer, st.indices, inner)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.backends.common.cheader import kernel_name
 from mascarpone.backends.common.promote import promote_accumulators
 from mascarpone.middleend.loopir import Allocate, walk_stmts
 
@@ -23,9 +24,7 @@ from .vectorize import explicit_simd
 def build_module(lowered, options: Options | None = None) -> ir.Module:
     """The LLVM module (not yet optimized) implementing `lowered` with the ABI above."""
     options = options or Options()
-    name = lowered.name
-    if not name.isidentifier():
-        raise NotSupportedError(f"kernel name {name!r} is not a C identifier")
+    name = kernel_name(lowered)
     module = ir.Module(name=name)
     ms = ModuleState(module, name, options)
     buffers = list(lowered.arguments)

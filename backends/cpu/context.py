@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 
+from mascarpone.backends.common.temporaries import StackBudget
 from mascarpone.middleend.errors import NotSupportedError
 
 from .llvm_types import I32
@@ -51,7 +52,7 @@ class FnState:
         self.builder = ir.IRBuilder(start)
         self.status = status if status is not None else self._new_status()
         self.in_parallel = in_parallel
-        self.stack_bytes = 0  # bytes of temporaries placed in stack slots so far
+        self.stack = StackBudget()  # temporaries placed in stack slots so far
         self.ops = Ops(self.builder, fast_math=ms.options.fast_math, fp_contract=ms.options.fp_contract)
 
     def _new_status(self):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.middleend.expr import (BIT_OPS, COMPARE_OPS, LOGIC_OPS, SHIFT_OPS, Access, BinOp, Call, Cast, Const,
-                            Reinterpret, Select, Sym, UnOp, to_c)
+                            Reinterpret, Select, Sym, UnOp, pseudo_c)
 from mascarpone.middleend.types import int64
 
 from . import memory
@@ -75,7 +75,7 @@ class ExprEmitter:
             return self.ops.reinterpret(e.dtype, self.emit(e.a))
         if isinstance(e, Call):
             return self.ops.call(e.fn, e.dtype, [self.emit(a) for a in e.args])
-        raise NotSupportedError(f"the CPU back-end cannot generate {type(e).__name__} nodes: {to_c(e)}")
+        raise NotSupportedError(f"the CPU back-end cannot generate {type(e).__name__} nodes: {pseudo_c(e)}")
 
     def sym(self, e: Sym):
         """A parameter or loop variable (i64), read as the node's type."""
@@ -86,7 +86,7 @@ class ExprEmitter:
         """A load of one element."""
         view = self.scope.buf(e.target.name)
         if len(e.indices) != len(view.extents):
-            raise NotSupportedError(f"{to_c(e)}: buffer {view.name} has {len(view.extents)} dimensions")
+            raise NotSupportedError(f"{pseudo_c(e)}: buffer {view.name} has {len(view.extents)} dimensions")
         flat = memory.flat_index(self.B, view, [self.index(i) for i in e.indices])
         return memory.load(self.B, view, memory.element_ptr(self.B, view, flat))
 

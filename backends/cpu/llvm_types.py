@@ -30,11 +30,6 @@ def memory_type(dt: DType) -> ir.Type:
     return I8 if dt.is_bool else value_type(dt)
 
 
-def vector_type(ty: ir.Type, width: int) -> ir.VectorType:
-    """`<width x ty>`."""
-    return ir.VectorType(ty, width)
-
-
 def constant(dt: DType, value) -> ir.Constant:
     """A register constant of type `dt`; integers are given in the type's own range."""
     ty = value_type(dt)

@@ -16,10 +16,6 @@ from mascarpone.middleend.types import DType
 from .llvm_types import I8, I64, PTR, VOID, i64, memory_type
 from .ops import declare
 
-#: Temporaries of a compile-time size up to this many bytes live on the stack...
-STACK_LIMIT = 64 * 1024
-#: ...while one function's stack slots stay under this (worker threads have small stacks).
-STACK_BUDGET = 512 * 1024
 #: Alignment of temporaries, in bytes (a cache line; enough for any vector load).
 ALIGN = 64
 

@@ -1,29 +1,19 @@
-"""The IR's operations on LLVM values, with the semantics documented in middleend/expr.py.
+"""The IR's operations on LLVM values, with the semantics of middleend/semantics.py.
 
 Every operation works on scalars and on `<N x T>` vectors alike (lane-wise),
 so the scalar and the vectorized code compute exactly the same thing; a scalar
-operand meeting a vector one is broadcast.
-
-Choices where the IR leaves room:
-  * float min/max are `a < b ? a : b` / `a > b ? a : b`: with a NaN operand they
-    give the second operand (like x86 `minps`); ints use signed or unsigned order.
-  * float `!=` is unordered (true when either side is NaN), the other float
-    comparisons are ordered, as in C and numpy.
-  * float->int casts truncate toward zero; targets narrower than 32 bits
-    convert through i32 and wrap (as numpy does on x86), uint32 converts through
-    int64; a value out of the range of the conversion gives an unspecified but
-    fixed value (never undefined behaviour).
-  * `round` rounds half to even (`llvm.roundeven`), like Halide and numpy.
-  * float `%` is C's `fmod`.
-  * shifts compare the amount with the width first, so LLVM never sees an
-    amount that would make its result poison.
+operand meeting a vector one is broadcast. Shifts compare the amount with the
+width first, so LLVM never sees an amount that would make its result poison;
+float -> int conversions use the saturating intrinsics (`llvm.fptosi.sat`),
+which define every input.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
 from mascarpone.middleend.errors import NotSupportedError
-from mascarpone.middleend.types import DType, int32, int64
+from mascarpone.middleend.semantics import float_to_int_via
+from mascarpone.middleend.types import DType
 
 from .llvm_types import I1, I32, is_vector, lanes, scalar_type, type_suffix, value_type
 
@@ -32,13 +22,6 @@ _LIBM = {"tan", "tanh", "atan2"}
 _BIT_COUNTS = {"popcount": "llvm.ctpop", "clz": "llvm.ctlz", "ctz": "llvm.cttz"}
 _ICMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _FCMP_ORDERED = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "=="}
-
-
-class Freeze(ir.Instruction):
-    """`freeze`: turns a poison result (e.g. of an out-of-range fptosi) into a fixed value."""
-
-    def __init__(self, parent, value, name=""):
-        super().__init__(parent, value.type, "freeze", [value], name=name)
 
 
 def declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
@@ -317,12 +300,11 @@ class Ops:
         if dst.is_float:
             return B.sitofp(v, dty) if src.is_signed else B.uitofp(v, dty)
         if src.is_float:
-            if dst.bits < 32 or (dst.bits == 32 and not dst.is_signed):
-                via = int32 if dst.bits < 32 else int64
-                wide = self._freeze(B.fptosi(v, self._retype(value_type(via), v)))
-                return B.trunc(wide, dty)
-            conv = B.fptosi if dst.is_signed else B.fptoui
-            return self._freeze(conv(v, dty))
+            via = float_to_int_via(dst)
+            vty = self._retype(value_type(via), v)
+            name = f"llvm.fpto{'s' if via.is_signed else 'u'}i.sat.{type_suffix(vty)}.{type_suffix(v.type)}"
+            converted = self.b.call(declare(self.module, name, ir.FunctionType(vty, [v.type])), [v])
+            return converted if via == dst else B.trunc(converted, dty)
         if dst.bits == src.bits:
             return v
         if dst.bits < src.bits:
@@ -332,11 +314,6 @@ class Ops:
     def reinterpret(self, dst: DType, v):
         """The bits of `v` as a value of `dst` (same width, no bools)."""
         return self.b.bitcast(v, self._retype(value_type(dst), v))
-
-    def _freeze(self, v):
-        instr = Freeze(self.b.block, v)
-        self.b._insert(instr)
-        return instr
 
     # math ------------------------------------------------------------------------
     def call(self, fn: str, dt: DType, args):

@@ -5,7 +5,7 @@ from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store
 
 from . import memory
-from mascarpone.backends.common.affine import constant_difference, constant_value
+from mascarpone.backends.common.affine import constant_difference
 from .exprgen import ExprEmitter
 from .llvm_types import i64
 from .loops import counted_loop, if_then_else
@@ -102,26 +102,20 @@ class StmtEmitter:
 def allocate(fs, scope, buffer, body):
     """Allocate a temporary for the duration of `body(scope_with_it)`.
 
-    Constant sizes up to `memory.STACK_LIMIT` bytes (within the function's
-    `memory.STACK_BUDGET`) get a stack slot in the function's entry block, so
-    a temporary inside a parallel loop is per thread and one inside a loop is
-    not re-allocated each iteration. Other sizes are 64-byte aligned heap
-    blocks freed after the body; out of memory skips the body and makes the
-    call fail.
+    A temporary the function's `StackBudget` takes (backends/common/temporaries)
+    gets a stack slot in the function's entry block, so a temporary inside a
+    parallel loop is per thread and one inside a loop is not re-allocated each
+    iteration. Other sizes are 64-byte aligned heap blocks freed after the
+    body; out of memory skips the body and makes the call fail.
     """
     em = ExprEmitter(fs, scope)
     extents = [em.index(d) for d in buffer.shape]
-    sizes = [constant_value(d) for d in buffer.shape]
     B = fs.builder
-    if all(v is not None for v in sizes):
-        nbytes = buffer.dtype.bytes
-        for v in sizes:
-            nbytes *= max(v, 0)
-        if nbytes <= memory.STACK_LIMIT and fs.stack_bytes + nbytes <= memory.STACK_BUDGET:
-            fs.stack_bytes += nbytes
-            ptr = memory.alloca_bytes(fs.entry, nbytes, buffer.name)
-            body(scope.with_buf(BufView(buffer.name, buffer.dtype, ptr, extents)))
-            return
+    nbytes = fs.stack.take(buffer)
+    if nbytes is not None:
+        ptr = memory.alloca_bytes(fs.entry, nbytes, buffer.name)
+        body(scope.with_buf(BufView(buffer.name, buffer.dtype, ptr, extents)))
+        return
     ptr = memory.heap_alloc(B, memory.byte_size(B, buffer.dtype, extents))
 
     def ok():
@@ -129,4 +123,3 @@ def allocate(fs, scope, buffer, body):
         memory.heap_free(fs.builder, ptr)
 
     if_then_else(fs, memory.is_null(B, ptr), fs.fail, ok, name=f"{buffer.name}.alloc")
-

@@ -174,7 +174,7 @@ class StageScheduler:
         blocks, threads = [], []
         for d in dims:
             kind = FOR_TYPES[d.for_type] if 0 <= d.for_type < len(FOR_TYPES) else str(d.for_type)
-            if kind == "Serial":
+            if kind == "Serial" or d.var not in self.loops:   # (gpu_single_thread's one-iteration loops)
                 continue
             group = self.loops[d.var].members
             loop = self.loops[d.var].ident

@@ -28,7 +28,6 @@ TYPE_CODES = ("Int", "UInt", "Float", "Handle", "BFloat")
 TAIL_STRATEGIES = ("RoundUp", "GuardWithIf", "Predicate", "PredicateLoads", "PredicateStores", "ShiftInwards",
                    "ShiftInwardsAndBlend", "RoundUpAndBlend", "Auto")
 SPLIT_TYPES = ("SplitVar", "RenameVar", "FuseVars")
-MEMORY_TYPES = ("Auto", "Heap", "Stack", "Register", "GPUShared", "GPUTexture", "LockedCache", "VTCM", "AMXTile")
 
 _AB = [("a", "Expr"), ("b", "Expr")]
 

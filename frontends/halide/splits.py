@@ -258,8 +258,14 @@ def loop_nest(tuple_name, variables, schedule, params, where, is_init, fresh, gu
     if schedule is None:
         b.bound(b.loops)
         return LoopNest(list(reversed(b.loops)), b.relation, [])
+    # gpu_single_thread splits __outermost (one iteration) into block and thread loops of one iteration:
+    # they tag the stage for a GPU and hold no points, so they get no loops (a one-thread kernel here)
+    unit = {"__outermost"}
     for s in schedule.splits:
         kind = SPLIT_TYPES[s.split_type] if s.split_type < len(SPLIT_TYPES) else str(s.split_type)
+        if kind in ("SplitVar", "RenameVar") and s.old_var in unit:
+            unit |= {s.outer, s.inner}
+            continue
         if kind == "SplitVar":
             b.split(s, split_factor(s, where))
         elif kind == "RenameVar":
@@ -269,7 +275,7 @@ def loop_nest(tuple_name, variables, schedule, params, where, is_init, fresh, gu
         else:
             raise NotSupportedError(f"{where}: the split kind {kind}")
     b.bound(b.loops)
-    dims = [d.var for d in schedule.dims if d.var != "__outermost"]
+    dims = [d.var for d in schedule.dims if d.var not in unit]
     if sorted(dims) != sorted(lp.halide for lp in b.loops):
         raise NotSupportedError(f"{where}: its loops {[lp.halide for lp in b.loops]} do not match the "
                                 f"schedule's {dims}")

@@ -9,14 +9,17 @@
 with Julia's semantics; it is the reference the tests compare compiled kernels with.
 """
 from .api import JuliaFunction, JuliaKernel, from_julia
-from .ir import JuliaNotSupportedError, JuliaParseError
+from .interpreter import StepLimitError, run
+from .ir import JuliaBoundsError, JuliaNotSupportedError, JuliaParseError, JuliaRuntimeError
 from .parser import parse
 
-__all__ = ["from_julia", "JuliaFunction", "JuliaKernel", "JuliaParseError", "JuliaNotSupportedError", "parse",
-           "interpret"]
+__all__ = ["from_julia", "JuliaFunction", "JuliaKernel", "JuliaParseError", "JuliaNotSupportedError",
+           "JuliaRuntimeError", "JuliaBoundsError", "StepLimitError", "parse", "interpret"]
 
 
-def interpret(text_or_code, argtypes, *args, **kwargs):
-    """Run the lowered IR on numpy arrays (Julia-shaped, updated in place); returns the function's value."""
-    from .interpret import run
-    return run(text_or_code, argtypes, *args, **kwargs)
+def interpret(text_or_code, argtypes, *args, static_parameters=None, max_steps=50_000_000, **kwargs):
+    """Run the lowered IR on numpy arrays (Julia-shaped, updated in place); returns the function's value.
+
+    What Julia would throw raises JuliaRuntimeError; `static_parameters` gives the values of a `where`
+    method's parameters when the text does not list them."""
+    return run(text_or_code, argtypes, *args, max_steps=max_steps, static_parameters_=static_parameters, **kwargs)

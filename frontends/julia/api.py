@@ -13,9 +13,12 @@ from mascarpone.middleend.expr import Access, walk
 from mascarpone.middleend.function import Function
 from mascarpone.middleend.targets import get_target
 
+from .arguments import check_read_slots, ordered_argtypes
+from .arguments import static_parameters as static_parameters_of
 from .parser import parse
-from .translate import translate
+from .translate import WidenRetry, translate
 from .types import check_array
+from .values import ArrayRef
 
 
 class JuliaFunction(Function):
@@ -41,24 +44,30 @@ class JuliaFunction(Function):
                          for c in self.computations)
 
 
-def from_julia(text, argtypes, name=None) -> JuliaFunction:
+def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFunction:
     """An ms.Function for the Julia function whose lowered IR `text` prints.
 
     `argtypes` maps each argument name, in order, to its Julia type (`"Matrix{Float64}"`,
     `"Int64"`, ...). Computations are named `s<n>` after the statement number n
-    they come from; loops keep Julia's variable names.
+    they come from; loops keep Julia's variable names. `static_parameters` gives the values of
+    a `where` method's parameters (`["Float64"]`) when the text does not list them.
     """
     code = parse(text)
-    argtypes = dict(argtypes)
-    if code.arguments and list(argtypes) != code.arguments:
-        missing = [a for a in code.arguments if a not in argtypes]
-        if missing or set(argtypes) - set(code.arguments):
-            raise ArgumentError(f"the IR's header lists arguments {code.arguments}; argtypes gives {list(argtypes)}")
-        argtypes = {a: argtypes[a] for a in code.arguments}
+    argtypes = ordered_argtypes(code, argtypes)
+    check_read_slots(code, argtypes)
+    sparams = static_parameters_of(code, argtypes, static_parameters)
     fname = name or _function_name(text) or "julia_kernel"
-    with JuliaFunction(fname) as f:
-        tr = translate(code, argtypes, f)
-    f.julia_code = code
+    widen = {}
+    for _ in range(len(code.stmts) + 1):
+        with JuliaFunction(fname) as f:
+            try:
+                tr = translate(code, argtypes, f, sparams, widen)
+            except WidenRetry as retry:
+                if retry.widen == widen:
+                    raise AssertionError("the widened types did not settle") from None
+                widen = retry.widen
+                continue
+        break
     f.julia_argtypes = tr.argtypes
     f.statements = tr.statements
     f.julia_arrays = tr.arrays
@@ -69,11 +78,11 @@ def from_julia(text, argtypes, name=None) -> JuliaFunction:
                           None) if tr.returned is not None and not _is_array(tr.returned) else None
     f.julia_returns_array = tr.returned.name if _is_array(tr.returned) else None
     f.bounds_violations = _bounds_violations(f)
+    f.julia_bounds_flags = [(comp.name, what) for comp, what in tr.bounds_flags]
     return f
 
 
 def _is_array(v):
-    from .translate import ArrayRef
     return isinstance(v, ArrayRef)
 
 
@@ -188,14 +197,26 @@ class JuliaKernel:
         if f.julia_return is not None:
             ret = np.empty((), f.julia_return.dtype.numpy)
             call[f.julia_return.name] = ret
-        self.kernel(**call)
+        outputs = self.kernel(**call)
         for a, out in copy_back:
             a[...] = out.T
+        self._check_flags(outputs)
         if ret is not None:
             return ret[()]
         if f.julia_returns_array is not None:
             return values[f.julia_returns_array]
         return None
+
+    def _check_flags(self, outputs):
+        """Julia's BoundsError for an access with a data-dependent index that went outside its array (the
+        kernel skipped it and set a flag; arrays written before are updated, as when Julia throws)."""
+        flags = dict(self.function.julia_bounds_flags)
+        if not flags:
+            return
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        for buf, value in zip(self.kernel.lowered.outputs, outputs):
+            if buf.name in flags and np.any(value):
+                raise ArgumentError(f"BoundsError: {flags[buf.name]}")
 
     def _check_bounds(self, params):
         key = tuple(sorted(params.items()))

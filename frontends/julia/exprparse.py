@@ -3,29 +3,32 @@ from __future__ import annotations
 
 import re
 
-from .ir import Call, Global, JuliaParseError, Lit, NOTHING, SSA, Slot
+from .ir import Call, Global, JuliaParseError, Lit, NOTHING, SSA, Slot, Special, StaticParam
 
 _OPERATORS = sorted([
     "===", "!==", "==", "!=", "<=", ">=", "≤", "≥", "≠", "<:", "&&", "||", "::", "//", ">>>", "<<", ">>",
     "<", ">", "+", "-", "*", "/", "÷", "%", "^", "&", "|", "⊻", "!", "~", ":", "=", ",", "(", ")", "[", "]",
-    "{", "}", "\\", "$", ".",
+    "{", "}", "\\", "$", ".", "√",
 ], key=len, reverse=True)
 
 # Python's regex counts Julia's non-ASCII operators as letters: they must not start or continue a name
-_LETTER = r"(?![÷≤≥≠⊻])[A-Za-z_\u00a1-\uffff]"
+_LETTER = r"(?![÷≤≥≠⊻√│┃└┌─┄])[A-Za-z_\u00a1-\uffff]"
 _TOKEN = re.compile(rf"""
     (?P<ws>\s+)
   | (?P<ssa>%\d+)
   | (?P<slot>@_\d+)
   | (?P<num>(?:0x[0-9a-fA-F]+)|(?:\d+\.\d*(?:[eE][+-]?\d+)?(?:f[+-]?\d+)?)|(?:\d+(?:[eE][+-]?\d+|f[+-]?\d+))|(?:\d+))
+  | (?P<var>var"(?:[^"\\]|\\.)*")
   | (?P<str>"(?:[^"\\]|\\.)*")
-  | (?P<name>(?:\#self\#)|(?:{_LETTER}(?:{_LETTER}|[0-9!])*(?:@_\d+)?))
+  | (?P<name>(?:\#(?:{_LETTER}|[0-9])|{_LETTER})(?:{_LETTER}|[0-9!\#])*(?:@_\d+)?)
 """, re.VERBOSE)
+# `$(Expr(:static_parameter, 1))` (a `where` parameter) and other `$(Expr(:head, ...))` values
+_INTERPOLATED = re.compile(r"\$\(Expr\(:(\w+)((?:[^()]|\((?:[^()]|\([^()]*\))*\))*)\)\)")
 
 # binary operators by precedence (higher binds tighter); Julia's own levels
 _BINARY = {
     "||": 1, "&&": 2,
-    "<": 3, ">": 3, "<=": 3, ">=": 3, "==": 3, "!=": 3, "===": 3, "!==": 3, "≤": 3, "≥": 3, "≠": 3, "<:": 3,
+    "<": 3, ">": 3, "<=": 3, ">=": 3, "==": 3, "!=": 3, "===": 3, "!==": 3, "≤": 3, "≥": 3, "≠": 3, "<:": 3, "isa": 3,
     ":": 4,
     "+": 5, "-": 5, "|": 5, "⊻": 5,
     "<<": 5.5, ">>": 5.5, ">>>": 5.5,   # Julia's bit shifts bind between + and *
@@ -38,10 +41,23 @@ _OP_CHARS = set("+-*/÷%^&|⊻<>=!≤≥≠:\\")
 
 
 def tokenize(text, line):
-    """(kind, text) tokens; kinds: ssa, slot, num, str, name, op."""
+    """(kind, text) tokens; kinds: ssa, slot, num, str, name, op, special (`$(Expr(...))`).
+
+    `var"..."` names become plain names."""
     out, pos = [], 0
     while pos < len(text):
+        if text.startswith("$(Expr(", pos):
+            m = _INTERPOLATED.match(text, pos)
+            if m is None:
+                raise JuliaParseError(f"cannot read the interpolated expression in `{text}`", line)
+            out.append(("special", m.group()))
+            pos = m.end()
+            continue
         m = _TOKEN.match(text, pos)
+        if m and m.lastgroup == "var":
+            out.append(("name", m.group()[4:-1]))
+            pos = m.end()
+            continue
         if m and m.lastgroup != "ws":
             out.append((m.lastgroup, m.group()))
             pos = m.end()
@@ -62,6 +78,8 @@ def tokenize(text, line):
 def _number(tok):
     if tok.startswith("0x"):
         return Lit(int(tok, 16), "UInt")
+    if re.fullmatch(r"\d+", tok) and int(tok) >= 1 << 63:
+        return Lit(int(tok), "Int128")    # Julia reads integer literals beyond Int64 as Int128 or BigInt
     if "f" in tok:
         mant, exp = tok.split("f")
         return Lit(float(mant) * 10.0 ** int(exp), "Float32")
@@ -122,6 +140,8 @@ class ExprParser:
         left = self.parse_unary()
         while True:
             kind, op = self.peek()
+            if kind == "name" and op == "isa":   # `x isa T` (from return-type annotations) is infix
+                kind = "op"
             if kind != "op" or op not in _BINARY or _BINARY[op] <= level:
                 break
             prec = _BINARY[op]
@@ -135,7 +155,7 @@ class ExprParser:
 
     def parse_unary(self):
         kind, op = self.peek()
-        if kind == "op" and op in ("-", "!", "+", "~"):
+        if kind == "op" and op in ("-", "!", "+", "~", "√"):
             self.take()
             operand = self.parse_expr(_UNARY_LEVEL)
             if op == "-" and isinstance(operand, Lit) and operand.jtype in ("Int64", "Float64", "Float32"):
@@ -201,6 +221,8 @@ class ExprParser:
             return _number(val)
         if kind == "str":
             return Lit(val[1:-1], "String")
+        if kind == "special":
+            return _special(val)
         if kind == "name":
             if self.at_op(".") and self.peek(1)[0] in ("name", "op"):
                 return self.parse_qualified(val)
@@ -272,8 +294,10 @@ class ExprParser:
         return Global(".".join(path[:-1]), path[-1])
 
 
-def parse_expression(text, line):
-    """(expression, [type annotations]) of an expression's text."""
-    p = ExprParser(text, line)
-    e = p.parse_all()
-    return e, p.types
+def _special(text):
+    """StaticParam(n) for `$(Expr(:static_parameter, n))`, else a Special value naming its head."""
+    m = re.fullmatch(r"\$\(Expr\(:static_parameter,\s*(\d+)\)\)", text)
+    if m:
+        return StaticParam(int(m.group(1)))
+    head = re.match(r"\$\(Expr\(:(\w+)", text).group(1)
+    return Special(head, text)

@@ -29,6 +29,22 @@ class JuliaNotSupportedError(NotSupportedError):
         self.stmt = stmt
 
 
+class JuliaRuntimeError(MascarponeError, RuntimeError):
+    """What Julia itself would throw while running the function (BoundsError, InexactError, DivideError,
+    DomainError, UndefVarError, MethodError, TypeError); `kind` is that exception's name."""
+
+    def __init__(self, kind, message):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
+class JuliaBoundsError(JuliaRuntimeError, IndexError):
+    """An array access outside the array, as Julia's BoundsError."""
+
+    def __init__(self, message):
+        super().__init__("BoundsError", message)
+
+
 # expressions ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -55,6 +71,19 @@ class Lit:
     """A literal: Int64, Float64, Float32, Bool, Nothing, or a quoted Symbol."""
     value: object
     jtype: str
+
+
+@dataclass(frozen=True)
+class StaticParam:
+    """`$(Expr(:static_parameter, n))`: the n-th type parameter of a `where` method."""
+    n: int
+
+
+@dataclass(frozen=True)
+class Special:
+    """Another `$(Expr(:head, ...))` used as a value (`:boundscheck`, `:foreigncall`, ...); never translated."""
+    head: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -117,9 +146,8 @@ class CodeIR:
     arguments: list = field(default_factory=list)   # names from a @code_warntype header, if any
     slot_types: dict = field(default_factory=dict)  # slot name -> printed type, if any
     return_type: str | None = None
+    static_params: list = field(default_factory=list)  # (name, printed type) from a `Static Parameters` header
+    signature: str | None = None                       # `f(x::T, y) where T` from a `from ...` header line
 
     def stmt(self, n) -> Stmt:
         return self.stmts[n - 1]
-
-    def block_of(self, n) -> int:
-        return self.stmts[n - 1].block

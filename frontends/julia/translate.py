@@ -12,7 +12,15 @@ is an acyclic region whose blocks run in order under path conditions (see
   update it, which makes reductions (`s = s + ...`) updates with the inner
   loops as reduction loops;
 * a data-dependent branch condition is stored in a boolean computation that
-  guarded statements read; `break` sets a flag the rest of the loop reads.
+  guarded statements read; `break` sets a flag the rest of the loop reads;
+* a value read from storage that is used after that storage is written (the
+  `result = %14; val = %14` of `@inbounds s += a[i]`) is kept in a computation
+  of its own where it is computed.
+
+A local that holds an integer constant and then Float64 values (`s = 0` then
+`s = s + x[i]`) is typed Float64, as Julia's inference types the loop-carried
+value: the translation runs once to learn the types each local receives and
+again with the joined types (see `widening`).
 
 Statements run in Julia's order: the original nesting of the statements is
 handed to the middle-end (`Function.original_ordering`) for dependences and as
@@ -25,52 +33,28 @@ from dataclasses import dataclass
 import mascarpone.middleend.types as T
 from mascarpone.middleend.affine import ISL_KEYWORDS, affine_text
 from mascarpone.middleend.algorithm import Computation, Input, Param, Var
-from mascarpone.middleend.expr import Access, Const, Expr, cast, call, floordiv, max_, min_, select, walk
+from mascarpone.middleend.buffer import as_index_expr
+from mascarpone.middleend.errors import MascarponeError
+from mascarpone.middleend.expr import Access, BinOp, Cast, Const, Expr, cast, min_, walk
 
 from . import guards as G
+from . import widening
+from .calls import KNOWN, apply_function, describe, length_of, range_count
 from .cfg import analyze
-from .ir import Call, CodeIR, Global, JuliaNotSupportedError, Lit, SSA, Slot, Stmt, slot_names, ssa_refs
-from .loops import recover_loops
-from .types import parse_type
+from .ir import (Call, CodeIR, Global, JuliaNotSupportedError, Lit, SSA, Slot, Special, StaticParam, Stmt,
+                 slot_names, ssa_refs)
+from .loops import callee, recover_loops
+from .types import JULIA_NAME, JuliaType, TypeValue, isa, parse_type, promote_dtype, type_from_text, type_value
+from .values import (ALIASES, ArrayRef, EnumerateValue, FunctionRef, NOTHING_VALUE, NothingValue, RangeValue,
+                     TupleValue, TypeRef, ZipValue)
 
 
-# values other than scalar expressions ------------------------------------------------------
+class WidenRetry(Exception):
+    """Raised by a first translation that met locals of several number types: translate again with `widen`."""
 
-class _Protocol:
-    """A value of the iterate protocol (skipped by the translation)."""
-
-
-PROTOCOL = _Protocol()
-
-
-@dataclass(frozen=True)
-class NothingValue:
-    pass
-
-
-NOTHING_VALUE = NothingValue()
-
-
-@dataclass(frozen=True)
-class FunctionRef:
-    name: str
-
-
-@dataclass(frozen=True)
-class TypeRef:
-    dtype: object            # a DType, or ('Val', n)
-
-
-@dataclass(frozen=True)
-class ArrayRef:
-    name: str
-
-
-@dataclass(frozen=True)
-class RangeValue:
-    lo: Expr
-    step: int
-    hi: Expr
+    def __init__(self, widen):
+        super().__init__(widen)
+        self.widen = widen
 
 
 @dataclass(eq=False)
@@ -82,6 +66,7 @@ class LoopCtx:
     entry_guard: Expr | None
     brk: Computation | None
     shape: object
+    element: object = None
 
 
 @dataclass(eq=False)
@@ -90,17 +75,34 @@ class ScalarOwner:
     loops: tuple
 
 
-TYPE_NAMES = {"Float64": T.float64, "Float32": T.float32, "Int64": T.int64, "Int": T.int64, "Bool": T.bool_,
-              "Int32": T.int32}
-MATH = {"sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "trunc", "round"}
-KNOWN = {"+", "-", "*", "/", "÷", "div", "%", "rem", "^", "<", "<=", ">", ">=", "==", "!=", "≤", "≥", "≠",
-         "===", "!==", "!", "&", "|", "min", "max", "abs", "zero", "one", "float", "convert", "muladd", "fma",
-         "ifelse", "getindex", "setindex!", "size", "length", "eachindex", "axes", "OneTo", ":", "eltype",
-         "iterate", "getfield", "not_int", "literal_pow", "apply_type", "typeassert", "tuple", "oftype",
-         "firstindex", "lastindex", "Val", "sub_int", "add_int", "mul_int", "slt_int", "sle_int",
-         "~", "⊻", "xor", "<<", ">>", ">>>", "and_int", "or_int", "xor_int", "shl_int", "lshr_int", "ashr_int"} \
-    | MATH \
-    | set(TYPE_NAMES)
+# what a user wrote that lowers to these globals, for messages
+_UNSUPPORTED_GLOBALS = {
+    "broadcasted": "broadcasting (`.+`, `.*`, `.=`): write the loop instead",
+    "materialize": "broadcasting (`.+`, `.*`, `.=`): write the loop instead",
+    "materialize!": "broadcasting (`.+`, `.*`, `.=`): write the loop instead",
+    "dotview": "broadcasting (`.+`, `.*`, `.=`): write the loop instead",
+    "Generator": "a generator or comprehension: write the loop instead",
+    "collect": "collect or a comprehension: write the loop instead",
+    "getproperty": "fields of structs (`x.f`): pass the arrays and numbers as arguments",
+    "kwcall": "keyword arguments",
+    "kwfunc": "keyword arguments",
+    "π": "the constant π (an Irrational): use a Float64 literal",
+    "pi": "the constant π (an Irrational): use a Float64 literal",
+    "println": "printing (println/print/@show)",
+    "print": "printing (println/print/@show)",
+    "view": "views (view/@view): index the array itself",
+    "similar": "allocating arrays: pass the output array as an argument",
+    "zeros": "allocating arrays: pass the output array as an argument",
+    "ones": "allocating arrays: pass the output array as an argument",
+    "sum": "sum over a collection: write the loop",
+}
+_SPECIAL_HEADS = {
+    "boundscheck": "`@boundscheck` blocks", "foreigncall": "ccall", "new": "constructing a struct",
+    "enter": "try/catch", "leave": "try/catch", "pop_exception": "try/catch", "throw_undef_if_not": "a local "
+    "that may be undefined", "isdefined": "@isdefined", "gc_preserve_begin": "GC.@preserve",
+    "gc_preserve_end": "GC.@preserve", "method": "defining a method", "thunk": "top-level code",
+    "cfunction": "@cfunction", "copyast": "quoted expressions", "the_exception": "try/catch",
+}
 
 
 def _safe(name, taken):
@@ -118,7 +120,7 @@ def _safe(name, taken):
 class Translator:
     """Builds the Layer I computations of one CodeIR inside an open `ms.Function`."""
 
-    def __init__(self, code: CodeIR, argtypes: dict, function):
+    def __init__(self, code: CodeIR, argtypes: dict, function, static_params=(), widen=None):
         self.code = code
         self.f = function
         self.cf = analyze(code)
@@ -126,6 +128,11 @@ class Translator:
         self.protocol = set().union(*(s.protocol for s in self.shapes.values())) if self.shapes else set()
         self.iter_slots = {s.iter_slot for s in self.shapes.values() if s.iter_slot}
         self.argtypes = {name: parse_type(t) for name, t in argtypes.items()}
+        self.sparams = [Const(v, T.int64) if isinstance(v, int) else TypeRef(type_from_text(v))
+                        for v in static_params]
+        self.widen = dict(widen or {})    # slot -> the number type all its values are computed in
+        self.slot_defs = {}               # slot -> [(statement, value)] as the translation met them
+        self.widen_requests = {}          # slot -> joined type, from this translation
         self._scan()
         self.counters = self._find_counters()
         self.names = set()
@@ -143,6 +150,9 @@ class Translator:
         self.statements = {}          # computation name -> description
         self.returned = None
         self.stmt = None
+        self._current_reads = set()
+        self._g = G.TRUE                  # the path condition of the statement being translated
+        self.bounds_flags = []            # (computation, description): accesses checked while running
         self._declare_arguments()
 
     # pre-scan --------------------------------------------------------------------------------
@@ -168,8 +178,25 @@ class Translator:
                 self.written_arrays.append(val.args[0].name)
         for name in self.written_arrays:
             if name not in self.argtypes:
+                writer = next(s for s in code.stmts if isinstance(s.value, Call)
+                              and self._callee(s.value.fn) == "setindex!" and s.value.args[0] == Slot(name))
                 raise JuliaNotSupportedError(f"setindex! on {name}, which is not an array argument "
-                                             f"(arguments: {list(self.argtypes)})")
+                                             f"(arguments: {list(self.argtypes)})", writer)
+        # slots that only receive the state of a destructuring (`@_5 = Core.getfield(%8, 2)` after
+        # `%8 = Base.indexed_iterate(t, 1)`): bound to their value wherever they are assigned
+        states = {}
+        for s in code.stmts:
+            if s.kind != "assign":
+                continue
+            v = s.value
+            is_state = isinstance(v, Call) and self._callee(v.fn) == "getfield" and len(v.args) == 2 \
+                and v.args[1] == Lit(2, "Int64") and isinstance(v.args[0], SSA) \
+                and isinstance(code.stmt(v.args[0].n).value, Call) \
+                and self._callee(code.stmt(v.args[0].n).value.fn) == "indexed_iterate"
+            states[s.target.name] = states.get(s.target.name, True) and is_state
+        self.destructure_states = {name for name, ok in states.items() if ok}
+        self.writes = [s for s in code.stmts if s.kind == "assign" or (
+            s.kind == "expr" and isinstance(s.value, Call) and self._callee(s.value.fn) == "setindex!")]
 
     def _find_counters(self):
         """Slots incremented by a constant in a `while` loop: their start value stays an expression."""
@@ -185,19 +212,14 @@ class Translator:
         return out
 
     def _callee(self, fn):
-        if isinstance(fn, Global):
-            return fn.name
-        if isinstance(fn, SSA):
-            s = self.code.stmt(fn.n)
-            if s.kind == "expr" and isinstance(s.value, Global):
-                return s.value.name
-        return None
+        return callee(self.code, fn)
 
     def _declare_arguments(self):
         for name, jt in self.argtypes.items():
             if self.assign_count.get(name):
+                first = next(s for s in self.code.stmts if s.kind == "assign" and s.target.name == name)
                 raise JuliaNotSupportedError(f"the argument {name} is assigned in the function body; "
-                                             "assign a local copy instead")
+                                             "assign a local copy instead", first)
             if jt.is_array:
                 shape = []
                 for d in range(jt.ndim, 0, -1):
@@ -236,10 +258,20 @@ class Translator:
     def run(self):
         top_nodes = {b for b in self.cf.graph.nodes if b not in self.cf.loop_of}
         top_nodes |= {lp.header for lp in self.cf.top_loops()}
-        self._walk_region(top_nodes, None)
+        try:
+            self._walk_region(top_nodes, None)
+        except JuliaNotSupportedError:
+            if self.widen_requests and self._checked_widening(quiet=True):
+                raise WidenRetry(self._checked_widening()) from None   # maybe a consequence of the types
+            raise
+        if self.widen_requests:
+            raise WidenRetry(self._checked_widening())
         if isinstance(self.returned, Expr):
             ret = Computation(self._name("ret"), [], self.returned, output=True)
             self._register(ret, "the value the function returns")
+        elif self.returned is not None and not isinstance(self.returned, (ArrayRef, NothingValue)):
+            raise JuliaNotSupportedError(f"returning {describe(self.returned)} (a number, an array argument or "
+                                         "nothing can be returned)", self.code.stmts[-1])
         entries, prev = [], None
         for comp, loops in self.order:
             if prev is not None:
@@ -288,6 +320,10 @@ class Translator:
                     self._flow(b, b + 1, g, nodes, guard, shape)   # the empty-range test of the next loop
                     continue
                 self._condition(last, g)
+                known = self.cond[last.number]
+                if isinstance(known, Const):      # `x isa T` and other conditions known here: one side runs
+                    self._flow(b, b + 1 if known.value else last.target, g, nodes, guard, shape)
+                    continue
                 self._flow(b, b + 1, G.conj(g, (last.number, True)), nodes, guard, shape)
                 self._flow(b, last.target, G.conj(g, (last.number, False)), nodes, guard, shape)
             elif last.kind == "return":
@@ -295,6 +331,7 @@ class Translator:
                     raise JuliaNotSupportedError("`return` inside a loop", last)
                 if g != G.TRUE:
                     raise JuliaNotSupportedError("a `return` that only some paths reach (several returns)", last)
+                self._g = G.TRUE
                 self.returned = self._value(last.value)
             elif last.kind == "unreachable":
                 continue
@@ -335,12 +372,13 @@ class Translator:
 
     def _condition(self, s: Stmt, g):
         """The expression of a branch condition, stored in a computation when it reads mutable storage."""
+        self._current_reads = set()
+        self._g = g
         value = self._value(s.value)
-        if isinstance(value, _Protocol):
-            raise JuliaNotSupportedError("a branch on the iterate protocol outside a recognised `for` loop", s)
         if not isinstance(value, Expr) or not value.dtype.is_bool:
-            raise JuliaNotSupportedError(f"a branch on a non-Bool value {value!r}", s)
-        if not self._reads_storage(value):
+            raise JuliaNotSupportedError(f"a branch on {describe(value)} (Julia needs a Bool and would throw a "
+                                         "TypeError)", s)
+        if isinstance(value, Const) or not self._reads_storage(value):
             self.cond[s.number] = value
             return
         comp = self._new_comp(f"c{s.number}", value, g, f"the condition of `{s.text}`")
@@ -364,9 +402,11 @@ class Translator:
         else:
             ctx = self._while_ctx(shape, entry_guard, brk)
         self.loops.append(ctx)
-        nodes = {b for b in shape.loop.blocks if self.cf.loop_of.get(b) is shape.loop}
-        nodes |= {c.header for c in shape.loop.children}
         try:
+            if shape.kind == "for":
+                self._bind_element(shape, ctx)
+            nodes = {b for b in shape.loop.blocks if self.cf.loop_of.get(b) is shape.loop}
+            nodes |= {c.header for c in shape.loop.children}
             self._walk_region(nodes, shape)
         finally:
             self.loops.pop()
@@ -396,20 +436,95 @@ class Translator:
         if step == 1:
             var = self._new_var(jname, lo, hi + 1)
             return var, cast(T.int64, var)
-        count = floordiv(hi - lo, step) + 1 if step > 0 else floordiv(lo - hi, -step) + 1
+        count = range_count(RangeValue(lo, step, hi))
         var = self._new_var(jname, Const(0, T.int64), count)
         return var, lo + cast(T.int64, var) * step
 
     def _for_ctx(self, shape, entry_guard, brk):
-        rng = self._value(shape.range_expr)
-        if not isinstance(rng, RangeValue):
-            raise JuliaNotSupportedError(f"`for {shape.var_slot} in ...` over {rng!r}; supported: a:b, a:s:b, "
-                                         "eachindex, axes(A, d), 1:size(A, d), 1:length(A)", self.stmt)
-        jname = shape.var_slot
-        var, value = self._counted_var(jname, rng.lo, rng.step, rng.hi)
-        constraint = None
-        self.bindings[jname] = value
-        return LoopCtx(var, jname, value, constraint, entry_guard, brk, shape)
+        it = self._value(shape.range_expr)
+        jname = shape.var_slot or self._destructured_name(shape) or "k"
+        if isinstance(it, RangeValue):
+            var, value = self._counted_var(jname, it.lo, it.step, it.hi)
+            element = value
+        else:
+            count = self._trip_count(it, jname)
+            var = self._new_var(jname, Const(1, T.int64), count + 1)
+            value = cast(T.int64, var)
+            element = None
+        ctx = LoopCtx(var, jname, value, None, entry_guard, brk, shape, element)
+        ctx.iterated = it
+        return ctx
+
+    def _bind_element(self, shape, ctx):
+        """Bind the loop variable (or the element taken apart later) to this iteration's element; an
+        element read from an array the function writes is kept where the iteration starts."""
+        self._current_reads = set()
+        self._g = G.TRUE
+        element = ctx.element if ctx.element is not None else self._element(ctx.iterated, ctx.value)
+        element = self._keep(element, f"the element of `for` at block {shape.header}")
+        if shape.var_slot is not None:
+            self.bindings[shape.var_slot] = element
+        else:
+            self.ssa[shape.element_stmt] = element
+            self.ssa_reads[shape.element_stmt] = set()
+
+    def _destructured_name(self, shape):
+        """`i` of `for (i, v) in ...`: the first slot taken from the element by indexed_iterate."""
+        code = self.code
+        for n in code.blocks[shape.header]:
+            s = code.stmt(n)
+            v = s.value
+            if s.kind == "assign" and isinstance(v, Call) and self._callee(v.fn) == "getfield" \
+                    and isinstance(v.args[0], SSA):
+                src = code.stmt(v.args[0].n).value
+                if isinstance(src, Call) and self._callee(src.fn) == "indexed_iterate" \
+                        and src.args[0] == SSA(shape.element_stmt):
+                    return s.target.name
+        return None
+
+    def _trip_count(self, it, jname):
+        """The number of iterations of `for x in it` (an affine expression), or a refusal naming it."""
+        s = self.stmt
+        if isinstance(it, RangeValue):
+            return range_count(it)
+        if isinstance(it, ArrayRef):
+            nd = self.argtypes[it.name].ndim
+            if nd != 1:
+                raise JuliaNotSupportedError(
+                    f"`for {jname} in {it.name}` over a {nd}-d array (its elements in memory order); "
+                    "loop over the "
+                    f"indices instead: `for j in axes({it.name}, 2), i in axes({it.name}, 1)` and read "
+                    f"{it.name}[i, j]", s)
+            return length_of(self, it, s)
+        if isinstance(it, EnumerateValue):
+            return self._trip_count(it.inner, jname)
+        if isinstance(it, ZipValue):
+            counts = [self._trip_count(x, jname) for x in it.items]
+            out = counts[0]
+            for c in counts[1:]:
+                out = min_(out, c)
+            return out
+        raise JuliaNotSupportedError(f"`for ... in` over {describe(it)}; supported: a:b, a:s:b, eachindex, axes, "
+                                     "1-d arrays, enumerate and zip of those", s)
+
+    def _element(self, it, k):
+        """The k-th element (k counts from 1) of what `for` iterates."""
+        if isinstance(it, RangeValue):
+            return it.lo + (k - 1) * it.step if it.step != 1 else it.lo + (k - 1)
+        if isinstance(it, ArrayRef):
+            return self.read_array(it.name, [k], self.stmt)
+        if isinstance(it, EnumerateValue):
+            return TupleValue((k, self._element(it.inner, k)))
+        return TupleValue(tuple(self._element(x, k) for x in it.items))
+
+    def _keep(self, value, why):
+        """The value itself, or (when it reads storage the function writes) a computation that keeps it."""
+        if isinstance(value, TupleValue):
+            return TupleValue(tuple(self._keep(v, why) for v in value.items))
+        if not isinstance(value, Expr) or not self._reads_storage(value):
+            return value
+        comp = self._new_comp(f"e{self.stmt.number}", value, G.TRUE, why)
+        return Access(comp, [c.var for c in self.loops])
 
     def _while_ctx(self, shape, entry_guard, brk):
         """`while i <= n ... i += c end` with c a positive constant: a loop over i."""
@@ -425,6 +540,10 @@ class Translator:
         if counter is None:
             raise JuliaNotSupportedError("a `while` loop without an integer counter `i = i + c` (c > 0) assigned "
                                          "once before the loop and once in it", code.stmt(shape.test_stmt))
+        if step > 1 << 32:
+            raise JuliaNotSupportedError(f"the counter {counter} of a `while` loop grows by {step}: near the test's "
+                                         "bound it would wrap around Int64 (steps up to 2^32 are supported)",
+                                         inc_stmt)
         if self.cf.loop_of.get(inc_stmt.block) is not shape.loop:
             raise JuliaNotSupportedError("the counter of a `while` loop is incremented inside an inner loop",
                                          inc_stmt)
@@ -438,16 +557,15 @@ class Translator:
         for n in code.blocks[shape.header][:-1]:
             self._statement(code.stmt(n), G.TRUE, dry=True)
         cond = self._value(test.value)
-        hi = _counter_bound(cond, marker)
+        hi = _counter_bound(cond, marker) if isinstance(cond, Expr) else None
         if hi is None:
             raise JuliaNotSupportedError(f"the test of a `while` loop must be `{counter} <= e` or `{counter} < e` "
                                          "with e not depending on the counter", test)
         jname = counter
         var, value = self._counted_var(jname, init, step, hi - 1)
-        constraint = None
         self.bindings[counter] = value
         shape.var_slot = counter
-        ctx = LoopCtx(var, jname, value, constraint, entry_guard, brk, shape)
+        ctx = LoopCtx(var, jname, value, None, entry_guard, brk, shape)
         ctx.increment = (inc_stmt.number, step)
         return ctx
 
@@ -484,6 +602,15 @@ class Translator:
     def _statement(self, s: Stmt, g, dry=False):
         if s.number in self.protocol or s.kind == "meta":
             return
+        self._g = g
+        try:
+            self._translate_statement(s, g, dry)
+        except JuliaNotSupportedError:
+            raise
+        except MascarponeError as err:      # a type or domain error of the middle-end: name the statement
+            raise JuliaNotSupportedError(str(err), s) from err
+
+    def _translate_statement(self, s, g, dry):
         if s.kind == "expr":
             val = s.value
             if isinstance(val, Call) and self._callee(val.fn) == "setindex!":
@@ -492,13 +619,25 @@ class Translator:
                 self._setindex(s, val, g)
                 self.ssa[s.number] = NOTHING_VALUE
                 return
-            if s.number not in self.uses and not isinstance(val, Call):
+            if s.number not in self.uses and not isinstance(val, (Call, Special)):
+                if isinstance(val, Slot) and not self._assigned_before(val.name, s):
+                    raise JuliaNotSupportedError(f"{val.name} may be read before it is assigned (Julia would "
+                                                 "throw an UndefVarError)", s)
                 return      # a read nobody uses (the `val` closing @inbounds)
             self._current_reads = set()
-            self.ssa[s.number] = self._value(val)
-            self.ssa_reads[s.number] = self._current_reads
+            value = self._value(val)
+            if isinstance(value, Expr) and self._current_reads and self._used_after_write(s.number):
+                comp = self._new_comp(f"v{s.number}", value, g, f"the value of `{s.text}`, kept for its later "
+                                      "uses")
+                value = Access(comp, [c.var for c in self.loops])
+                self._current_reads = {comp}
+            self.ssa[s.number] = value
+            self.ssa_reads[s.number] = set(self._current_reads)
             return
         if s.kind == "assign":
+            if isinstance(s.target, Global):
+                raise JuliaNotSupportedError(f"writing the global variable {s.target.module}.{s.target.name}: "
+                                             "write into an array argument instead", s)
             name = s.target.name
             if name in self.iter_slots:
                 return
@@ -514,17 +653,55 @@ class Translator:
             return
         raise JuliaNotSupportedError(f"unknown statement kind {s.kind}", s)
 
+    def _assigned_before(self, name, s):
+        """Whether an argument, or an assignment that every path to `s` passes, gives `name` a value."""
+        if name in self.argtypes or name in self.bindings or name in self.owners:
+            return True
+        for t in self.code.stmts:
+            if t.kind == "assign" and t.target.name == name and t.number < s.number \
+                    and (t.block == s.block or self.cf.dominates(t.block, s.block)):
+                return True
+        return False
+
+    def _used_after_write(self, n):
+        """Whether %n (reading storage now) is used after a statement that may write what it reads:
+        a write between n and a use, or anywhere in a loop that holds the use but not n."""
+        code = self.code
+        block_n = code.stmt(n).block
+        for u in self.uses.get(n, ()):
+            t = code.stmt(u)
+            if t.kind == "assign" and t.target.name not in self.read_slots:
+                continue      # `val = %14` of @inbounds: a value nobody reads
+            loops = [lp for lp in self.cf.loops if t.block in lp.blocks and block_n not in lp.blocks]
+            for w in self.writes:
+                if n < w.number < u or any(w.block in lp.blocks for lp in loops):
+                    target = self._written_storage(w)
+                    if target is not None and target in self._current_reads:
+                        return True
+        return False
+
+    def _written_storage(self, w):
+        """The computation a write statement updates (None when it creates one or writes nothing read)."""
+        if w.kind == "assign":
+            owner = self.owners.get(w.target.name)
+            return owner.comp if owner is not None else None
+        first = w.value.args[0] if w.value.args else None
+        if isinstance(first, Slot):
+            ref = self.bindings.get(first.name)
+            return self.arrays.get(ref.name if isinstance(ref, ArrayRef) else first.name)
+        return None
+
     def _assign(self, s, name, value, g):
-        if isinstance(value, (ArrayRef, RangeValue, TypeRef, FunctionRef)):
-            self.bindings[name] = value     # an alias: `r = 1:n`, `B = A`
+        if isinstance(value, ALIASES):
+            self.bindings[name] = value     # an alias: `r = 1:n`, `B = A`, `t = (a, b)`
             return
-        if isinstance(value, NothingValue):
-            self.bindings[name] = value
+        if name in self.destructure_states:
+            self.bindings[name] = value     # the state of `a, b = t`
             return
         if name not in self.read_slots:
             return   # nothing to keep: `val = nothing` of @inbounds, or a value never read
         if not isinstance(value, Expr):
-            raise JuliaNotSupportedError(f"assignment of {value!r} to {name}", s)
+            raise JuliaNotSupportedError(f"assignment of {describe(value)} to {name}", s)
         counted = self.assign_count.get(name, 0)
         if name in self.counters and value.dtype.is_int and not self._reads_storage(value) and g == G.TRUE:
             self.bindings[name] = value      # the start value of a while loop's counter
@@ -534,16 +711,32 @@ class Translator:
             return
         owner = self.owners.get(name)
         if owner is not None and self._visible(owner):
-            expr = self._convert(value, owner.comp.dtype, s)
+            expr = self._slot_value(name, value, owner.comp.dtype, s)
             self._check_hazards(owner.comp, s)
             u = owner.comp.update([c.var for c in self.loops], expr,
                                   at=[c.var for c in self.loops[:len(owner.loops)]],
                                   where=self._guard_expr(g), name=self._name(f"s{s.number}"))
             self._register(u, f"{name} = ... (line {s.line}: `{s.text}`)")
             return
+        value = self._slot_value(name, value, self.widen.get(name, value.dtype), s)
         comp = self._new_comp(f"s{s.number}", value, g, f"{name} = ... (line {s.line}: `{s.text}`)")
         self.owners[name] = ScalarOwner(comp, tuple(self.loops))
         self.bindings.pop(name, None)
+
+    def _slot_value(self, name, value, dtype, s):
+        """`value` stored in the local `name` of type `dtype`: values of another number type are recorded
+        for the widening check of the first translation and converted."""
+        self.slot_defs.setdefault(name, []).append((s, value))
+        if value.dtype == dtype or name in self.widen:
+            return cast(dtype, value)
+        join = promote_dtype(dtype, value.dtype)
+        if join is None:
+            raise JuliaNotSupportedError(f"{name} holds {_jname(dtype)} and {_jname(value.dtype)} values", s)
+        self.widen_requests[name] = promote_dtype(join, self.widen_requests.get(name, join))
+        return cast(dtype, value)    # the translation is redone with `name` of the joined type
+
+    def _checked_widening(self, quiet=False):
+        return widening.checked(self.code, self._callee, self.widen, self.widen_requests, self.slot_defs, quiet)
 
     def _visible(self, owner):
         return len(owner.loops) <= len(self.loops) and all(a is b for a, b in zip(owner.loops, self.loops))
@@ -561,22 +754,30 @@ class Translator:
         args = [self._value(a) for a in call_.args]
         target = args[0]
         if not isinstance(target, ArrayRef) or target.name not in self.written_arrays:
-            raise JuliaNotSupportedError(f"setindex! on {call_.args[0]}, which is not an array argument", s)
+            raise JuliaNotSupportedError(f"setindex! on {describe(target)}, which is not an array argument", s)
+        if len(args) < 3:
+            raise JuliaNotSupportedError("setindex! without an index", s)
         jt = self.argtypes[target.name]
-        value = self._convert(args[1], jt.dtype, s)
+        value = self.convert(args[1], jt.dtype, s)
         at = self._indices(target.name, args[2:], s)
         owner = self.arrays[target.name]
         self._check_hazards(owner, s)
-        u = owner.update([c.var for c in self.loops], value, at=at, where=self._guard_expr(g),
+        where = self._guard_expr(g)
+        ok = self._runtime_bounds(target.name, at, s, "writes")
+        if ok is not None:
+            where = ok if where is None else where & ok
+        u = owner.update([c.var for c in self.loops], value, at=at, where=where,
                          name=self._name(f"s{s.number}"))
         self._register(u, f"{target.name}[...] = ... (line {s.line}: `{s.text}`)")
 
     def _check_hazards(self, owner, s):
-        """A value read from `owner` before this write must not be used after it (it would see the new value)."""
+        """A value read from `owner` before this write must not be used after it (it would see the new
+        value); values that are (`_used_after_write`) were kept in computations of their own."""
         for n, reads in self.ssa_reads.items():
             if owner in reads and n < s.number:
                 for u in self.uses.get(n, ()):
-                    if u > s.number:
+                    t = self.code.stmt(u)
+                    if u > s.number and not (t.kind == "assign" and t.target.name not in self.read_slots):
                         raise JuliaNotSupportedError(
                             f"%{n} reads {owner.name} before this statement writes it, and is used after it "
                             f"(statement %{u}); the front-end reads storage where the value is used", s)
@@ -589,7 +790,7 @@ class Translator:
         out = []
         for i in reversed(idx):
             if not isinstance(i, Expr) or not i.dtype.is_int:
-                raise JuliaNotSupportedError(f"index {i!r} of {name} is not an integer", s)
+                raise JuliaNotSupportedError(f"index {describe(i)} of {name} is not an integer", s)
             out.append(cast(T.int64, i) - 1)
         return out
 
@@ -600,8 +801,8 @@ class Translator:
             if e.n not in self.ssa:
                 raise JuliaNotSupportedError(f"%{e.n} is used before it is computed", s)
             reads = self.ssa_reads.get(e.n)
-            if reads and hasattr(self, "_current_reads"):
-                self._current_reads |= reads
+            if reads:
+                self._current_reads = self._current_reads | reads
             return self.ssa[e.n]
         if isinstance(e, Slot):
             return self._read_slot(e.name)
@@ -609,31 +810,46 @@ class Translator:
             return _literal(e, s)
         if isinstance(e, Global):
             return self._global(e)
+        if isinstance(e, StaticParam):
+            if not 1 <= e.n <= len(self.sparams):
+                raise JuliaNotSupportedError(f"static parameter {e.n} of a method with {len(self.sparams)}", s)
+            return self.sparams[e.n - 1]
+        if isinstance(e, Special):
+            what = _SPECIAL_HEADS.get(e.head, f"`$(Expr(:{e.head}, ...))`")
+            raise JuliaNotSupportedError(f"{what} ({e.text[:60]}) is not supported", s)
         if isinstance(e, Call):
             fn = self._value(e.fn)
             if isinstance(fn, TypeRef) and not e.args and isinstance(fn.dtype, tuple):
                 return fn          # Val{2}() of literal_pow
             if isinstance(fn, TypeRef):
-                return self._apply(fn.dtype if not isinstance(fn.dtype, tuple) else None, e, "convert-to")
+                if len(e.args) != 1:
+                    raise JuliaNotSupportedError(f"a conversion with {len(e.args)} arguments", s)
+                return self.convert_to(fn.dtype, self._value(e.args[0]), s)
             if not isinstance(fn, FunctionRef):
-                raise JuliaNotSupportedError(f"a call of {fn!r}", s)
-            return self._apply(fn.name, e)
+                raise JuliaNotSupportedError(f"a call of {describe(fn)}", s)
+            return apply_function(self, fn.name, [self._value(a) for a in e.args], s)
         raise JuliaNotSupportedError(f"the expression {e!r}", s)
 
     def _global(self, g):
-        if g.name in TYPE_NAMES:
-            return TypeRef(TYPE_NAMES[g.name])
-        if g.name in KNOWN:
-            return FunctionRef(g.name)
+        t = type_value(g.name)
+        if t is not None:
+            return TypeRef(t)
         if g.name == "nothing":
             return NOTHING_VALUE
-        raise JuliaNotSupportedError(f"the global {g.module + '.' if g.module else ''}{g.name}: supported calls are "
+        if g.name in KNOWN or g.name == "Val":
+            return FunctionRef(g.name)
+        qual = f"{g.module + '.' if g.module else ''}{g.name}"
+        if g.name in _UNSUPPORTED_GLOBALS:
+            raise JuliaNotSupportedError(f"{qual}: {_UNSUPPORTED_GLOBALS[g.name]}", self.stmt)
+        raise JuliaNotSupportedError(f"the global {qual}: a function the front-end does not translate (supported: "
                                      "arithmetic, comparisons, getindex, setindex!, size, length, min, max, abs, "
-                                     "sqrt, exp, zero, one and conversions", self.stmt)
+                                     "sqrt, exp, zero, one, conversions; inline your own functions by hand) or a "
+                                     "global variable (pass it as an argument)", self.stmt)
 
     def _read_slot(self, name):
         if name in self.iter_slots:
-            return PROTOCOL
+            raise JuliaNotSupportedError(f"a read of the iterate slot {name} outside Julia's `for` protocol",
+                                         self.stmt)
         if name in self.bindings:
             v = self.bindings[name]
             if isinstance(v, _Escaped):
@@ -641,49 +857,94 @@ class Translator:
             return v
         owner = self.owners.get(name)
         if owner is None:
-            raise JuliaNotSupportedError(f"{name} is read before it is assigned", self.stmt)
+            if name == "#self#":
+                raise JuliaNotSupportedError("the function object #self# (closures, callable structs)", self.stmt)
+            raise JuliaNotSupportedError(f"{name} is read before it is assigned (Julia would throw an "
+                                         "UndefVarError)", self.stmt)
         if not self._visible(owner):
             raise JuliaNotSupportedError(f"the value of {name} after the loop it is assigned in (the front-end "
                                          "expands scalars over their loops; read it inside the loop or assign it "
                                          "before the loop)", self.stmt)
-        if hasattr(self, "_current_reads"):
-            self._current_reads.add(owner.comp)
+        self._current_reads.add(owner.comp)
         return Access(owner.comp, [c.var for c in self.loops[:len(owner.loops)]])
 
-    def _apply(self, name, e, mode="call"):
-        s = self.stmt
-        args = [self._value(a) for a in e.args]
-        if mode == "convert-to":
-            if len(args) != 1:
-                raise JuliaNotSupportedError(f"a conversion with {len(args)} arguments", s)
-            return self._convert(args[0], name, s, explicit=True)
-        if any(isinstance(a, _Protocol) for a in args) or name in ("iterate", "getfield"):
-            return PROTOCOL
-        return apply_function(self, name, args, s)
+    def value_type(self, v):
+        """The JuliaType of a value (for isa), 'Nothing', or None for ranges, tuples and the like."""
+        if isinstance(v, Expr):
+            return JuliaType(v.dtype, 0)
+        if isinstance(v, ArrayRef):
+            return self.argtypes[v.name]
+        if isinstance(v, NothingValue):
+            return "Nothing"
+        return None
 
-    def _convert(self, v, dtype, s, explicit=False):
+    def convert_to(self, t, v, s):
+        """`T(v)` / `convert(T, v)`: a number conversion, or v itself when it already is a T."""
+        if isinstance(t, T.DType):
+            return self.convert(v, t, s, explicit=True)
+        if isinstance(t, TypeValue):
+            vt = self.value_type(v)
+            if vt is not None and isa(vt, t):
+                return v
+        raise JuliaNotSupportedError(f"converting {describe(v)} to {t}", s)
+
+    def convert(self, v, dtype, s, explicit=False):
+        """v as a `dtype` number: stores into arrays convert implicitly, T(v) explicitly."""
         if not isinstance(v, Expr):
-            raise JuliaNotSupportedError(f"{v!r} where a {dtype} number is needed", s)
+            raise JuliaNotSupportedError(f"{describe(v)} where a {_jname(dtype)} number is needed", s)
         if v.dtype == dtype:
             return v
         if v.dtype.is_float and dtype.is_int and not explicit:
-            raise JuliaNotSupportedError(f"storing a {v.dtype} value where {dtype} is expected (Julia would "
-                                         "throw InexactError unless the value is integral)", s)
+            raise JuliaNotSupportedError(f"storing a {_jname(v.dtype)} value where {_jname(dtype)} is expected "
+                                         "(Julia would throw InexactError unless the value is integral)", s)
         return cast(dtype, v)
 
     # arrays --------------------------------------------------------------------------------------
     def read_array(self, name, idx, s):
         at = self._indices(name, idx, s)
         target = self.arrays[name]
-        if isinstance(target, Computation) and hasattr(self, "_current_reads"):
+        if isinstance(target, Computation):
             self._current_reads.add(target)
-        return Access(target, at)
+        ok = self._runtime_bounds(name, at, s, "reads")
+        if ok is None:
+            return Access(target, at)
+        # read only where the index is inside the array; a flag tells the kernel's caller otherwise
+        guard = self._guard_expr(self._g)
+        comp = Computation(self._name(f"g{s.number}"), [c.var for c in self.loops], Access(target, at),
+                           where=ok if guard is None else guard & ok)
+        self._register(comp, f"{name}[...] read by `{s.text}` (line {s.line}) where the index is inside {name}")
+        self._current_reads.add(comp)
+        return Access(comp, [c.var for c in self.loops])
 
-    def size(self, name, d, s):
-        jt = self.argtypes[name]
-        if not 1 <= d <= jt.ndim:
+    def _runtime_bounds(self, name, at, s, verb):
+        """For an access whose indices are not affine (so not checked against the sizes before the call):
+        the condition that it is inside the array, with a flag computation the kernel's caller reads to
+        raise Julia's BoundsError. None for affine accesses."""
+        if all(affine_text(as_index_expr(i)) is not None for i in at):
+            return None
+        nd = self.argtypes[name].ndim
+        ok = None
+        for k, i in enumerate(at):
+            size = cast(T.int64, self.params[(name, nd - k)])
+            inside = (i >= Const(0, T.int64)) & (i < size)
+            ok = inside if ok is None else ok & inside
+        guard = self._guard_expr(self._g)
+        outside = ~ok if guard is None else guard & ~ok
+        flag = Computation(self._name(f"oob{s.number}"), [c.var for c in self.loops], outside, output=True)
+        self._register(flag, f"whether `{s.text}` {verb} outside {name}")
+        self.bounds_flags.append((flag, f"statement %{s.number} (line {s.line}: `{s.text}`) {verb} {name} at an "
+                                        "index outside it"))
+        return ok
+
+    def size(self, name, d):
+        """size(A, d) for a dimension d from 1 (1 beyond the array's rank, as in Julia)."""
+        if d > self.argtypes[name].ndim:
             return Const(1, T.int64)
         return cast(T.int64, self.params[(name, d)])
+
+
+def _jname(dtype):
+    return JULIA_NAME.get(dtype, str(dtype))
 
 
 class _Escaped:
@@ -693,7 +954,6 @@ class _Escaped:
 
 def _counter_bound(cond, marker):
     """The exclusive upper bound e' of the counter for `c <= e` / `c < e` / `e >= c` / `e > c`."""
-    from mascarpone.middleend.expr import BinOp
 
     def is_marker(x):
         return any(getattr(n, "name", None) == marker.name for n in walk(x)) and _strip(x) is marker
@@ -717,7 +977,6 @@ def _counter_bound(cond, marker):
 
 
 def _strip(x):
-    from mascarpone.middleend.expr import Cast
     while isinstance(x, Cast):
         x = x.a
     return x
@@ -735,246 +994,14 @@ def _literal(e: Lit, s):
     if e.jtype == "Nothing":
         return NOTHING_VALUE
     if e.jtype == "Symbol":
-        return FunctionRef(e.value) if e.value in KNOWN else e
+        if e.value in KNOWN:
+            return FunctionRef(e.value)
+        raise JuliaNotSupportedError(f"the symbol :{e.value}", s)
     raise JuliaNotSupportedError(f"the literal {e.value!r} of type {e.jtype}", s)
 
 
-# the supported functions --------------------------------------------------------------------------
+def translate(code: CodeIR, argtypes: dict, function, static_params=(), widen=None):
+    """Declare the inputs and computations of `code` in the open `function`; returns the Translator.
 
-def _promote(a, b, s):
-    """Julia's promotion of two numbers: Bool < Int64 < Float32 < Float64 (Int with Float32 is Float32)."""
-    ta, tb = a.dtype, b.dtype
-    if ta == tb:
-        return a, b
-    def rank(t):
-        return {T.bool_: 0, T.int32: 1, T.int64: 2, T.float32: 3, T.float64: 4}.get(t)
-    if rank(ta) is None or rank(tb) is None:
-        raise JuliaNotSupportedError(f"arithmetic on {ta} and {tb}", s)
-    if ta.is_float and tb.is_float or ta.is_int and tb.is_int or ta.is_bool or tb.is_bool:
-        t = ta if rank(ta) > rank(tb) else tb
-        if ta.is_bool and tb.is_bool:
-            t = T.bool_
-    else:
-        t = ta if ta.is_float else tb
-    return cast(t, a), cast(t, b)
-
-
-def _numbers(args, s, n=None, name="?"):
-    if n is not None and len(args) != n:
-        raise JuliaNotSupportedError(f"{name} with {len(args)} argument(s)", s)
-    for a in args:
-        if not isinstance(a, Expr):
-            raise JuliaNotSupportedError(f"{name} of {a!r}", s)
-    return args
-
-
-_COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne", "≤": "le", "≥": "ge",
-            "≠": "ne", "===": "eq", "!==": "ne", "slt_int": "lt", "sle_int": "le"}
-
-
-_BITWISE = {"&": "and", "and_int": "and", "|": "or", "or_int": "or", "⊻": "xor", "xor": "xor", "xor_int": "xor"}
-#: `>>` is arithmetic on signed integers, `>>>` logical; counts of the width or more saturate, as in the IR
-_SHIFTS = {"<<": "shl", "shl_int": "shl", ">>": "shr", "ashr_int": "shr", ">>>": "lshr", "lshr_int": "lshr"}
-
-
-def _unsigned(dtype):
-    return T.as_dtype("u" + dtype.name) if dtype.is_signed else dtype
-
-
-def apply_function(tr, name, args, s):
-    """The expression of a supported Julia call, or JuliaNotSupportedError naming it."""
-    from mascarpone.middleend.expr import BinOp
-    if name in ("+", "*", "add_int", "mul_int") and len(args) >= 2:
-        _numbers(args, s, name=name)
-        out = args[0]
-        for b in args[1:]:
-            x, y = _promote(out, b, s)
-            if x.dtype.is_bool:
-                x, y = cast(T.int64, x), cast(T.int64, y)
-            out = x + y if name in ("+", "add_int") else x * y
-        return out
-    if name in ("-", "sub_int"):
-        _numbers(args, s, name=name)
-        if len(args) == 1:
-            a = args[0]
-            return -(cast(T.int64, a) if a.dtype.is_bool else a)
-        a, b = _promote(*_numbers(args, s, 2, name), s)
-        return a - b
-    if name == "/":
-        a, b = _promote(*_numbers(args, s, 2, name), s)
-        if not a.dtype.is_float:
-            a, b = cast(T.float64, a), cast(T.float64, b)
-        return a / b
-    if name in ("÷", "div", "%", "rem"):
-        a, b = _promote(*_numbers(args, s, 2, name), s)
-        if not a.dtype.is_int:
-            raise JuliaNotSupportedError(f"{name} of floating-point numbers", s)
-        return a / b if name in ("÷", "div") else a % b
-    if name in _COMPARE:
-        a, b = args
-        if isinstance(a, NothingValue) or isinstance(b, NothingValue):
-            return Const(isinstance(a, NothingValue) and isinstance(b, NothingValue), T.bool_) \
-                if name in ("===", "==") else Const(not (isinstance(a, NothingValue) and isinstance(b, NothingValue)), T.bool_)
-        a, b = _promote(*_numbers(args, s, 2, name), s)
-        return BinOp(_COMPARE[name], a, b)
-    if name in ("!", "not_int", "~"):
-        (a,) = _numbers(args, s, 1, name)
-        if not a.dtype.is_bool and (name == "!" or not a.dtype.is_int):
-            raise JuliaNotSupportedError(f"{name} of a {a.dtype}", s)
-        return ~a   # logical on Bool, bitwise on integers
-    if name in _BITWISE:
-        a, b = _promote(*_numbers(args, s, 2, name), s)
-        if a.dtype.is_float:
-            raise JuliaNotSupportedError(f"{name} of floating-point numbers", s)
-        op = _BITWISE[name]
-        return a & b if op == "and" else (a | b if op == "or" else a ^ b)
-    if name in _SHIFTS:
-        a, n = _numbers(args, s, 2, name)
-        if not (a.dtype.is_int and n.dtype.is_int):
-            raise JuliaNotSupportedError(f"{name} of {a.dtype} by {n.dtype}", s)
-        if name.endswith("_int"):   # the intrinsics read the count as unsigned (a negative one is too large)
-            n = cast(_unsigned(n.dtype), n)
-        if _SHIFTS[name] == "lshr" and a.dtype.is_signed:
-            return cast(a.dtype, cast(_unsigned(a.dtype), a) >> n)
-        return a << n if _SHIFTS[name] == "shl" else a >> n
-    if name in ("min", "max"):
-        _numbers(args, s, name=name)
-        out = args[0]
-        for b in args[1:]:
-            x, y = _promote(out, b, s)
-            out = min_(x, y) if name == "min" else max_(x, y)
-        return out
-    if name == "abs":
-        (a,) = _numbers(args, s, 1, name)
-        return select(a < Const(0, a.dtype), -a, a) if not a.dtype.is_float else call("fabs", a)
-    if name in MATH:
-        (a,) = _numbers(args, s, 1, name)
-        if not a.dtype.is_float:
-            a = cast(T.float64, a)
-        return call(name, a)
-    if name == "^":
-        a, b = _numbers(args, s, 2, name)
-        x, y = _promote(a, b, s)
-        if not x.dtype.is_float:
-            raise JuliaNotSupportedError("integer powers with a non-literal exponent", s)
-        return call("pow", x, y)
-    if name == "literal_pow":
-        if len(args) != 3 or not isinstance(args[2], TypeRef) or not isinstance(args[2].dtype, tuple):
-            raise JuliaNotSupportedError("literal_pow with an unexpected exponent", s)
-        base, p = args[1], args[2].dtype[1]
-        if not isinstance(base, Expr) or not isinstance(p, int) or not 0 <= p <= 4:
-            raise JuliaNotSupportedError(f"x^{p}: only literal exponents 0 to 4 are supported", s)
-        if p == 0:
-            return Const(1, base.dtype)
-        out = base
-        for _ in range(p - 1):
-            out = out * base
-        return out
-    if name == "apply_type":
-        if len(args) == 2 and isinstance(args[0], FunctionRef) and args[0].name == "Val" \
-                and isinstance(args[1], Const):
-            return TypeRef(("Val", args[1].value))
-        raise JuliaNotSupportedError("Core.apply_type other than Val{n}", s)
-    if name in ("muladd", "fma"):
-        a, b, c = _numbers(args, s, 3, name)
-        x, y = _promote(a, b, s)
-        p = x * y
-        p, z = _promote(p, c, s)
-        return p + z
-    if name == "ifelse":
-        c, a, b = _numbers(args, s, 3, name)
-        a, b = _promote(a, b, s)
-        return select(c, a, b)
-    if name in ("zero", "one", "oftype"):
-        if name == "oftype":
-            a, v = _numbers(args, s, 2, name)
-            return cast(a.dtype, v)
-        (a,) = args
-        t = a.dtype if isinstance(a, TypeRef) else getattr(a, "dtype", None)
-        if t is None or isinstance(t, tuple):
-            raise JuliaNotSupportedError(f"{name} of {a!r}", s)
-        return Const(0 if name == "zero" else 1, t)
-    if name == "float":
-        (a,) = _numbers(args, s, 1, name)
-        return a if a.dtype.is_float else cast(T.float64, a)
-    if name == "convert":
-        t, v = args
-        if not isinstance(t, TypeRef):
-            raise JuliaNotSupportedError("convert to a non-type", s)
-        return tr._convert(v, t.dtype, s, explicit=True)
-    if name == "typeassert":
-        return args[0]
-    if name in TYPE_NAMES:
-        (a,) = _numbers(args, s, 1, name)
-        return tr._convert(a, TYPE_NAMES[name], s, explicit=True)
-    if name == "eltype":
-        (a,) = args
-        if isinstance(a, ArrayRef):
-            return TypeRef(tr.argtypes[a.name].dtype)
-        raise JuliaNotSupportedError("eltype of a non-array", s)
-    if name == "getindex":
-        a = args[0]
-        if not isinstance(a, ArrayRef):
-            raise JuliaNotSupportedError(f"getindex on {a!r}", s)
-        return tr.read_array(a.name, args[1:], s)
-    if name == "setindex!":
-        raise JuliaNotSupportedError("the value of setindex! used as an expression", s)
-    if name == "size":
-        a = args[0]
-        if not isinstance(a, ArrayRef) or len(args) != 2 or not isinstance(args[1], Const):
-            raise JuliaNotSupportedError("size(A, d) with a constant d is supported; size(A) is not", s)
-        return tr.size(a.name, args[1].value, s)
-    if name == "length":
-        (a,) = args
-        if not isinstance(a, ArrayRef):
-            raise JuliaNotSupportedError(f"length of {a!r}", s)
-        jt = tr.argtypes[a.name]
-        out = tr.size(a.name, 1, s)
-        for d in range(2, jt.ndim + 1):
-            out = out * tr.size(a.name, d, s)
-        return out
-    if name in ("eachindex", "axes", "OneTo"):
-        if name == "OneTo":
-            (n,) = _numbers(args, s, 1, name)
-            return RangeValue(Const(1, T.int64), 1, cast(T.int64, n))
-        a = args[0]
-        if not isinstance(a, ArrayRef):
-            raise JuliaNotSupportedError(f"{name} of {a!r}", s)
-        if name == "axes":
-            if len(args) != 2 or not isinstance(args[1], Const):
-                raise JuliaNotSupportedError("axes(A, d) with a constant d is supported; axes(A) is not", s)
-            return RangeValue(Const(1, T.int64), 1, tr.size(a.name, args[1].value, s))
-        if len(args) != 1 or tr.argtypes[a.name].ndim != 1:
-            raise JuliaNotSupportedError("eachindex of a multi-dimensional array (linear indices); use "
-                                         "axes(A, d) or 1:size(A, d)", s)
-        return RangeValue(Const(1, T.int64), 1, tr.size(a.name, 1, s))
-    if name == ":":
-        _numbers(args, s, name=name)
-        if len(args) == 2:
-            lo, hi = args
-            step = 1
-        elif len(args) == 3:
-            lo, st, hi = args
-            if not isinstance(st, Const) or st.value == 0:
-                raise JuliaNotSupportedError("a range a:s:b whose step s is not a nonzero integer literal", s)
-            step = st.value
-        else:
-            raise JuliaNotSupportedError("a range with more than three parts", s)
-        for x in (lo, hi):
-            if not x.dtype.is_int:
-                raise JuliaNotSupportedError("a range of non-integers", s)
-        return RangeValue(cast(T.int64, lo), step, cast(T.int64, hi))
-    if name in ("firstindex", "lastindex"):
-        a = args[0]
-        d = args[1].value if len(args) == 2 else 1
-        return Const(1, T.int64) if name == "firstindex" else tr.size(a.name, d, s)
-    if name == "tuple":
-        raise JuliaNotSupportedError("tuples", s)
-    raise JuliaNotSupportedError(f"the function {name}: supported calls are arithmetic on Int64/Float64/Float32, "
-                                 "comparisons, getindex, setindex!, size, length, min, max, abs, sqrt, exp, "
-                                 "zero, one and conversions", s)
-
-
-def translate(code: CodeIR, argtypes: dict, function):
-    """Declare the inputs and computations of `code` in the open `function`; returns the Translator."""
-    return Translator(code, argtypes, function).run()
+    Raises WidenRetry when locals need wider types (translate again, in a new function, with them)."""
+    return Translator(code, argtypes, function, static_params, widen).run()

@@ -16,16 +16,18 @@ def fixture(kernel, style="v1_6.lowered"):
 
 
 def random_args(argtypes, seed=0, n=9, tsteps=3):
-    """Julia-shaped random arguments: n x n matrices (column-major), n-vectors, (n-1, n-2, n) 3-d arrays."""
+    """Julia-shaped random arguments of the element types the argtypes name: n x n matrices (column-major),
+    n-vectors, (n-1, n-2, n) 3-d arrays."""
     rng = np.random.default_rng(seed)
     out = []
     for name, t in argtypes.items():
+        element = np.float32 if "Float32" in t else np.float64
         if t.startswith("Matrix"):
-            out.append(np.asfortranarray(rng.random((n, n))))
+            out.append(np.asfortranarray(rng.random((n, n)).astype(element)))
         elif t.startswith("Vector"):
-            out.append(rng.random(n))
+            out.append(rng.random(n).astype(element))
         elif t.startswith("Array"):
-            out.append(np.asfortranarray(rng.random((n - 1, n - 2, n))))
+            out.append(np.asfortranarray(rng.random((n - 1, n - 2, n)).astype(element)))
         elif t == "Int64":
             out.append(tsteps)
         else:

@@ -253,7 +253,7 @@ class Lit:
 
 
 ELT = {"Matrix{Float64}": "Float64", "Vector{Float64}": "Float64", "Array{Float64, 3}": "Float64",
-       "Matrix{Float32}": "Float32", "Vector{Float32}": "Float32"}
+       "Matrix{Float32}": "Float32", "Vector{Float32}": "Float32", "Array{Float32, 3}": "Float32"}
 RANGE_T = "UnitRange{Int64}"
 ITER_T = "Union{Nothing, Tuple{Int64, Int64}}"
 FUNCS = {"size", "length", "sqrt", "exp", "min", "max", "abs", "zero", "one", "float", "eachindex", "axes",

@@ -1,38 +1,17 @@
-"""Julia kernels through mascarpone against the same loops compiled by numba (the stand-in for Julia's own
-LLVM code, which cannot run here).
+"""The Julia kernels of the suite: their schedules, their sizes, and numba's versions of their loops.
 
-    python benchmarks/julia/run.py [--quick] [--no-append] [--only gemm,bicg]
-
-For each kernel: the printed lowered IR (tests/julia_fixtures, 1.6 style) goes through
-`from_julia`, gets a schedule (fission/fusion with `after`, interchange, tiling,
-vectorization, parallel loops on 2 threads), and is timed against numba's @njit of the
-kernel's naive loop order on the same Fortran-ordered arrays, in the same process.
-Both results are checked against each other before timing. Medians of several runs.
+Each kernel's printed lowered IR (tests/julia_fixtures, Julia 1.6 style) goes through `from_julia`,
+gets a schedule (fission/fusion with `after`, interchange, tiling, vectorization, parallel loops),
+and runs beside numba's @njit of the same loops in their naive order (the stand-in for Julia's own
+LLVM code, which cannot run here) and, where the loops allow it, numba's parallel version (prange on
+a loop that carries no dependence), on the same Fortran-ordered arrays.
 """
 from __future__ import annotations
 
-import argparse
-import copy
-import math
-import os
-import sys
-import time
-from pathlib import Path
-
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import mascarpone as ms  # noqa: E402
-from julia_fixtures import fixture  # noqa: E402
-from benchlog import append_results  # noqa: E402
-from mascarpone.demo import median_time  # noqa: E402
-
-THREADS = int(os.environ.get("JULIA_BENCH_THREADS", "2"))
+import mascarpone as ms
 
 
 # numba versions of the kernels: the Julia loops as written, 0-based ------------------------------
@@ -164,6 +143,111 @@ def nb_seidel2d(tsteps, A):
             for j in range(1, n - 1):
                 A[i, j] = (A[i - 1, j - 1] + A[i - 1, j] + A[i - 1, j + 1] + A[i, j - 1] + A[i, j]
                            + A[i, j + 1] + A[i + 1, j - 1] + A[i + 1, j] + A[i + 1, j + 1]) / 9.0
+
+
+# numba's parallel versions: the same loops, with prange on a loop that carries no dependence --------
+
+@njit(parallel=True, cache=False)
+def pnb_gemm(C, A, B, alpha, beta):
+    ni, nj, nk = C.shape[0], C.shape[1], A.shape[1]
+    for i in prange(ni):
+        for j in range(nj):
+            C[i, j] = C[i, j] * beta
+        for k in range(nk):
+            for j in range(nj):
+                C[i, j] = C[i, j] + alpha * A[i, k] * B[k, j]
+
+
+@njit(parallel=True, cache=False)
+def pnb_gesummv(alpha, beta, A, B, x, y):
+    n = A.shape[0]
+    for i in prange(n):
+        t = 0.0
+        u = 0.0
+        for j in range(n):
+            t = t + A[i, j] * x[j]
+            u = u + B[i, j] * x[j]
+        y[i] = alpha * t + beta * u
+
+
+@njit(parallel=True, cache=False)
+def pnb_2mm(tmp, A, B, C, D, alpha, beta):
+    ni, nk = A.shape
+    nj, nl = B.shape[1], C.shape[1]
+    for i in prange(ni):
+        for j in range(nj):
+            tmp[i, j] = 0.0
+            for k in range(nk):
+                tmp[i, j] = tmp[i, j] + alpha * A[i, k] * B[k, j]
+    for i in prange(ni):
+        for j in range(nl):
+            D[i, j] = D[i, j] * beta
+            for k in range(nj):
+                D[i, j] = D[i, j] + tmp[i, k] * C[k, j]
+
+
+@njit(parallel=True, cache=False)
+def pnb_covariance(data, cov, mean):
+    n, m = data.shape
+    float_n = float(n)
+    for j in prange(m):
+        mean[j] = 0.0
+        for i in range(n):
+            mean[j] = mean[j] + data[i, j]
+        mean[j] = mean[j] / float_n
+    for i in prange(n):
+        for j in range(m):
+            data[i, j] = data[i, j] - mean[j]
+    # iteration i writes cov[i, j] and cov[j, i] for j >= i: no element is written by two iterations
+    for i in prange(m):
+        for j in range(i, m):
+            cov[i, j] = 0.0
+            for k in range(n):
+                cov[i, j] = cov[i, j] + data[k, i] * data[k, j]
+            cov[i, j] = cov[i, j] / (float_n - 1.0)
+            cov[j, i] = cov[i, j]
+
+
+@njit(parallel=True, cache=False)
+def pnb_mttkrp(A, B, C, D):
+    ni, nk, nl = B.shape
+    nj = C.shape[1]
+    for i in prange(ni):
+        for j in range(nj):
+            A[i, j] = 0.0
+            for k in range(nk):
+                for l in range(nl):
+                    A[i, j] = A[i, j] + B[i, k, l] * C[k, j] * D[l, j]
+
+
+@njit(parallel=True, cache=False)
+def pnb_jacobi1d(tsteps, A, B):
+    n = A.shape[0]
+    for t in range(tsteps):
+        for i in prange(1, n - 1):
+            B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1])
+        for i in prange(1, n - 1):
+            A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1])
+
+
+@njit(parallel=True, cache=False)
+def pnb_jacobi2d(tsteps, A, B):
+    n = A.shape[0]
+    for t in range(tsteps):
+        for j in prange(1, n - 1):
+            for i in range(1, n - 1):
+                B[i, j] = 0.2 * (A[i, j] + A[i, j - 1] + A[i, j + 1] + A[i + 1, j] + A[i - 1, j])
+        for j in prange(1, n - 1):
+            for i in range(1, n - 1):
+                A[i, j] = 0.2 * (B[i, j] + B[i, j - 1] + B[i, j + 1] + B[i + 1, j] + B[i - 1, j])
+
+
+#: why numba's parallel loops do not apply to the other kernels
+NOT_PARALLEL = {
+    "bicg": "every iteration of the outer loop adds to all of s: no loop of the naive order is parallel",
+    "doitgen": "acc is shared by all (r, q): no loop of the naive order is parallel",
+    "seidel-2d": "each point reads neighbours updated in the same sweep: no loop is parallel",
+}
 
 
 # schedules (computation names are the statement numbers of the 1.6-style fixtures) ---------------
@@ -318,6 +402,7 @@ def s_seidel2d(f):
 
 
 def arrays(spec, seed=0):
+    """Julia's arguments for a spec: tuples become random Fortran-ordered arrays of that shape."""
     rng = np.random.default_rng(seed)
     out = []
     for item in spec:
@@ -328,78 +413,31 @@ def arrays(spec, seed=0):
     return out
 
 
+def _kernel(fixture, numba, schedule, paper, small, parallel=None, numpy=None):
+    return dict(fixture=fixture, numba=numba, schedule=schedule, paper=paper, small=small, parallel=parallel,
+                numpy=numpy)
+
+
+#: name: the fixture, numba's naive and parallel loops, the schedule, the arguments at paper and small
+#: sizes (tuples: Julia-shaped arrays) and the numpy function of numpy_peers.py (linear algebra only)
 KERNELS = {
-    # name: (fixture, numba, schedule, args (tuples: Julia-shaped arrays), quick args)
-    "gemm": ("gemm", nb_gemm, s_gemm, [(1000, 1100), (1000, 1200), (1200, 1100), 1.5, 1.2],
-             [(200, 220), (200, 240), (240, 220), 1.5, 1.2]),
-    "2mm": ("mm2", nb_2mm, s_2mm, [(800, 900), (800, 1100), (1100, 900), (900, 1200), (800, 1200), 1.5, 1.2],
-            [(160, 180), (160, 220), (220, 180), (180, 240), (160, 240), 1.5, 1.2]),
-    "bicg": ("bicg", nb_bicg, s_bicg, [(2100, 1900), (1900,), (2100,), (1900,), (2100,)],
-             [(420, 380), (380,), (420,), (380,), (420,)]),
-    "gesummv": ("gesummv", nb_gesummv, s_gesummv, [1.5, 1.2, (1300, 1300), (1300, 1300), (1300,), (1300,)],
-                [1.5, 1.2, (260, 260), (260, 260), (260,), (260,)]),
-    "mttkrp": ("mttkrp", nb_mttkrp, s_mttkrp, [(400, 300), (400, 150, 160), (150, 300), (160, 300)],
-               [(80, 60), (80, 30, 32), (30, 60), (32, 60)]),
-    "doitgen": ("doitgen", nb_doitgen, s_doitgen, [(150, 140, 160), (160, 160), (160,)],
-                [(30, 28, 32), (32, 32), (32,)]),
-    "covariance": ("covariance", nb_covariance, s_covariance, [(1400, 1200), (1200, 1200), (1200,)],
-                   [(280, 240), (240, 240), (240,)]),
-    "jacobi-1d": ("jacobi1d", nb_jacobi1d, s_jacobi1d, [500, (2000,), (2000,)], [50, (400,), (400,)]),
-    "jacobi-2d": ("jacobi2d", nb_jacobi2d, s_jacobi2d, [100, (1300, 1300), (1300, 1300)],
-                  [10, (260, 260), (260, 260)]),
-    "seidel-2d": ("seidel2d", nb_seidel2d, s_seidel2d, [20, (1000, 1000)], [4, (200, 200)]),
+    "gemm": _kernel("gemm", nb_gemm, s_gemm, [(1000, 1100), (1000, 1200), (1200, 1100), 1.5, 1.2],
+                    [(200, 220), (200, 240), (240, 220), 1.5, 1.2], pnb_gemm, "gemm"),
+    "2mm": _kernel("mm2", nb_2mm, s_2mm, [(800, 900), (800, 1100), (1100, 900), (900, 1200), (800, 1200), 1.5, 1.2],
+                   [(160, 180), (160, 220), (220, 180), (180, 240), (160, 240), 1.5, 1.2], pnb_2mm, "mm2"),
+    "bicg": _kernel("bicg", nb_bicg, s_bicg, [(2100, 1900), (1900,), (2100,), (1900,), (2100,)],
+                    [(420, 380), (380,), (420,), (380,), (420,)], None, "bicg"),
+    "gesummv": _kernel("gesummv", nb_gesummv, s_gesummv, [1.5, 1.2, (1300, 1300), (1300, 1300), (1300,), (1300,)],
+                       [1.5, 1.2, (260, 260), (260, 260), (260,), (260,)], pnb_gesummv, "gesummv"),
+    "mttkrp": _kernel("mttkrp", nb_mttkrp, s_mttkrp, [(400, 300), (400, 150, 160), (150, 300), (160, 300)],
+                      [(80, 60), (80, 30, 32), (30, 60), (32, 60)], pnb_mttkrp, "mttkrp"),
+    "doitgen": _kernel("doitgen", nb_doitgen, s_doitgen, [(150, 140, 160), (160, 160), (160,)],
+                       [(30, 28, 32), (32, 32), (32,)], None, "doitgen"),
+    "covariance": _kernel("covariance", nb_covariance, s_covariance, [(1400, 1200), (1200, 1200), (1200,)],
+                          [(280, 240), (240, 240), (240,)], pnb_covariance, "covariance"),
+    "jacobi-1d": _kernel("jacobi1d", nb_jacobi1d, s_jacobi1d, [500, (2000,), (2000,)], [50, (400,), (400,)],
+                         pnb_jacobi1d),
+    "jacobi-2d": _kernel("jacobi2d", nb_jacobi2d, s_jacobi2d, [100, (1300, 1300), (1300, 1300)],
+                         [10, (260, 260), (260, 260)], pnb_jacobi2d),
+    "seidel-2d": _kernel("seidel2d", nb_seidel2d, s_seidel2d, [20, (1000, 1000)], [4, (200, 200)]),
 }
-
-
-def bench(name, quick, repeat):
-    fx, nb, schedule, spec, quick_spec = KERNELS[name]
-    text, argtypes = fixture(fx)
-    f = ms.from_julia(text, argtypes)
-    schedule(f)
-    start = time.perf_counter()
-    kernel = f.compile("cpu", num_threads=THREADS)
-    compile_s = time.perf_counter() - start
-    base = arrays(quick_spec if quick else spec)
-    ours_args, theirs_args = copy.deepcopy(base), copy.deepcopy(base)
-    kernel(*ours_args)
-    nb(*theirs_args)
-    for a, b in zip(ours_args, theirs_args):
-        if isinstance(a, np.ndarray):
-            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
-    work_ours, work_theirs = copy.deepcopy(base), copy.deepcopy(base)
-    ours = median_time(lambda: kernel(*work_ours), repeat)
-    theirs = median_time(lambda: nb(*work_theirs), repeat)
-    sizes = "x".join(str(d) for d in next(s for s in (quick_spec if quick else spec) if isinstance(s, tuple)))
-    return {"kernel": name, "ours": ours, "theirs": theirs, "note": f"{sizes}; compile {compile_s:.2f} s"}
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--no-append", action="store_true")
-    parser.add_argument("--only", default="")
-    parser.add_argument("--repeat", type=int, default=0)
-    args = parser.parse_args()
-    repeat = args.repeat or (3 if args.quick else 5)
-    names = [n for n in KERNELS if not args.only or n in args.only.split(",")]
-    rows = []
-    for name in names:
-        row = bench(name, args.quick, repeat)
-        rows.append(row)
-        print(f"{name}: ours {row['ours'] * 1e3:.2f} ms, numba {row['theirs'] * 1e3:.2f} ms, "
-              f"speedup {row['theirs'] / row['ours']:.2f}", flush=True)
-    geo = math.exp(sum(math.log(r["theirs"] / r["ours"]) for r in rows) / len(rows))
-    header = ("| kernel | ours (ms) | numba @njit (ms) | speedup | note |\n|---|---|---|---|---|")
-    lines = [f"| {r['kernel']} | {r['ours'] * 1e3:.2f} | {r['theirs'] * 1e3:.2f} | {r['theirs'] / r['ours']:.2f} | "
-             f"{r['note']} |" for r in rows]
-    lines.append(f"| **geometric mean** | | | **{geo:.2f}** | |")
-    table = "\n".join([header] + lines)
-    print(table)
-    if not args.no_append:
-        append_results(f"Julia kernels vs numba, {THREADS} threads{' (quick)' if args.quick else ''}", table,
-                       "Printed lowered IR through `ms.from_julia` with a schedule, against numba @njit of the "
-                       "same loops in their naive order on the same Fortran-ordered arrays (medians).")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,468 @@
+"""Target "cuda": CUDA C kernels compiled to PTX by NVRTC (or nvcc), launched through the driver API.
+
+Compiling needs no GPU: `f.compile("cuda")` prints the kernels, compiles them
+to PTX for `arch` (default: the device's, else sm_80) and returns a kernel
+whose `source("cuda")` and `source("ptx")` show the code; calling it loads the
+PTX on the first CUDA device, and where there is none raises a TargetError
+saying so. Device arrays are objects with `__cuda_array_interface__` (CuPy,
+Numba, PyTorch...); outputs a call allocates on the device are `DeviceArray`s.
+Floats: `+ - * / sqrt` are IEEE (nvcc's and NVRTC's defaults), FMA contraction
+off with fp_contract=False (-fmad=false); `exp log sin cos tan tanh pow atan2`
+are CUDA's libdevice, within a few ulps of glibc's.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+from mascarpone.middleend.errors import ArgumentError, NotSupportedError, TargetError
+from mascarpone.middleend.types import DType
+
+from .host import DeviceAdapter, GPUKernel, Profile, check_block_size
+from .printer import GPUDialect
+
+DEFAULT_ARCH = "sm_80"
+#: bytes of constant memory a module has
+CONSTANT_BYTES = 64 * 1024
+#: the limits every CUDA device since compute capability 2.0 has (the device's are checked at launch)
+MAX_THREADS, MAX_BLOCK_DIMS = 1024, (1024, 1024, 64)
+
+_PUN = {("float32", "int32"): "__float_as_int(x)", ("float32", "uint32"): "__float_as_uint(x)",
+        ("int32", "float32"): "__int_as_float(x)", ("uint32", "float32"): "__uint_as_float(x)",
+        ("float64", "int64"): "(int64_t)__double_as_longlong(x)",
+        ("float64", "uint64"): "(uint64_t)__double_as_longlong(x)",
+        ("int64", "float64"): "__longlong_as_double((long long)x)",
+        ("uint64", "float64"): "__longlong_as_double((long long)x)"}
+
+
+class CUDADialect(GPUDialect):
+    name = "cuda"
+    helper_qualifier = "static __device__ __forceinline__"
+    kernel_qualifier = 'extern "C" __global__'
+    restrict = "__restrict__"
+
+    def includes(self):
+        # NVRTC has no C library headers; nvcc's <stdint.h> defines the same widths
+        return ["#ifdef __CUDACC_RTC__",
+                "typedef signed char int8_t;", "typedef short int16_t;", "typedef int int32_t;",
+                "typedef long long int64_t;", "typedef unsigned char uint8_t;", "typedef unsigned short uint16_t;",
+                "typedef unsigned int uint32_t;", "typedef unsigned long long uint64_t;",
+                "#else", "#include <stdint.h>", "#endif"]
+
+    def float_literal(self, value, dt):
+        import math
+        if math.isnan(value) or math.isinf(value):
+            if dt.bits == 32:
+                bits = 0x7fc00000 if math.isnan(value) else 0x7f800000 if value > 0 else 0xff800000
+                return f"__uint_as_float({bits}u)"
+            bits = 0x7ff8000000000000 if math.isnan(value) else 0x7ff0000000000000 if value > 0 \
+                else 0xfff0000000000000
+            return f"__longlong_as_double((long long){bits}ULL)"
+        return super().float_literal(value, dt)
+
+    def bits_body(self, src: DType, dst: DType) -> str:
+        pun = _PUN.get((src.name, dst.name))
+        if pun is None:   # integers of the same width: a conversion keeps the bits
+            pun = f"({self.scalar(dst)})x"
+        return f"    return {pun};\n"
+
+    def group_id(self, dim):
+        return f"blockIdx.{'xyz'[dim]}"
+
+    def local_id(self, dim):
+        return f"threadIdx.{'xyz'[dim]}"
+
+    def num_groups(self, dim):
+        return f"gridDim.{'xyz'[dim]}"
+
+    def local_size(self, dim):
+        return f"blockDim.{'xyz'[dim]}"
+
+    def barrier(self):
+        return "__syncthreads();"
+
+    def pointer_arg(self, memory, ctype, ident, const):
+        return f"{'const ' if const else ''}{ctype} *__restrict__ {ident}"
+
+    def global_pointer(self, ctype):
+        return f"{ctype} *"
+
+    def shared_array(self, ctype, ident, count):
+        return f"__shared__ {ctype} {ident}[{count}];"
+
+    def constant_array(self, ctype, ident, count):
+        return f"__constant__ {ctype} {ident}[{count}];"
+
+    def constant_capacity(self, buffer):
+        """Elements of a constant input's module array: its size where that is a constant, else its share
+        of the constant memory (checked at each call)."""
+        from mascarpone.backends.common.temporaries import constant_bytes
+        nbytes = constant_bytes(buffer)
+        if nbytes is not None:
+            return max(nbytes // buffer.dtype.bytes, 1)
+        return CONSTANT_BYTES // 4 // buffer.dtype.bytes
+
+
+# compiling -------------------------------------------------------------------------------------------
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+        nvrtc.nvrtcVersion()
+        return nvrtc
+    except Exception:   # the package or its library is missing
+        return None
+
+
+def nvcc_path():
+    return shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), None)
+
+
+def missing_compiler() -> str | None:
+    """What this machine lacks to compile CUDA kernels to PTX, or None."""
+    if _nvrtc() is None and nvcc_path() is None:
+        return "NVRTC (the cuda-python and nvidia-cuda-nvrtc-cu12 packages) or nvcc"
+    return None
+
+
+def _arch_number(arch):
+    text = str(arch)
+    for prefix in ("sm_", "compute_"):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    if not text.isdigit():
+        raise TargetError(f"target 'cuda': arch must look like 'sm_80' or 'sm_90', got {arch!r}")
+    return text
+
+
+def ptx(source, arch=DEFAULT_ARCH, *, fp_contract=True, fast_math=False, what="kernel") -> str:
+    """The PTX of CUDA C `source` for `arch`, by NVRTC where installed, else nvcc."""
+    number = _arch_number(arch)
+    flags = [f"-fmad={'true' if fp_contract else 'false'}"] + (["--use_fast_math"] if fast_math else [])
+    nvrtc = _nvrtc()
+    if nvrtc is not None:
+        err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
+        opts = [f"--gpu-architecture=compute_{number}".encode()] + [f.encode() for f in flags]
+        (status,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+            log = b" " * size
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            raise NotSupportedError(f"{what}: NVRTC failed on the generated CUDA code:\n"
+                                    + "\n".join(log.decode(errors="replace").splitlines()[:30]))
+        _, size = nvrtc.nvrtcGetPTXSize(prog)
+        out = b" " * size
+        nvrtc.nvrtcGetPTX(prog, out)
+        nvrtc.nvrtcDestroyProgram(prog)
+        return out.rstrip(b"\0 ").decode()
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise TargetError(f"target 'cuda' cannot compile here: {missing_compiler()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "kernel.cu"), os.path.join(tmp, "kernel.ptx")
+        with open(src, "w") as f:
+            f.write(source)
+        run = subprocess.run([nvcc, "-ptx", f"-arch=sm_{number}", *flags, "-o", out, src],
+                             capture_output=True, text=True, timeout=600)
+        if run.returncode != 0:
+            raise NotSupportedError(f"{what}: nvcc failed on the generated CUDA code:\n"
+                                    + "\n".join(run.stderr.splitlines()[:30]))
+        with open(out) as f:
+            return f.read()
+
+
+def compile_cuda(lowered, *, fp_contract=True, fast_math=False, arch=None):
+    """Print `lowered` as CUDA C and compile it to PTX; see the module docstring."""
+    from .program import build
+    lack = missing_compiler()
+    if lack:
+        raise TargetError(f"target 'cuda' cannot compile here: it needs {lack}; install it with: "
+                          f"pip install 'mascarpone[gpu]'")
+    source, host, kernels, names = build(lowered, CUDADialect(), constants_at_module=True,
+                                  check_block=lambda name, block: check_block_size(name, block, MAX_THREADS,
+                                                                                   MAX_BLOCK_DIMS))
+    constants = [b for b in lowered.inputs if b.memory == "constant"]
+    dialect = CUDADialect()
+    total = sum(dialect.constant_capacity(b) * b.dtype.bytes for b in constants)
+    if total > CONSTANT_BYTES:
+        raise TargetError(f"{lowered.name}: its inputs in constant memory take {total} bytes; a CUDA module has "
+                          f"{CONSTANT_BYTES}")
+    if arch is None:
+        arch = device_arch() or DEFAULT_ARCH
+    code = ptx(source, arch, fp_contract=fp_contract, fast_math=fast_math, what=f"kernel {lowered.name}")
+    runtime = CUDARuntime(code, constants, dialect)
+    runtime.constant_names = names
+    return CUDAKernel(lowered, host, kernels, runtime, source, code, arch)
+
+
+# running -----------------------------------------------------------------------------------------------
+def _driver():
+    try:
+        from cuda.bindings import driver
+        return driver
+    except Exception:
+        return None
+
+
+def _check(result, what):
+    err = result[0] if isinstance(result, tuple) else result
+    if int(err) != 0:
+        raise TargetError(f"CUDA driver: {what} failed with {err!r}")
+    return result[1:] if isinstance(result, tuple) and len(result) > 2 else \
+        (result[1] if isinstance(result, tuple) and len(result) == 2 else None)
+
+
+@functools.lru_cache(maxsize=None)
+def _device():
+    """(driver module, device, context) of the first CUDA device, or a TargetError saying why there is none."""
+    driver = _driver()
+    if driver is None:
+        raise TargetError("target 'cuda' cannot run kernels here: the cuda-python package is missing (pip install "
+                          "'mascarpone[gpu]')")
+    try:
+        result = driver.cuInit(0)
+        err = result[0] if isinstance(result, tuple) else result
+    except Exception as exc:   # no driver library: cuda-python raises before cuInit runs
+        err = f"{type(exc).__name__}: {exc}"
+    if not isinstance(err, str) and int(err) == 0:
+        pass
+    else:
+        raise TargetError(f"target 'cuda' cannot run kernels here: no CUDA device (cuInit returned {err!r}); the "
+                          f"kernel compiled to PTX (source('ptx')) and runs on a machine with an NVIDIA GPU")
+    n = _check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
+    if not n:
+        raise TargetError("target 'cuda' cannot run kernels here: the CUDA driver finds no device")
+    dev = _check(driver.cuDeviceGet(0), "cuDeviceGet")
+    ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    _check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return driver, dev, ctx
+
+
+def device_arch():
+    """'sm_XY' of the first CUDA device, or None where there is none."""
+    try:
+        driver, dev, _ = _device()
+    except TargetError:
+        return None
+    attr = driver.CUdevice_attribute
+    major = _check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attribute")
+    minor = _check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attribute")
+    return f"sm_{major}{minor}"
+
+
+class DeviceArray:
+    """An array in CUDA device memory that a call allocated: `__cuda_array_interface__`, `get()` copies it
+    to a numpy array."""
+
+    def __init__(self, shape, dtype, ptr=None):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.ndim = len(self.shape)
+        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        self._owned = ptr is None
+        if ptr is None:
+            driver, _, _ = _device()
+            ptr = int(_check(driver.cuMemAlloc(max(self.nbytes, 1)), "cuMemAlloc"))
+        self.ptr = ptr
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False), "strides": None,
+                "version": 3}
+
+    def get(self):
+        out = np.empty(self.shape, self.dtype)
+        if self.nbytes:
+            driver, _, _ = _device()
+            _check(driver.cuMemcpyDtoH(out.ctypes.data, self.ptr, self.nbytes), "cuMemcpyDtoH")
+        return out
+
+    def __del__(self):
+        if getattr(self, "_owned", False):
+            driver = _driver()
+            if driver is not None:
+                driver.cuMemFree(self.ptr)
+
+
+class _View:
+    """Shape, dtype and pointer of a foreign object with `__cuda_array_interface__`."""
+
+    def __init__(self, obj):
+        cai = obj.__cuda_array_interface__
+        self.obj = obj
+        self.shape = tuple(cai["shape"])
+        self.ndim = len(self.shape)
+        self.dtype = np.dtype(cai["typestr"])
+        self.ptr = int(cai["data"][0])
+        self.readonly = bool(cai["data"][1])
+        strides = cai.get("strides")
+        expected = []
+        step = self.dtype.itemsize
+        for d in reversed(self.shape):
+            expected.insert(0, step)
+            step *= d
+        self.contiguous = strides is None or tuple(strides) == tuple(expected)
+        self.nbytes = step
+
+
+def _as_view(a):
+    """`a` with `ptr` and `nbytes`: our DeviceArray or _View as it is, another device array viewed."""
+    return a if isinstance(a, (DeviceArray, _View)) else _View(a)
+
+
+class CUDARuntime(DeviceAdapter):
+    """Loads the PTX on first use; buffers, copies, launches and timing events of the driver API."""
+
+    def __init__(self, code, constants, dialect):
+        self.code, self.constants, self.dialect = code, constants, dialect
+        self.module = None
+        self.events, self.allocated = [], []
+
+    def ready(self):
+        driver, _, _ = _device()
+        self.driver = driver
+        if self.module is None:
+            self.module = _check(driver.cuModuleLoadData(self.code.encode() + b"\0"), "cuModuleLoadData")
+            self.stream = _check(driver.cuStreamCreate(0), "cuStreamCreate")
+        return self
+
+    def function(self, name):
+        return _check(self.driver.cuModuleGetFunction(self.module, name.encode()), f"loading {name}")
+
+    # the binder's device adapter -------------------------------------------------------------------
+    def owns(self, a):
+        return isinstance(a, (DeviceArray, _View)) or hasattr(a, "__cuda_array_interface__")
+
+    def check(self, name, a, output):
+        view = _as_view(a)
+        if isinstance(view, _View) and not view.contiguous:
+            raise ArgumentError(f"{name}: a device array must be C-contiguous")
+        if output and isinstance(view, _View) and view.readonly:
+            raise ArgumentError(f"{name}: the device array is read-only")
+
+    def empty(self, shape, dtype, zero):
+        a = DeviceArray(shape, dtype)
+        if zero:
+            self.zero(a)
+        return a
+
+    def zero(self, a):
+        view = _as_view(a)
+        if view.nbytes:
+            _check(self.driver.cuMemsetD8Async(view.ptr, 0, view.nbytes, self.stream), "cuMemsetD8Async")
+
+    def handle_of(self, a):
+        return _as_view(a).ptr
+
+    # a call ----------------------------------------------------------------------------------------------
+    def begin(self):
+        self.events, self.pool = [], {}
+
+    def _event(self):
+        ev = _check(self.driver.cuEventCreate(0), "cuEventCreate")
+        _check(self.driver.cuEventRecord(ev, self.stream), "cuEventRecord")
+        return ev
+
+    def alloc(self, nbytes):
+        ptr = int(_check(self.driver.cuMemAlloc(max(int(nbytes), 1)), "cuMemAlloc"))
+        self.allocated.append(ptr)
+        return ptr
+
+    def scratch(self, ident, nbytes):
+        key = (ident, nbytes)
+        if key not in self.pool:
+            self.pool[key] = self.alloc(nbytes)
+        return self.pool[key]
+
+    def upload(self, handle, array, name):
+        if array.nbytes:
+            start = self._event()
+            _check(self.driver.cuMemcpyHtoDAsync(handle, array.ctypes.data, array.nbytes, self.stream), "copy in")
+            self.events.append(("upload", name, start, self._event()))
+
+    def download(self, array, handle, name):
+        if array.nbytes:
+            start = self._event()
+            _check(self.driver.cuMemcpyDtoHAsync(array.ctypes.data, handle, array.nbytes, self.stream), "copy out")
+            self.events.append(("download", name, start, self._event()))
+
+    def check_block(self, name, block):
+        check_block_size(name, block, MAX_THREADS, MAX_BLOCK_DIMS)
+
+    def launch(self, k, grid, block, args):
+        if k.handle is None:
+            k.handle = self.function(k.spec.name)
+        # buffers (pointers) first, then int64 sizes, then scratch pointers
+        n_buf, n_scalar = len(k.buffers), len(k.scalars)
+        values = [ctypes.c_uint64(int(a)) if i < n_buf or i >= n_buf + n_scalar else ctypes.c_int64(int(a))
+                  for i, a in enumerate(args)]
+        pointers = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
+        start = self._event()
+        _check(self.driver.cuLaunchKernel(k.handle, *grid, *block, 0, self.stream, ctypes.addressof(pointers), 0),
+               f"launching {k.spec.name}")
+        self.events.append(("kernel", k.spec.name, start, self._event()))
+
+    def prepare(self, arguments, handles):
+        """Copy the constant inputs into the module's constant arrays; `arguments`: (buffer, array) pairs."""
+        arrays = {b.name: a for b, a in arguments}
+        for buf in self.constants:
+            a = arrays[buf.name]
+            cap = self.dialect.constant_capacity(buf) * buf.dtype.bytes
+            if a.nbytes > cap:
+                raise ArgumentError(f"{buf.name}: {a.nbytes} bytes do not fit its {cap} bytes of constant memory")
+            ident = self.constant_names[buf.name]
+            ptr, _ = _check(self.driver.cuModuleGetGlobal(self.module, ident.encode()), f"constant {ident}")
+            if a.nbytes:
+                _check(self.driver.cuMemcpyDtoDAsync(ptr, handles[buf.name], a.nbytes, self.stream), "constant copy")
+
+    def finish(self):
+        _check(self.driver.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+    def end(self):
+        p = Profile()
+        for kind, name, a, b in self.events:
+            try:
+                ms = float(_check(self.driver.cuEventElapsedTime(a, b), "cuEventElapsedTime"))
+            except TargetError:
+                continue
+            p.events.append((kind, name, ms))
+            if kind == "kernel":
+                p.kernel_ms += ms
+                p.launches += 1
+            elif kind == "upload":
+                p.upload_ms += ms
+            else:
+                p.download_ms += ms
+        for ptr in getattr(self, "allocated", []):
+            self.driver.cuMemFree(ptr)
+        self.allocated, self.events = [], []
+        return p
+
+
+class CUDAKernel(GPUKernel):
+    """A kernel of the "cuda" target: `source("cuda")` is its CUDA C, `source("ptx")` its PTX for `arch`."""
+
+    target = "cuda"
+
+    def __init__(self, lowered, host, kernels, runtime, source, code, arch):
+        super().__init__(lowered, host, kernels, runtime, source)
+        self.ptx, self.arch = code, arch
+
+    def source(self, kind="cuda"):
+        """The generated code: 'cuda' or 'ptx'."""
+        if kind == "cuda":
+            return self._source
+        if kind == "ptx":
+            return self.ptx
+        raise ValueError(f"unknown source kind {kind!r} for a CUDA kernel; use 'cuda' or 'ptx'")
+
+    def __call__(self, **kwargs):
+        kwargs = {k: _View(v) if hasattr(v, "__cuda_array_interface__") and not isinstance(v, DeviceArray) else v
+                  for k, v in kwargs.items()}
+        out = super().__call__(**kwargs)
+        unwrap = (lambda a: a.obj if isinstance(a, _View) else a)
+        return tuple(map(unwrap, out)) if isinstance(out, tuple) else unwrap(out)

@@ -1,0 +1,300 @@
+"""mascarpone's "opencl" target beside Halide's own OpenCL target, on the same OpenCL device (PoCL on this
+machine's CPU), with the same schedules, timed in one process.
+
+    python benchmarks/gpu.py [--quick] [--only NAME ...] [--no-append]
+
+Programs: a two-stage blur (each tile's producer computed by the block's threads in shared memory),
+conv2D (weights in constant memory on our side), a separable 5-tap gaussian (weights in constant memory
+on our side), nb (f = 255 - in, g = 2 in, h = f + g, k = f - g; Halide computes h and k in two kernels,
+we fuse them in one) and sgemm (numpy's matmul, OpenBLAS, beside). Each pipeline is written in Halide
+with its GPU schedule; mascarpone reads it with ms.from_halide and compiles it for "opencl". Outputs are
+compared first. Times are the best of interleaved runs (ms): "kernels" with the arrays already on the device (Halide: its
+buffers resident on the device; mascarpone: pyopencl arrays in and out), "with copies" from numpy arrays to
+numpy arrays. Ratios are mascarpone / Halide (below 1: mascarpone is faster). PoCL runs OpenCL on the
+CPU: these are ratios on one machine, not GPU times.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import halide as hl  # noqa: E402
+import pyopencl.array as cla  # noqa: E402
+
+import mascarpone as ms  # noqa: E402
+from benchlog import append_results  # noqa: E402
+from mascarpone import examples  # noqa: E402
+from mascarpone.backends.gpu.opencl import default_runtime  # noqa: E402
+
+
+def v(*names):
+    return [hl.Var(n) for n in names]
+
+
+def blur(size):
+    x, y, xi, yi, xo, yo = v("x", "y", "xi", "yi", "xo", "yo")
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    bx, by = hl.Func("bx"), hl.Func("by")
+    bx[x, y] = (inp[x, y] + inp[x + 1, y] + inp[x + 2, y]) / 3
+    by[x, y] = (bx[x, y] + bx[x, y + 1] + bx[x, y + 2]) / 3
+    by.gpu_tile(x, y, xo, yo, xi, yi, 32, 8)
+    bx.compute_at(by, xo).gpu_threads(x, y)
+    img = np.random.default_rng(0).random((size + 2, size + 2), dtype=np.float32)
+    return [by], [size, size], {inp: img}, None
+
+
+def conv2d(size, ch=8):
+    x, y, c, xi, yi, xo, yo = v("x", "y", "c", "xi", "yi", "xo", "yo")
+    inp = hl.ImageParam(hl.Float(32), 3, "inp")
+    w = hl.ImageParam(hl.Float(32), 4, "w")
+    r = hl.RDom([(0, 3), (0, 3), (0, ch)])
+    out = hl.Func("out")
+    out[x, y, c] = hl.f32(0)
+    out[x, y, c] += inp[x + r.x, y + r.y, r.z] * w[r.x, r.y, r.z, c]
+    out.gpu_tile(x, y, xo, yo, xi, yi, 16, 16)
+    out.update().reorder(r.x, r.y, r.z, x, y, c).gpu_tile(x, y, xo, yo, xi, yi, 16, 16)
+    rng = np.random.default_rng(1)
+    img = rng.random((ch, size + 2, size + 2), dtype=np.float32)
+    weights = rng.random((ch, ch, 3, 3), dtype=np.float32)
+    return [out], [size, size, ch], {inp: img, w: weights}, ["w"]
+
+
+def gaussian(size):
+    x, y, i, xi, yi, xo, yo = v("x", "y", "i", "xi", "yi", "xo", "yo")
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    w = hl.ImageParam(hl.Float(32), 1, "w")
+    gx, gy = hl.Func("gx"), hl.Func("gy")
+    r = hl.RDom([(0, 5)])
+    gx[x, y] = hl.f32(0)
+    gx[x, y] += inp[x + r.x, y] * w[r.x]
+    gy[x, y] = hl.f32(0)
+    gy[x, y] += gx[x, y + r.x] * w[r.x]
+    for f in (gx, gy):
+        f.compute_root().gpu_tile(x, y, xo, yo, xi, yi, 32, 8)
+        f.update().gpu_tile(x, y, xo, yo, xi, yi, 32, 8)
+    img = np.random.default_rng(2).random((size + 40, size + 40), dtype=np.float32)   # (rounded-up tiles read past)
+    weights = np.array([1, 4, 6, 4, 1], np.float32) / 16
+    return [gy], [size, size], {inp: img, w: weights}, ["w"]
+
+
+def nb(size):
+    x, y, xi, yi, xo, yo = v("x", "y", "xi", "yi", "xo", "yo")
+    inp = hl.ImageParam(hl.Int(32), 2, "inp")
+    f, g, h, k = (hl.Func(n) for n in "fghk")
+    f[x, y] = 255 - inp[x, y]
+    g[x, y] = 2 * inp[x, y]
+    h[x, y] = f[x, y] + g[x, y]
+    k[x, y] = f[x, y] - g[x, y]
+    for out in (h, k):
+        out.compute_root().gpu_tile(x, y, xo, yo, xi, yi, 32, 8)
+    img = np.random.default_rng(3).integers(0, 255, (size, size)).astype(np.int32)
+    return [h, k], [size, size], {inp: img}, "fuse"
+
+
+def sgemm(size):
+    x, y, xi, yi, xo, yo = v("x", "y", "xi", "yi", "xo", "yo")
+    A = hl.ImageParam(hl.Float(32), 2, "A")
+    B = hl.ImageParam(hl.Float(32), 2, "B")
+    r = hl.RDom([(0, size)])
+    C = hl.Func("C")
+    C[x, y] = hl.f32(0)
+    C[x, y] += A[r.x, y] * B[x, r.x]
+    C.gpu_tile(x, y, xo, yo, xi, yi, 16, 16)
+    C.update().gpu_tile(x, y, xo, yo, xi, yi, 16, 16)
+    rng = np.random.default_rng(4)
+    a = rng.random((size, size), dtype=np.float32)
+    b = rng.random((size, size), dtype=np.float32)
+    return [C], [size, size], {A: a, B: b}, "numpy"
+
+
+PROGRAMS = {"blur": (blur, 1024, 256), "conv2D": (conv2d, 256, 64), "gaussian": (gaussian, 1024, 256),
+            "nb": (nb, 1024, 256), "sgemm": (sgemm, 256, 128)}
+
+
+def best_ms(fns, repeat):
+    """The fastest of `repeat` runs of each of `fns` (ms), run in interleaved rounds after a warm-up: the
+    other processes of a shared machine only ever add time, so the minimum is the steadiest measure."""
+    for fn in fns:
+        fn()
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[k] = min(best[k], (time.perf_counter() - t0) * 1e3)
+    return best
+
+
+def median_ms(fn, repeat):
+    return best_ms([fn], repeat)[0]
+
+
+class Recorder:
+    """Stands in for a HalideKernel's kernel to see the arguments realize passes it."""
+
+    def __init__(self, kernel):
+        self.kernel, self.kwargs = kernel, None
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
+
+    def __call__(self, **kwargs):
+        self.kwargs = kwargs
+        return self.kernel(**kwargs)
+
+
+def ours(funcs, extra):
+    """The pipeline through mascarpone: constant-memory inputs marked, nb's outputs fused."""
+    f = ms.from_halide(hl.Pipeline(funcs))
+    if isinstance(extra, list):
+        for inp in f.inputs:
+            if inp.name in extra:
+                inp.gpu_constant()
+    if extra == "fuse":
+        h, k = f["h"], f["k"]
+        k.after(h, h.loops[-1])
+        f.assume_same_output_sizes()
+    return f.compile("opencl")
+
+
+def run_one(name, size, repeat):
+    build = PROGRAMS[name][0]
+    funcs, sizes, images, extra = build(size)
+    rt = default_runtime()
+    target = hl.get_host_target().with_feature(hl.TargetFeature.OpenCL)
+    pipeline = hl.Pipeline(funcs)
+    pipeline.compile_jit(target)
+    buffers = {ip: hl.Buffer(arr) for ip, arr in images.items()}
+    for ip, b in buffers.items():
+        ip.set(b)
+    outs = [hl.Buffer(f.type(), sizes) for f in funcs]
+    realization = outs if len(outs) > 1 else outs[0]
+
+    def halide_copies():
+        for b in buffers.values():
+            b.set_host_dirty(True)
+        pipeline.realize(realization, target)
+        for o in outs:
+            o.copy_to_host()
+
+    def halide_kernels():
+        pipeline.realize(realization, target)
+        for o in outs:
+            o.device_sync()
+
+    halide_copies()
+    theirs = [np.asarray(o).copy() for o in outs]
+
+    k = ours(funcs, extra)
+    named = {ip.name(): arr for ip, arr in images.items()}
+    rec = Recorder(k.kernel)
+    k.kernel = rec
+    mine = k.realize(sizes, **named)
+    mine = mine if isinstance(mine, list) else [mine]
+    for a, b in zip(mine, theirs):
+        if a.dtype.kind == "f":
+            np.testing.assert_allclose(a, b, rtol=2e-4, atol=1e-4)
+        else:
+            np.testing.assert_array_equal(a, b)
+    gpu = rec.kernel
+    host_args = rec.kwargs
+    dev_args = {n: cla.to_device(rt.queue, a) if isinstance(a, np.ndarray) and a.ndim else a
+                for n, a in host_args.items()}
+    outs_dev = gpu(**dev_args)
+    # the outputs given back, as Halide's realize fills the same buffers at each call
+    outs_dev = outs_dev if isinstance(outs_dev, tuple) else (outs_dev,)
+    dev_args.update({b.name: a for b, a in zip(gpu.lowered.outputs, outs_dev)})
+
+    def ours_kernels():
+        gpu(**dev_args)
+        rt.queue.finish()
+
+    def ours_copies():
+        gpu(**host_args)
+
+    events = []
+
+    def ours_kernels_events():
+        ours_kernels()
+        events.append(gpu.profile().kernel_ms)
+    t_hk, t_ok = best_ms([halide_kernels, ours_kernels_events], repeat)
+    prof_k = min(events)
+    t_hc, t_oc = best_ms([halide_copies, ours_copies], repeat)
+    prof = gpu.profile()
+    row = {"name": name, "size": size, "halide_k": t_hk, "ours_k": t_ok, "events_k": prof_k,
+           "halide_c": t_hc, "ours_c": t_oc, "transfer": prof.transfer_ms, "launches": prof.launches}
+    if extra == "numpy":
+        a, b = (images[ip] for ip in images)
+        row["numpy"] = median_ms(lambda: a @ b, repeat)   # (Halide's C[x, y] is numpy's (A @ B)[y, x])
+    del outs_dev
+    return row
+
+
+def sgemm_shared(size, repeat):
+    """Our sgemm with A's and B's tiles staged in shared memory per tile of k (cache_shared), a schedule
+    Halide's gpu_tile does not write; beside numpy."""
+    f, C, acc = examples.gemm()
+    C.gpu_tile("i", "j", 16, 16)
+    acc.gpu_tile("i", "j", 16, 16)
+    k0, _ = acc.split("k", 16)
+    acc.reorder("i0", "j0", k0, "i1", "j1", "k1")
+    A, B = f.inputs
+    acc.cache_shared(A, at=k0)
+    acc.cache_shared(B, at=k0)
+    k = f.compile("opencl")
+    rt = default_runtime()
+    rng = np.random.default_rng(5)
+    a = rng.random((size, size), dtype=np.float32)
+    b = rng.random((size, size), dtype=np.float32)
+    np.testing.assert_allclose(k(A=a, B=b), a @ b, rtol=1e-4)
+    da, db = cla.to_device(rt.queue, a), cla.to_device(rt.queue, b)
+
+    def kernels():
+        k(A=da, B=db)
+        rt.queue.finish()
+    t_k = median_ms(kernels, repeat)
+    events = k.profile().kernel_ms
+    t_c = median_ms(lambda: k(A=a, B=b), repeat)
+    t_np = median_ms(lambda: a @ b, repeat)
+    return (f"| sgemm, shared tiles (ours only); numpy {t_np:.2f} ms | {size} | - | {t_k:.2f} ({events:.2f}) | - | - | "
+            f"{t_c:.2f} ({k.profile().transfer_ms:.2f}) | - | {k.profile().launches} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--no-append", action="store_true")
+    args = parser.parse_args()
+    repeat = 3 if args.quick else 15
+    lines = ["| program | size | Halide kernels | ours kernels (events) | ratio | Halide with copies | ours with "
+             "copies (of which copies) | ratio | launches (ours) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, (_, big, small) in PROGRAMS.items():
+        if args.only and name not in args.only:
+            continue
+        r = run_one(name, small if args.quick else big, repeat)
+        extra = f"; numpy {r['numpy']:.2f} ms" if "numpy" in r else ""
+        lines.append(f"| {name}{extra} | {r['size']} | {r['halide_k']:.2f} | {r['ours_k']:.2f} ({r['events_k']:.2f}) | "
+                     f"{r['ours_k'] / r['halide_k']:.2f} | {r['halide_c']:.2f} | {r['ours_c']:.2f} "
+                     f"({r['transfer']:.2f}) | {r['ours_c'] / r['halide_c']:.2f} | {r['launches']} |")
+        print(lines[-1], flush=True)
+    if not args.only or "sgemm" in args.only:
+        lines.append(sgemm_shared(PROGRAMS["sgemm"][2 if args.quick else 1], repeat))
+        print(lines[-1], flush=True)
+    device = default_runtime().device.name
+    table = "\n".join(lines)
+    print(table)
+    if not args.no_append:
+        append_results(f"GPU targets on OpenCL ({device}), ms, best of {repeat} interleaved runs", table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""Printed IR as users paste it: our own small functions, printed the way Julia 1.5 to 1.12, @code_warntype,
+`debuginfo=:source`, Cthulhu and the pages that copy them show it (source-location lines, inlining
+markers, a line-number column, ASCII gutters, Markdown indentation, REPL prompts and menus around the
+code). Each case names the constructs it reproduces; `refused` cases must be refused by name.
+
+`run_case(case)` translates, compiles and runs a case on random arguments against the reference
+interpreter; tests/test_julia_corpus.py and benchmarks/julia_corpus.py use it.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+
+
+@dataclass
+class Case:
+    file: str
+    argtypes: dict
+    shows: str                     # the constructs of real printed IR this text reproduces
+    source: str                    # the Julia function printed
+    ints: dict = field(default_factory=dict)     # values of Int64 arguments (default 3)
+    static_parameters: list | None = None
+    shapes: dict = field(default_factory=dict)   # array shapes other than n-vectors and n x (n+1) matrices
+    refused: tuple | None = None   # (error class name, regex of the message) for cases that must be refused
+
+    @property
+    def text(self):
+        return (HERE / self.file).read_text()
+
+
+V, M = "Vector{Float64}", "Matrix{Float64}"
+
+CASES = [
+    Case("vsum.v1_6.lowered_source.txt", {"v": V},
+         "@code_lowered debuginfo=:source of 1.6: `@ REPL[2]:2 within `vsum'` before block 1, after gutters and "
+         "between blocks; `for e in v` over an array's elements (`%2 = v`); zero($(Expr(:static_parameter, 1))) "
+         "from `where T`; a REPL prompt before the code",
+         "function vsum(v::AbstractVector{T}) where T\n    acc = zero(T)\n    for e in v\n        acc += e\n"
+         "    end\n    return acc\nend", static_parameters=["Float64"]),
+    Case("vsum.v1_10.warntype.txt", {"v": "Vector{Int64}"},
+         "@code_warntype of 1.10: `Static Parameters` (T = Int64), `from vsum(v::AbstractVector{T}) where T @ Main`, "
+         "Arguments/Locals/Body header, no closing parenthesis, a trailing blank line",
+         "the same vsum"),
+    Case("dotp_rettype.v1_6.lowered.txt", {"x": "Vector{Int64}", "y": "Vector{Int64}"},
+         "a return-type annotation `f(x, y)::Float64`: `%1 = Main.Float64`, `@_4 isa %1`, Base.convert and "
+         "Core.typeassert on the return temporary; an Int64 local converted on return",
+         "function dotp(x, y)::Float64\n    s = 0\n    for i in eachindex(x)\n        s += x[i] * y[i]\n"
+         "    end\n    return s\nend"),
+    Case("cumsum_inbounds.v1_6.lowered.txt", {"y": V, "x": V},
+         "statement-level `@inbounds y[i] = (s += x[i])`: the SSA value %12 is assigned to s and then stored and "
+         "assigned to `val` (kept, not re-read from s)",
+         "function cumsum_to!(y, x)\n    s = 0.0\n    for i in eachindex(x)\n        @inbounds y[i] = (s += x[i])\n"
+         "    end\n    return y\nend"),
+    Case("asum_inbounds.v1_10.lowered_source.txt", {"a": V},
+         "@code_lowered debuginfo=:source of 1.10 with a macro expansion: `┌ @ essentials.jl:694 within "
+         "`macro expansion``, statements behind an inlining indent `│  │ %12 = ...`, `│  └`; `@inbounds s += a[i]`",
+         "function asum(a)\n    s = 0.0\n    for i in 1:length(a)\n        @inbounds s += a[i]\n    end\n"
+         "    return s\nend"),
+    Case("sum_widen.v1_10.warntype.txt", {"x": V},
+         "a local whose type widens: `s = 0` then `s = %10 + %11` with Float64 elements "
+         "(`s::Union{Float64, Int64}`, `Body::Union{Float64, Int64}`)",
+         "function sum_naive(x)\n    s = 0\n    for i in eachindex(x)\n        s += x[i]\n    end\n    return s\nend"),
+    Case("leibniz_ascii.v1_7.warntype.txt", {"N": "Int64"},
+         "@code_warntype of 1.7 as a book prints it: ASCII gutter (`1 -`, `|`, `--`, a block label whose `┄` was "
+         "dropped), `from leibniz(N) in Main at REPL[33]:1`, Core.PartialStruct types, `(-1) ^ %11`, a widening local",
+         "function leibniz(N)\n    s = 0\n    for n in 1:N\n        s += (-1)^(n+1) / (2n-1)\n    end\n"
+         "    return 4.0s\nend", ints={"N": 200}),
+    Case("wsum_enumerate.v1_6.lowered.txt", {"x": V},
+         "`for (i, v) in enumerate(x)`: the element destructured by Base.indexed_iterate and the state slot @_6",
+         "function wsum(x)\n    s = 0.0\n    for (i, v) in enumerate(x)\n        s += i * v\n    end\n"
+         "    return s\nend"),
+    Case("zipdot.v1_10.lowered.txt", {"a": V, "b": "Vector{Float64}"},
+         "`for (p, q) in zip(a, b)` of two arrays (as many iterations as the shorter)",
+         "function absdot(a, b)\n    acc = 0.0\n    for (p, q) in zip(a, b)\n        acc += abs(p) * abs(q)\n"
+         "    end\n    return acc\nend"),
+    Case("ramp_zip.v1_12.lowered.txt", {"y": V, "n": "Int64", "step": "Float64"},
+         "@code_lowered of 1.12: outlined global and slot reads (`%1 = Main.zip`, `%20 = k`), call-kind labels "
+         "(`dynamic`, `builtin`, `intrinsic`); `zip(0:n, y)` of a range and the array the loop writes",
+         "function ramp!(y, n, step)\n    for (k, yk) in zip(0:n, y)\n        y[k + 1] = yk + step * k\n    end\n"
+         "    return y\nend", ints={"n": 4}),
+    Case("colsum_axes.v1_10.typed.txt", {"out": V, "A": M},
+         "`code_typed(...; optimize=false)` printed in a `1-element Vector{Any}` (` CodeInfo(`); `axes(A, 2)`, "
+         "`axes(A, 1)`; `(t = 0.0)::Core.Const(0.0)`",
+         "function colsum!(out, A)\n    for j in axes(A, 2)\n        t = 0.0\n        for i in axes(A, 1)\n"
+         "            t += A[i, j]\n        end\n        out[j] = t\n    end\n    return out\nend",
+         shapes={"out": (8,)}),
+    Case("scale_sizetuple.v1_6.lowered.txt", {"A": M, "w": V},
+         "`m, n = size(A)`: size(A) destructured by indexed_iterate; loops over 1:n and 1:m",
+         "function scale_rows!(A, w)\n    m, n = size(A)\n    for j in 1:n, i in 1:m\n        A[i, j] = A[i, j] * w[i]\n"
+         "    end\nend"),
+    Case("pluto_saxpy.v1_10.lowered.txt", {"a": "Float64", "x": V, "y": V},
+         "a Pluto notebook's functions: `Main.var\"workspace#4\".length(x)` and `Main.var\"workspace#4\".nothing`",
+         "function saxpy!(a, x, y)\n    for i in 1:length(x)\n        y[i] = a * x[i] + y[i]\n    end\nend"),
+    Case("repeat_gensym.v1_6.lowered.txt", {"x": V, "reps": "Int64"},
+         "generated slot names `#temp#` (the iterate slot) and `#s3` (the variable of `for _ in 1:reps`)",
+         "function smooth!(x, reps)\n    for _ in 1:reps\n        for i in 2:length(x)\n"
+         "            x[i] = (x[i] + x[i-1]) * 0.5\n        end\n    end\n    return x\nend"),
+    Case("squares_vars.v1_5.warntype.txt", {"y": V, "x": V},
+         "@code_warntype of 1.5 in a notebook export: the whole text indented by 4 spaces, `Variables`, "
+         "`Core.Compiler.Const(Val{2}, false)`, the doubled annotation `@_4::Tuple{Int64,Int64}::Tuple{Int64,Int64}`",
+         "function squares!(y, x)\n    for i in eachindex(x)\n        v = x[i]\n        y[i] = v^2\n    end\nend"),
+    Case("clamp_cthulhu.v1_9.compact.txt", {"x": V},
+         "Cthulhu's typed code with debuginfo=:compact: a line-number column left of the gutter, right-aligned "
+         "inlining annotations (`│╻ getindex`), its header line and its menu after the code",
+         "function clamp01!(x)\n    for i in eachindex(x)\n        x[i] = min(max(x[i], 0.0), 1.0)\n    end\n"
+         "    return x\nend"),
+    Case("hypot_inline.v1_12.typed_source.txt", {"r": V, "x": V, "y": V},
+         "`@code_typed optimize=false debuginfo=:source` of 1.12: `┌ @ essentials.jl:916 within `macro expansion``, "
+         "`│  │ %12 =   dynamic ...`, `(val = %19)::Float64`, `builtin (%4 === nothing)::Bool`",
+         "function hyp!(r, x, y)\n    for i in 1:length(r)\n        @inbounds r[i] = sqrt(x[i]*x[i] + y[i]*y[i])\n"
+         "    end\n    return r\nend"),
+    Case("maybe_float.v1_6.lowered.txt", {"v": V, "c": "Int64"},
+         "`c isa Main.Float64` in a condition, decided by the argument's type",
+         "function scale_by!(v, c)\n    if c isa Float64\n        k = 2.0 * c\n    else\n        k = float(c)\n    end\n"
+         "    for i in 1:length(v)\n        v[i] = k * v[i]\n    end\n    return v\nend", ints={"c": 3}),
+    Case("halve_while.v1_12.lowered.txt", {"x": V},
+         "a `while` loop in 1.12's printing (`(%5)(%2, %4)` with `%5 = Main.:<=`), `%18 = Main.nothing`",
+         "function halve_odd!(x)\n    i = 1\n    while i <= length(x)\n        x[i] = x[i] / 2\n        i += 2\n"
+         "    end\nend"),
+    Case("first_two_inbounds.v1_10.lowered_source.txt", {"v": V},
+         "a block that starts inside a macro expansion: `1 ─│` and `└──│` gutters with the inlining indent, "
+         "`   ┌ @` and `   └` lines outside any block; `@inbounds` as the whole body (`return val`)",
+         "first_two(v) = @inbounds v[1] + v[2]"),
+    # refused, by name
+    Case("refuse_optimized.v1_10.typed.txt", {"x": V}, "optimized @code_typed with φ nodes",
+         "function total(x) ... end", refused=("JuliaParseError", "optimized IR")),
+    Case("refuse_julia06.lowered.txt", {"x": V}, "Julia 0.6 lowered code (`unless ... goto 13`, `4:` labels)",
+         "function total(x) ... end", refused=("JuliaParseError", "Julia 0.x")),
+    Case("refuse_userfunc.v1_6.lowered.txt", {"x": V}, "a call to the user's own function `Main.softclip`",
+         "x[i] = softclip(x[i])", refused=("JuliaNotSupportedError", r"statement %10 .*Main\.softclip")),
+    Case("refuse_nested.v1_6.lowered.txt", {"rows": "Vector{Vector{Float64}}"},
+         "an array of arrays", "s += rows[i][1]", refused=("NotSupportedError", "Vector{Vector{Float64}}")),
+    Case("refuse_broadcast.v1_6.lowered.txt", {"y": V, "a": "Float64", "x": V}, "`y .= a .* x .+ y`",
+         "y .= a .* x .+ y", refused=("JuliaNotSupportedError", r"statement %1 .*broadcasting")),
+    Case("refuse_trycatch.v1_6.lowered.txt", {"x": V}, "try/catch (`$(Expr(:enter, #3))`)",
+         "try ... catch ... end", refused=("JuliaNotSupportedError", r"statement %1 .*try/catch")),
+    Case("refuse_matrix_elements.v1_6.lowered.txt", {"A": M}, "`for a in A` over a matrix's elements",
+         "m = -Inf; for a in A; m = max(m, a); end", refused=("JuliaNotSupportedError", r"2-d array.*axes\(A, 2\)")),
+    Case("refuse_global_write.v1_10.lowered.txt", {"x": V}, "`global calls; calls += 1`",
+         "global calls += 1", refused=("JuliaNotSupportedError", r"statement %2 .*global Main\.calls")),
+]
+
+
+def arguments(case, seed=0, n=7):
+    """Julia-shaped random arguments for a case: n-vectors, n x (n+1) matrices (or `shapes`), Int64 values
+    from `ints`."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for name, t in case.argtypes.items():
+        if name in case.shapes:
+            out.append(np.asfortranarray(rng.random(case.shapes[name])))
+        elif t.startswith("Vector{Int64"):
+            out.append(rng.integers(-9, 10, n))
+        elif t.startswith("Vector"):
+            out.append(rng.random(n) * 2 - 0.5)
+        elif t.startswith("Matrix"):
+            out.append(np.asfortranarray(rng.random((n, n + 1))))
+        elif t == "Int64":
+            out.append(case.ints.get(name, 3))
+        else:
+            out.append(float(rng.random()) + 0.25)
+    return out
+
+
+def same(a, b):
+    """Equal numbers, NaN equal to NaN; arrays element by element."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape and \
+            np.allclose(a, b, rtol=1e-12, atol=1e-14, equal_nan=True)
+    if a is None or b is None:
+        return a is None and b is None
+    return a == b or (a != a and b != b)
+
+
+def run_case(case, seed=0):
+    """(stage reached, detail): 'refused', 'translated', 'compiled' or 'matched'; raises what it does not expect."""
+    from mascarpone.frontends.julia import from_julia, interpret
+    from mascarpone.middleend.errors import MascarponeError
+    text = case.text
+    try:
+        f = from_julia(text, case.argtypes, static_parameters=case.static_parameters)
+    except MascarponeError as err:
+        return "refused", f"{type(err).__name__}: {err}"
+    kernel = f.compile()
+    args = arguments(case, seed)
+    ours = copy.deepcopy(args)
+    ref = interpret(text, case.argtypes, *args, static_parameters=case.static_parameters)
+    got = kernel(*ours)
+    if not same(ref, got) or not all(same(a, b) for a, b in zip(args, ours) if isinstance(a, np.ndarray)):
+        return "compiled", f"differs from the interpreter: {ref!r} / {got!r}"
+    return "matched", ""

@@ -1,0 +1,341 @@
+"""Programs scheduled for the GPU (gpu_tile, shared and constant memory, host loops) on "opencl" against
+"cpu" bit for bit and against numpy, every kernel also compiled as CUDA to PTX for sm_80 and sm_90."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mascarpone as ms
+from mascarpone import examples
+
+from gpu_check import OPENCL_MISSING, check_ptx, needs_opencl, run_gpu
+
+rng = np.random.default_rng(7)
+
+
+def blur_reference(img):
+    bx = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / np.float32(3)
+    return (bx[:-2] + bx[1:-1] + bx[2:]) / np.float32(3)
+
+
+def shared_blur():
+    """The two-stage blur: 8 x 32 tiles of by, each with its 10 x 32 tile of bx computed by the block's
+    threads into shared memory."""
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.gpu_tile("y", "x", 8, 32)
+    bx.compute_at(by, x0)
+    bx.gpu([], ["y", "x"])
+    return f
+
+
+@pytest.mark.parametrize("h,w", [(64, 64), (29, 37)])   # the second divides neither tile size
+def test_blur_with_a_shared_memory_producer(h, w):
+    img = rng.random((h + 2, w + 2), dtype=np.float32)
+    k, out = run_gpu(shared_blur(), img=img)
+    np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
+    src = k.source("opencl")
+    assert "__local float" in src and "barrier(" in src
+    assert len(k.kernels) == 1
+
+
+def sgemm(tile=16):
+    """C = A @ B in tile x tile thread blocks; per tile of k, A's and B's tiles staged in shared memory; each
+    thread's element accumulated in a register over the tile."""
+    f, C, acc = examples.gemm()
+    C.gpu_tile("i", "j", tile, tile)
+    acc.gpu_tile("i", "j", tile, tile)
+    k0, k1 = acc.split("k", tile)
+    acc.reorder("i0", "j0", k0, "i1", "j1", k1)
+    A, B = f.inputs
+    acc.cache_shared(A, at=k0)
+    acc.cache_shared(B, at=k0)
+    return f
+
+
+@pytest.mark.parametrize("n,m,kk", [(32, 48, 64), (37, 29, 23)])
+def test_sgemm_shared_tiles_and_register_accumulator(n, m, kk):
+    a = rng.random((n, kk), dtype=np.float32)
+    b = rng.random((kk, m), dtype=np.float32)
+    k, out = run_gpu(sgemm(), A=a, B=b)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5)
+    src = k.source("opencl")
+    assert "__local float A_shared_tile[256]" in src and "__local float B_shared_tile[256]" in src
+    assert "float C_acc" in src.replace(".", "_")     # the accumulator, a private (register) value
+    assert len(k.kernels) == 2                        # C's initialisation, then the product
+
+
+def conv2d():
+    H, W, CI, CO = (ms.Param(p) for p in ("H", "W", "CI", "CO"))
+    co, y, x = ms.Var("co", 0, CO), ms.Var("y", 0, H), ms.Var("x", 0, W)
+    ci, ky, kx = ms.Var("ci", 0, CI), ms.Var("ky", 0, 3), ms.Var("kx", 0, 3)
+    with ms.Function("conv2d") as f:
+        inp = ms.Input("inp", [CI, H + 2, W + 2], ms.float32)
+        w = ms.Input("w", [CO, CI, 3, 3], ms.float32)
+        out = ms.Computation("out", [co, y, x], ms.f32(0))
+        acc = out.update([co, y, x, ci, ky, kx], out[co, y, x] + inp[ci, y + ky, x + kx] * w[co, ci, ky, kx])
+    w.gpu_constant()
+    out.gpu_tile("y", "x", 8, 16)
+    acc.gpu_tile("y", "x", 8, 16)
+    acc.reorder("co", "y0", "x0", "y1", "x1", "ci", "ky", "kx")
+    out.gpu([], [])   # co stays a host loop around the launches
+    return f
+
+
+def test_conv2d_with_weights_in_constant_memory():
+    I = rng.random((3, 14, 23), dtype=np.float32)
+    Wt = rng.random((4, 3, 3, 3), dtype=np.float32)
+    k, out = run_gpu(conv2d(), inp=I, w=Wt)
+    ref = np.zeros((4, 12, 21), np.float32)
+    for dy in range(3):
+        for dx in range(3):
+            ref += np.einsum("chw,oc->ohw", I[:, dy:dy + 12, dx:dx + 21], Wt[:, :, dy, dx])
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+    assert "__constant float *restrict w" in k.source("opencl")
+    assert "__constant__ float w[" in check_ptx(conv2d()).source("cuda")
+
+
+def heat2d():
+    N, T = ms.Param("N"), ms.Param("T")
+    ta, ya, xa = ms.Var("t", 0, T + 1), ms.Var("y", 0, N), ms.Var("x", 0, N)
+    t = ms.Var("t", 1, T + 1)
+    with ms.Function("heat2d") as f:
+        A = ms.Input("A", [N, N], ms.float64)
+        u = ms.Computation("u", [ta, ya, xa], A[ya, xa], where=(ta == 0))
+        interior = (ya >= 1) & (ya < N - 1) & (xa >= 1) & (xa < N - 1)
+        up, down = ms.max(ya - 1, 0), ms.min(ya + 1, N - 1)
+        left, right = ms.max(xa - 1, 0), ms.min(xa + 1, N - 1)
+        step = u.update([t, ya, xa], ms.select(
+            interior, 0.25 * (u[t - 1, up, xa] + u[t - 1, down, xa] + u[t - 1, ya, left] + u[t - 1, ya, right]),
+            u[t - 1, ya, xa]))
+    u.storage_fold("t", 2)
+    u.gpu_tile("y", "x", 8, 8)
+    step.gpu_tile("y", "x", 8, 8)
+    return f
+
+
+def test_heat2d_host_time_loop_launches_a_kernel_per_step():
+    a = rng.random((13, 13))
+    k, out = run_gpu(heat2d(), A=a, T=5)
+    ref = a.copy()
+    for _ in range(5):
+        nxt = ref.copy()
+        nxt[1:-1, 1:-1] = 0.25 * (ref[:-2, 1:-1] + ref[2:, 1:-1] + ref[1:-1, :-2] + ref[1:-1, 2:])
+        ref = nxt
+    np.testing.assert_allclose(out[5 % 2], ref, rtol=1e-12)
+    assert k.profile().launches >= 6     # the first plane, then at least one launch per step
+
+
+def test_triangular_domain():
+    N = ms.Param("N")
+    i, j = ms.Var("i", 0, N), ms.Var("j", 0, N)
+    with ms.Function("tri") as f:
+        A = ms.Input("A", [N, N], ms.float64)
+        L = ms.Computation("L", [i, j], A[i, j] * 2.0, where=(j <= i))
+    L.gpu_tile("i", "j", 4, 8)
+    a = np.arange(19.0 * 19).reshape(19, 19)
+    _, out = run_gpu(f, A=a)
+    np.testing.assert_array_equal(out, np.tril(a * 2))
+
+
+def nb():
+    """nb: f = 255 - in, g = 2 * in, h = f + g, k = f - g; f and g inlined, h and k fused in one kernel."""
+    H, W = ms.Param("H"), ms.Param("W")
+    y, x = ms.Var("y", 0, H), ms.Var("x", 0, W)
+    with ms.Function("nb") as fn:
+        inp = ms.Input("inp", [H, W], ms.int32)
+        f = ms.Computation("f", [y, x], 255 - inp[y, x])
+        g = ms.Computation("g", [y, x], 2 * inp[y, x])
+        h = ms.Computation("h", [y, x], f[y, x] + g[y, x], output=True)
+        k = ms.Computation("k", [y, x], f[y, x] - g[y, x], output=True)
+    f.inline()
+    g.inline()
+    h.gpu_tile("y", "x", 8, 32)
+    k.gpu_tile("y", "x", 8, 32)
+    k.after(h, "x1")
+    return fn
+
+
+def test_nb_four_stages_fused_in_one_kernel():
+    a = rng.integers(0, 255, (21, 70)).astype(np.int32)
+    k, (h, kk) = run_gpu(nb(), inp=a)
+    np.testing.assert_array_equal(h, 255 - a + 2 * a)
+    np.testing.assert_array_equal(kk, 255 - a - 2 * a)
+    assert len(k.kernels) == 1
+
+
+def test_illegal_gpu_tag_on_a_loop_carrying_a_dependence():
+    N = ms.Param("N")
+    i = ms.Var("i", 1, N)
+    ia = ms.Var("i", 0, N)
+    with ms.Function("scan") as f:
+        a = ms.Input("a", [N], ms.float32)
+        s = ms.Computation("s", [ia], a[ia])
+        step = s.update([i], s[i - 1] + a[i])
+    i0, i1 = step.gpu_tile("i", 16)
+    with pytest.raises(ms.IllegalScheduleError, match=r"loop i\d of s_update0 is tagged gpu_(block|thread) but "
+                                                      r"carries a read-after-write dependence.*gpu_tile"):
+        f.compile("opencl")
+
+
+def test_gpu_tags_that_cannot_form_a_launch_are_refused():
+    f, bx, by = examples.blur()
+    by.gpu(["x"], ["y"])
+    with pytest.raises(ms.ScheduleError, match=r"thread loop y is outside its block loop x.*by.gpu\(\[x\], \[y\]\)"):
+        f.lower()
+    f, bx, by = examples.blur()
+    with pytest.raises(ms.ScheduleError, match="at most 3 block"):
+        by.gpu(["y", "x", "y", "x"])
+
+
+@needs_opencl
+def test_thread_block_larger_than_the_device_is_refused_at_compile_time():
+    f, bx, by = examples.blur()
+    by.gpu_tile("y", "x", 128, 128)
+    with pytest.raises(ms.TargetError, match=r"16384 threads is more than the device's limit of \d+ threads"):
+        f.compile("opencl")
+    with pytest.raises(ms.TargetError, match="limit of 1024 threads per block"):
+        f.compile("cuda")
+
+
+def test_cuda_compiles_without_a_gpu_and_says_so_when_called():
+    k = check_ptx(shared_blur())
+    assert "__shared__ float" in k.source("cuda") and "__syncthreads();" in k.source("cuda")
+    assert ".entry blur_k0" in k.source("ptx")
+    from mascarpone.backends.gpu.cuda import device_arch
+    if device_arch() is None:
+        with pytest.raises(ms.TargetError, match="no CUDA device"):
+            k(img=np.zeros((10, 10), np.float32))
+
+
+@needs_opencl
+def test_device_arrays_in_and_out_without_copies_and_profile():
+    import pyopencl.array as cla
+    from mascarpone.backends.gpu.opencl import default_runtime
+    rt = default_runtime()
+    img = rng.random((34, 50), dtype=np.float32)
+    k = shared_blur().compile("opencl")
+    d_img = cla.to_device(rt.queue, img)
+    out = k(img=d_img)
+    assert isinstance(out, cla.Array)
+    p = k.profile()
+    assert p.upload_ms == 0 and p.download_ms == 0 and p.launches == 1 and p.kernel_ms > 0
+    np.testing.assert_allclose(out.get(), blur_reference(img), rtol=1e-6)
+    host = k(img=img)    # numpy in, numpy out: copies both ways, timed apart
+    np.testing.assert_array_equal(host, out.get())
+    p = k.profile()
+    assert p.upload_ms > 0 and p.download_ms > 0 and p.transfer_ms == p.upload_ms + p.download_ms
+    given = cla.empty(rt.queue, (32, 48), np.float32)
+    assert k(img=d_img, by=given) is given
+    with pytest.raises(ms.ArgumentError, match=r"by: expected shape \(32, 48\) and dtype float32"):
+        k(img=d_img, by=cla.empty(rt.queue, (32, 48), np.float64))
+
+
+def test_several_launches_and_one_thread_kernels():
+    """Statements outside the block loops run in one-thread kernels between launches."""
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    with ms.Function("steps") as f:
+        a = ms.Input("a", [N], ms.int64)
+        b = ms.Computation("b", [i], a[i] * 3)
+        c = ms.Computation("c", [i], b[i] + b[N - 1 - i])
+        d = ms.Computation("d", [i], c[i] - 1)
+    b.gpu_tile("i", 32)
+    d.gpu_tile("i", 8)
+    x = rng.integers(-1000, 1000, 77)
+    k, out = run_gpu(f, a=x)
+    np.testing.assert_array_equal(out, x * 3 + x[::-1] * 3 - 1)
+    assert len(k.kernels) == 3 and k.kernels["steps_k1"].spec.single
+
+
+@pytest.mark.parametrize("kernel", ["gemm", "jacobi2d"])
+def test_julia_functions_with_gpu_tags(kernel):
+    """Julia kernels read from their printed lowered IR, tagged for the GPU, against the reference
+    interpreter (Julia's arrays stay column-major on the device)."""
+    import copy
+
+    from julia_fixtures import fixture, random_args
+    from mascarpone.julia import interpret
+    text, argtypes = fixture(kernel)
+    f = ms.from_julia(text, argtypes)
+    if kernel == "gemm":
+        f["s49"].after(f["s22"], ms.root)
+        f["s49"].reorder("j", "i", "k")
+        f["s49"].gpu_tile("j", "i", 4, 8)
+        f["s22"].interchange("i", "j")
+        f["s22"].gpu_tile("j", "i", 4, 8)
+    else:
+        for s in ("s39", "s79"):     # the time loop t stays on the host: two launches per step
+            f[s].gpu_tile("j", "i", 4, 4)
+    check_ptx(f)
+    if OPENCL_MISSING:
+        pytest.skip(f"no OpenCL here: {OPENCL_MISSING}")
+    k = f.compile("opencl", fp_contract=False)
+    args = random_args(argtypes, 0, 9)
+    ours = copy.deepcopy(args)
+    interpret(text, argtypes, *args)
+    k(*ours)
+    for r, o in zip(args, ours):
+        if isinstance(r, np.ndarray):
+            np.testing.assert_allclose(o, r, rtol=1e-12, atol=1e-14)
+
+
+def test_no_opencl_platform_is_a_clear_error(monkeypatch):
+    """Where the ICD loader finds no platform, the target says what is missing and how to install it."""
+    cl = pytest.importorskip("pyopencl")
+    from mascarpone.backends.gpu import opencl
+    monkeypatch.setattr(cl, "get_platforms", lambda: [])
+    f, bx, by = examples.blur()
+    by.gpu_tile("y", "x", 8, 8)
+    with pytest.raises(ms.TargetError, match=r"target 'opencl' cannot run here: an OpenCL platform with a device.*"
+                                             r"pocl-opencl-icd"):
+        f.compile("opencl")
+    assert "pocl-opencl-icd" in str([t for t in ms.targets() if t.name == "opencl"][0].install)
+    assert opencl.missing() is not None
+
+
+def test_producer_rows_per_block_in_device_memory():
+    """Blocks over rows, threads over a row of any width: each block's three rows of bx (a size known only
+    at the call) live in a slice of a device buffer; bx's own loop y is not the block loop y."""
+    f, bx, by = examples.blur()
+    by.gpu(["y"], ["x"])
+    bx.compute_at(by, "y")
+    bx.gpu([], ["x"])
+    img = rng.random((21, 52), dtype=np.float32)
+    k, out = run_gpu(f, img=img)
+    np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
+    assert "bx_tile_all + " in k.source("opencl")
+
+
+def test_three_dimensional_gpu_tile():
+    D, H, W = ms.Param("D"), ms.Param("H"), ms.Param("W")
+    z, y, x = ms.Var("z", 0, D), ms.Var("y", 0, H), ms.Var("x", 0, W)
+    with ms.Function("vol") as f:
+        a = ms.Input("a", [D + 1, H, W], ms.int16)
+        out = ms.Computation("out", [z, y, x], a[z, y, x] * a[z + 1, y, x] - ms.cast(ms.int16, x))
+    loops = out.gpu_tile("z", "y", "x", 2, 4, 8)
+    assert [out.tags.get(lp.name, ("serial",))[0] for lp in loops] == ["gpu_block"] * 3 + ["gpu_thread"] * 3
+    v = rng.integers(-300, 300, (6, 7, 19)).astype(np.int16)
+    k, got = run_gpu(f, a=v)
+    np.testing.assert_array_equal(got, v[:-1] * v[1:] - np.arange(19, dtype=np.int16))
+    assert "get_group_id(2)" in k.source("opencl") and "get_local_id(2)" in k.source("opencl")
+
+
+def test_cache_shared_and_gpu_tag_errors_name_the_problem():
+    f, C, acc = examples.gemm()
+    A, B = f.inputs
+    k0, k1 = acc.split("k", 16)
+    with pytest.raises(ms.ScheduleError, match="no gpu_thread loops inside k0"):
+        acc.cache_shared(A, at=k0)
+    with pytest.raises(ms.ScheduleError, match="does not read C_update0|cannot cache its own storage"):
+        acc.cache_shared(C, at=k0)
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.tile("y", "x", 8, 8)
+    by.gpu([y0], [y1, x1])    # a serial loop (x0) between the block and the thread loops is fine
+    img = rng.random((21, 30), dtype=np.float32)
+    _, out = run_gpu(f, img=img)
+    np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.tile("y", "x", 8, 8)
+    by.gpu([y0, y1], [x1])
+    with pytest.raises(ms.ScheduleError, match=r"gpu_block loops \['y0', 'y1'\] are not adjacent \(loop x0"):
+        f.lower()
