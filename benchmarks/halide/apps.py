@@ -30,9 +30,42 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mascarpone as ms  # noqa: E402
 import app_pipelines  # noqa: E402
 from benchlog import append_results  # noqa: E402
-from run import _arrays, _halide_realizer, _our_realizer, paired_medians  # noqa: E402
 
 SCHEDULES = ("hand",) + app_pipelines.AUTOSCHEDULERS
+
+
+def paired_medians(calls, repeat, burst=3, warmup=0.5):
+    """Median seconds of each of `calls` over `repeat` interleaved rounds (a load that drifts on a
+    shared machine touches them alike); each round runs each call `burst` times in a row and does not
+    count the first (it wakes the worker threads of an idle machine)."""
+    for call in calls:
+        start = time.perf_counter()
+        while time.perf_counter() - start < warmup:
+            call()
+    times = [[] for _ in calls]
+    for _ in range(repeat):
+        for call, out in zip(calls, times):
+            for k in range(burst):
+                start = time.perf_counter()
+                call()
+                if k:
+                    out.append(time.perf_counter() - start)
+    return [float(np.median(t)) for t in times]
+
+
+def halide_realizer(pipeline, spec):
+    """Halide realizing into output buffers allocated once."""
+    pipeline.compile_jit()
+    sizes = spec["sizes"]
+    outs = [hl.Buffer(f.type(), sizes) for f in spec["outputs"]]
+    return lambda: (pipeline.realize(outs), outs)[1]
+
+
+def our_realizer(kernel, spec, inputs):
+    """mascarpone realizing into output arrays allocated once, like halide_realizer."""
+    outs = kernel.realize(spec["sizes"], **inputs)
+    outs = outs if isinstance(outs, list) else [outs]
+    return lambda: kernel.realize(outs, **inputs)
 
 
 def compare(ours, theirs, tol, what):
@@ -71,11 +104,11 @@ def bench_app(name, schedule, w, h, repeat, levels):
     except ms.MascarponeError as err:
         row["error"] = f"{type(err).__name__}: {str(err)[:160]}"
         return row
-    halide_run = _halide_realizer(pipeline, spec["sizes"], spec["outputs"])
-    theirs = _arrays(halide_run())
+    halide_run = halide_realizer(pipeline, spec)
+    theirs = [np.asarray(b).copy() for b in halide_run()]
     inputs = {ip.name(): a for ip, a in spec["images"].items()}
     inputs.update({p.name(): v for p, v in spec["params"]})
-    ours_run = _our_realizer(kernel, spec["sizes"], inputs)
+    ours_run = our_realizer(kernel, spec, inputs)
     compare(ours_run(), theirs, spec["tol"], f"{name} ({schedule})")
     row["halide"], row["ours"] = paired_medians([halide_run, ours_run], repeat)
     return row

@@ -45,13 +45,13 @@ def seeds():
     """[(name, outputs, {ImageParam: array}, [(Param, value)], sizes)]: small pipelines covering
     stencils with boundary conditions, reductions, Tuples, Params, scans and schedules."""
     import halide as hl
-    import pipelines
+    from mascarpone.bench.suite import halide_pipelines as pipelines
     rng = np.random.default_rng(7)
     out = []
-    for name in ("cvtColor", "conv3x3", "gaussian", "heat2D", "nb", "blur repeat_edge", "histogram", "iir",
-                 "tuple"):
+    for name in ("cvt_color", "conv3x3", "gaussian", "heat2d", "nb", "blur_repeat_edge", "histogram", "iir",
+                 "tuple_func"):
         # (wider than the widest vector: Halide shifts a short vector loop below the region's min)
-        spec = pipelines.ALL[name](40, 34, rng)
+        spec = getattr(pipelines, name)(40, 34, rng)
         out.append((name, spec["outputs"], spec["images"], [], spec["sizes"]))
     x, y = hl.Var("x"), hl.Var("y")
     inp = hl.ImageParam(hl.Int(16), 2, "img")

@@ -205,6 +205,29 @@ class PipelineTranslation:
         """isl text of the (min, max) of `index`, an integer expression converting floats whose range
         is known (see floatrange.py), or None. An end computed from Params becomes a size the kernel
         computes on each call (`runtime_bounds`); one without Params is a constant."""
+        ends = self._range_ends(index)
+        return None if ends is None else tuple(text for text, _ in ends)
+
+    def within_range(self, index):
+        """`index` clamped to the range `runtime_range` finds for it: the same values (every value lies
+        in that range), and the layout check sees the bound the translation knows."""
+        by_input = {sp.input: sp for sp in self.scalar_params.values() if getattr(sp, "input", None) is not None}
+
+        def as_in_bounds(n):     # a scalar Param read as bounds inference reads it, for its ends' names
+            sp = by_input.get(getattr(n, "target", None)) if isinstance(n, E.Access) else None
+            return None if sp is None else E.Access(_Ref(("scalar", sp.name), sp.dtype), n.indices)
+
+        ends = self._range_ends(E.transform(index, as_in_bounds))
+        if ends is None:
+            return index
+        (_, lo), (_, hi) = ends
+        if hi is not None:
+            index = E.binop("min", index, hi)
+        return index if lo is None else E.binop("max", index, lo)
+
+    def _range_ends(self, index):
+        """[(isl text, expression or None where it is the type's limit)] of the min and max of `index`
+        (see runtime_range), or None."""
         if not has_float_cast(index):
             return None
         lo, hi = float_range(index)
@@ -214,24 +237,26 @@ class PipelineTranslation:
         out = []
         for side, end, limit in (("min", lo, dtype.min_value()), ("max", hi, dtype.max_value())):
             if end is None:
-                out.append(str(limit))
+                out.append((str(limit), None))
             elif not needs_params(end):
                 value = cast_end(end, {})
                 if value is None:
                     return None   # not finite, or beyond the type: any value of the type
-                out.append(str(value))
+                out.append((str(value), E.Const(value, dtype)))
             elif not has_float_cast(end) and affine_text(end) is not None:
-                out.append(affine_text(end))   # (an end a clamp gives in the sizes: exact in isl)
+                # (an end a clamp gives in the sizes: exact in isl)
+                out.append((affine_text(end), end if end.dtype == dtype else E.cast(dtype, end)))
             else:
-                key = (side, E.to_c(end), dtype.name)
+                key = (side, E.pseudo_c(end), dtype.name)
                 if key not in self._runtime_names:
                     name = self.names.fresh(f"index_{side}")
                     self.params[name] = Param(name)
                     self.ranges[name] = (dtype.min_value(), dtype.max_value())
                     self.runtime_bounds.append((name, end, dtype, side))
                     self._runtime_names[key] = name
-                out.append(self._runtime_names[key])
-        return tuple(out)
+                size = self.params[self._runtime_names[key]]
+                out.append((self._runtime_names[key], size if size.dtype == dtype else E.cast(dtype, size)))
+        return out
 
     def _named_bounds(self, info, bnds, context):
         """`bnds` with each piecewise bound replaced by a size of its own (a bound size), computed
@@ -759,7 +784,7 @@ class PipelineTranslation:
                 # Funcs read by the indices an update writes at are substituted there (the middle-end
                 # lowers reads in values, not in store indices)
                 inline_t = Translator(_InlineScope(self, ms_vars, info, k), info.stage_name(k))
-                at = list(reversed([inline_t(a) for a in d.args]))
+                at = list(reversed([self.within_range(inline_t(a)) for a in d.args]))
                 owner = info.comps[0][v]
                 comps.append(owner.update(var_list, value, at, where=where,
                                           name=self.names.fresh(f"{info.ms_names[v]}_s{k}")))
@@ -880,7 +905,7 @@ class _FinalScope(_BoundScope):
 
     def func_call(self, node, args):
         target = self.tr.funcs[node.func_index]
-        return target.comps[0][node.value_index][tuple(reversed(args))]
+        return target.comps[0][node.value_index][tuple(reversed([self.tr.within_range(a) for a in args]))]
 
     def image_call(self, node, args):
         if node.param_name in self.tr.image_params:

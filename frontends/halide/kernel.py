@@ -6,7 +6,7 @@ import numpy as np
 from mascarpone.middleend.errors import ArgumentError
 from mascarpone.middleend.function import Function
 
-from mascarpone.middleend.expr import Sym, to_c, walk
+from mascarpone.middleend.expr import Sym, pseudo_c, walk
 
 from .requirements import check_output, scalar_key
 from .floatrange import cast_end
@@ -301,7 +301,7 @@ def _runtime_bound(end, dtype, side, env):
     if value is None:
         params = ", ".join(f"{k[len(scalar_key('')):]} = {v}" for k, v in env.items() if k.startswith(scalar_key("")))
         raise ArgumentError(f"an index computed from the Params ({params}) is not finite or does not fit {dtype}: "
-                            f"{to_c(end)} converted to {dtype}; the pipeline's reads are unbounded for these values")
+                            f"{pseudo_c(end)} converted to {dtype}; the pipeline's reads are unbounded for these values")
     return value
 
 

@@ -31,7 +31,7 @@ class Requirement:
         """Raise ArgumentError when the condition is false for the values in `env`."""
         if not evaluate(self.condition, env):
             text = "".join(part if isinstance(part, str) else str(evaluate(part, env)) for part in self.message)
-            raise ArgumentError(f"a requirement of the pipeline failed: {text.strip() or E.to_c(self.condition)}")
+            raise ArgumentError(f"a requirement of the pipeline failed: {text.strip() or E.pseudo_c(self.condition)}")
 
 
 class _ParamScope:

@@ -86,7 +86,7 @@ def evaluate(e: E.Expr, env: dict):
         fn = {"fabs": np.abs, "round": np.rint, "atan2": np.arctan2, "pow": np.power}.get(e.fn) or getattr(np, e.fn)
         with np.errstate(all="ignore"):
             return _NP_FLOAT[e.dtype.bits](fn(*args))
-    raise NotSupportedError(f"{E.to_c(e)} cannot be computed before the call")
+    raise NotSupportedError(f"{E.pseudo_c(e)} cannot be computed before the call")
 
 
 def _binary(e, a, b):
