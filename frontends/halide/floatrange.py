@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import mascarpone.middleend.expr as E
+from mascarpone.middleend.algorithm import Param
 from mascarpone.middleend.errors import NotSupportedError
 
 from .requirements import scalar_key
@@ -28,7 +29,7 @@ def _param(e):
     key = getattr(getattr(e, "target", None), "key", None)
     if isinstance(e, E.Access) and key and key[0] == "scalar":
         return E.Sym(scalar_key(key[1]), e.dtype)
-    if isinstance(e, E.Sym) and type(e) is not E.Sym:   # (a middle-end Param: a size)
+    if isinstance(e, Param):   # (a size; loop variables, Vars, are not Params)
         return e
     return None
 
