@@ -171,23 +171,28 @@ ALPHA, BETA = 0.125, 2.0
 
 def heat3d():
     """T steps of a 7-point heat stencil on a 3-D grid (borders fixed), the time loop outermost and two
-    grids of storage (`storage_fold(t, 2)`): step t reads the grid of step t - 1. Planes over the
-    threads, 8 lanes."""
+    grids of storage (`storage_fold(t, 2)`): step t reads the grid of step t - 1. Each step writes its
+    whole grid: the border copied from the step before, then the stencil inside (a step that wrote only
+    the inside would leave the border of its grid undefined; the fold would then read what two steps
+    earlier wrote there, which the layout check refuses). Planes over the threads, 8 lanes."""
     Z, Y, X, T = _sizes("Z", "Y", "X", "T")
-    t, z, y, x = ms.Var("t", 0, T + 1), ms.Var("z", 0, Z), ms.Var("y", 0, Y), ms.Var("x", 0, X)
+    t0, z, y, x = ms.Var("t", 0, 1), ms.Var("z", 0, Z), ms.Var("y", 0, Y), ms.Var("x", 0, X)
     t1, z1, y1, x1 = ms.Var("t", 1, T + 1), ms.Var("z", 1, Z - 1), ms.Var("y", 1, Y - 1), ms.Var("x", 1, X - 1)
     a, b = ms.f32(ALPHA), ms.f32(BETA)
+    border = (z < 1) | (z >= Z - 1) | (y < 1) | (y >= Y - 1) | (x < 1) | (x >= X - 1)
     with ms.Function("heat3D") as f:
         inp = ms.Input("inp", [Z, Y, X], ms.float32)
-        h = ms.Computation("h", [t, z, y, x], inp[z, y, x], where=(t < 2))   # both grids start as the input
+        h = ms.Computation("h", [t0, z, y, x], inp[z, y, x])
 
         def u(dz, dy, dx):
             return h[t1 - 1, z1 + dz, y1 + dy, x1 + dx]
+        keep = h.update([t1, z, y, x], h[t1 - 1, z, y, x], where=border)
         step = h.update([t1, z1, y1, x1], u(0, 0, 0) + a * (u(-1, 0, 0) - b * u(0, 0, 0) + u(1, 0, 0)
                                                            + u(0, -1, 0) - b * u(0, 0, 0) + u(0, 1, 0)
                                                            + u(0, 0, -1) - b * u(0, 0, 0) + u(0, 0, 1)))
     h.storage_fold("t", 2)
-    for s in (h, step):
+    step.after(keep, "t")
+    for s in (h, keep, step):
         s.parallelize("z")
         s.vectorize("x", 8)
     return f
