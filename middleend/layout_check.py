@@ -374,6 +374,16 @@ def _check_last_writes(rel, stmts, writes):
     t_write, other = point[0][n_t + n_v:2 * n_t + n_v], point[0][2 * n_t + n_v:]
     reader, writer = _statement_at(stmts, t_read, point[1]), _statement_at(stmts, t_write, point[1])
     commands = _layout_commands(rel.function, rel.owners)
+    if not _written(rel, value, point[1]):
+        raise OverwriteError(
+            f"{reader[1]} reads {rel.value_text(value)} from buffer {rel.buffer.name}, but no statement writes that "
+            f"value ({_sizes(point[1])}): the element holds what {writer[1]} wrote there for "
+            f"{rel.value_text(other)}, which only the layout"
+            + (f" ({commands})" if commands else "")
+            + f" makes the same element. Compute every value the program reads (for a time loop over a "
+              f"folded grid: each step writes its whole grid, the border too)",
+            computation=reader[0], buffer=rel.buffer.name, instance=writer[1], command=commands,
+            source=writer[0], sink=reader[0])
     raise OverwriteError(
         f"{reader[1]} reads {rel.value_text(value)} from buffer {rel.buffer.name}, but {writer[1]} writes "
         f"{rel.value_text(other)} to the same element after that value is written and before this read "
@@ -383,6 +393,14 @@ def _check_last_writes(rel, stmts, writes):
           f"schedule the read before the overwrite",
         computation=reader[0], buffer=rel.buffer.name, instance=writer[1], command=commands,
         source=writer[0], sink=reader[0])
+
+
+def _written(rel, value, point):
+    """Whether some statement writes the program's value `value` for the sizes of `point`."""
+    written = rel.writes.range().project_out(isl.dim_type.set, 0, rel.n_cell).intersect_params(_fixed_sizes(point))
+    for i, v in enumerate(value):
+        written = written.fix_val(isl.dim_type.set, i, isl.Val(str(v)))
+    return not written.is_empty()
 
 
 def _check_concurrent(rel, stmts, writes):

@@ -231,6 +231,22 @@ def test_an_output_ring_along_time_is_the_last_steps_and_the_signature_says_so()
     np.testing.assert_allclose(out[4 % 2], steps[4], rtol=1e-12)
 
 
+def test_a_read_of_a_value_no_statement_writes_is_refused_even_where_a_fold_would_alias_it():
+    """A time loop whose steps write only the inside of their grid reads a border nobody computed for
+    that step: the fold would hand it the border two steps back. Refused, naming the unwritten value."""
+    T, N = ms.Param("T"), ms.Param("N")
+    t, x = ms.Var("t", 0, T + 1), ms.Var("x", 0, N)
+    t1, x1 = ms.Var("t", 1, T + 1), ms.Var("x", 1, N - 1)
+    with ms.Function("border_left_out"):
+        a = ms.Input("a", [N], ms.float32)
+        u = ms.Computation("u", [t, x], a[x], where=(t < 2))
+        u.update([t1, x1], u[t1 - 1, x1 - 1] + u[t1 - 1, x1 + 1])
+    u.storage_fold("t", 2)
+    with pytest.raises(ms.OverwriteError, match=r"reads u\[\d+, \d+\] from buffer u, but no statement writes that "
+                                                r"value.*u.storage_fold\(t, 2\)"):
+        u.function.compile("cpu")
+
+
 def test_a_fold_and_a_store_in_do_not_combine():
     f, s = doubled()
     s.storage_fold("i", 2)
