@@ -61,6 +61,13 @@ def test_a_func_without_a_definition():
     refused(pipe, r"Func prod~ has no pure definition")
 
 
+def test_a_pure_definition_with_a_condition():
+    """Only an update's RDom carries a where clause; a false one on a pure definition is not Halide."""
+    pipe = two_stage()
+    func(pipe, "prod").init_def.predicate.value = 0
+    refused(pipe, r"Func prod~: the pure definition has a condition")
+
+
 def test_a_definition_with_no_values():
     pipe = two_stage()
     func(pipe, "prod").init_def.values = []

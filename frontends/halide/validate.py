@@ -171,6 +171,10 @@ class PipelineChecker:
         if d.predicate is not None and d.predicate.kind != "UndefinedExpr":
             if exprs(d.predicate, "predicate") != _BOOL:
                 raise HalideFormatError(f"{where}: its predicate is not a condition")
+            if not k and not (d.predicate.kind in ("UIntImm", "IntImm") and d.predicate.value == 1):
+                # (only an update's RDom has a where clause; Halide writes a pure definition's as true)
+                raise HalideFormatError(f"{where}: the pure definition has a condition; Halide gives pure "
+                                        f"definitions none (a condition belongs to an update's RDom.where)")
         self._stage_schedule(where, d.stage_schedule, exprs)
 
     def _stage_schedule(self, where, s, exprs):
