@@ -7,6 +7,8 @@ expressions get the leaf's instance coordinates substituted.
 """
 from __future__ import annotations
 
+import os
+
 import islpy as isl
 
 from . import loopir as L
@@ -216,10 +218,34 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
     # into a copy per case of the sizes; the full/partial pieces already give the useful split
     build = isl.AstBuild.from_context(context).set_options(_atomic_options(stmts))
     build, _ = build.set_at_each_domain(leaves)
-    ast = build.node_from_schedule_map(schedule.intersect_params(context))
+    ast = _node_from_schedule(build, schedule.intersect_params(context), stmts)
     if leaves.error is not None:
         raise leaves.error
     return ast, leaves
+
+
+#: isl operations one code generation may take (about a minute here): a schedule whose loop bounds need
+#: more is refused, not left running. MASCARPONE_ISL_MAX_OPERATIONS overrides it; 0 sets no limit.
+MAX_OPERATIONS = int(os.environ.get("MASCARPONE_ISL_MAX_OPERATIONS", 30_000_000))
+
+
+def _node_from_schedule(build, schedule, stmts):
+    ctx = schedule.get_ctx()
+    ctx.set_max_operations(MAX_OPERATIONS)
+    ctx.reset_operations()
+    try:
+        return build.node_from_schedule_map(schedule)
+    except isl.Error as err:
+        if "maximal number of operations" not in str(err):
+            raise
+        names = ", ".join(sorted({s.comp.name for s in stmts}))
+        raise ScheduleError(f"code generation for {names} did not finish within {MAX_OPERATIONS:,} isl operations: "
+                            f"the schedule's loop bounds split into too many cases. Simplify the schedule (fewer "
+                            f"splits or compute_at levels, constant split factors), or raise the limit with "
+                            f"MASCARPONE_ISL_MAX_OPERATIONS (0: none)") from None
+    finally:
+        ctx.set_max_operations(0)
+        ctx.reset_operations()
 
 
 class _Converter:

@@ -580,3 +580,17 @@ def test_derived_size_refuses_what_it_cannot_compute():
     with pytest.raises(ms.DomainError, match="already has a parameter"):
         f.derived_size("H", "W")
     assert [name for name, _ in f.lower().derived] == ["W2"]
+
+
+def test_code_generation_beyond_the_isl_operation_limit_is_refused(monkeypatch):
+    """A schedule whose code generation would run on is refused by name, not left hanging."""
+    from mascarpone.middleend import codegen
+    monkeypatch.setattr(codegen, "MAX_OPERATIONS", 50)
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    with ms.Function("tiny") as f:
+        a = ms.Input("a", [N], ms.float32)
+        b = ms.Computation("b", [i], a[i] * 2)
+    b.split("i", 8)
+    with pytest.raises(ms.ScheduleError, match=r"code generation for b did not finish within 50 isl operations"):
+        f.compile("cpu")
