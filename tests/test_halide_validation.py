@@ -68,6 +68,21 @@ def test_a_pure_definition_with_a_condition():
     refused(pipe, r"Func prod~: the pure definition has a condition")
 
 
+def test_an_rdom_of_no_points_is_refused_by_type_not_by_a_crash():
+    inp = hl.ImageParam(hl.Int(16), 1, "inp")
+    r = hl.RDom([(0, 3)], "r")
+    acc = hl.Func("acc")
+    acc[x] = hl.i32(0)
+    acc[x] += hl.i32(inp[x + r.x])
+    pipe = decoded(acc)
+    threes = [n for n in calls(pipe, "IntImm") if n.value == 3]
+    assert threes
+    for n in threes:
+        n.value = 0
+    with pytest.raises(ms.MascarponeError):
+        ms.from_halide(encode(pipe)).compile("cpu")
+
+
 def test_a_definition_with_no_values():
     pipe = two_stage()
     func(pipe, "prod").init_def.values = []

@@ -344,6 +344,8 @@ def pwaff_expr(pa: isl.PwAff, context: isl.Set, params, what, side="hi") -> E.Ex
     """
     pa = pa.gist(context)
     pieces = pa.get_pieces()
+    if not pieces:      # defined nowhere: what it bounds is empty (an RDom of no points), [0, -1]
+        return E.Const(0 if side == "lo" else -1, int64)
     if len(pieces) == 1:
         return aff_expr(pieces[0][1], params)
     combined = min_max_pieces(pa, context, ops=("max", "min"))
