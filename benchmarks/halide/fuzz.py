@@ -225,8 +225,11 @@ def _same(ours, theirs):
 def worker(conn):
     """Serve cases: receive (case id, seed index, bytes); send ("ours", id, outcome, detail) and, for
     an accepted case, ("theirs", id, outcome) after running Halide (which may die on the bytes)."""
+    import os
+    import tempfile
     import warnings
     warnings.simplefilter("ignore")
+    os.chdir(tempfile.mkdtemp(prefix="halide-fuzz-"))   # (a mutated schedule may debug_to_file into it)
     specs = seeds()
     conn.send(("ready",))
     while True:
