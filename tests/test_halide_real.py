@@ -284,3 +284,16 @@ def test_an_autoscheduled_blur(autoscheduler):
     theirs = np.asarray(pipeline.realize(spec["sizes"]))
     ours = ms.from_halide(pipeline).compile("cpu").realize(spec["sizes"], input=image)
     np.testing.assert_array_equal(ours, theirs)
+
+
+def test_an_unrolled_loop_of_no_constant_extent_runs_as_a_plain_loop_with_a_warning():
+    """Adams2019 unrolls loops whose extent Halide's bounds make constant (a bilateral grid's
+    histogram); where ours cannot see the constant, the loop runs plainly and a warning names it."""
+    inp = hl.ImageParam(hl.Float(32), 1, "inp")
+    g = hl.Func("unrolled_whole")
+    g[x] = inp[x] * 2
+    g.unroll(x)
+    with pytest.warns(UserWarning, match=r"run unvectorized and not unrolled \(Func unrolled_whole.*: unrolled x"):
+        k = ms.from_halide(g).compile("cpu")
+    a = np.arange(11, dtype=np.float32)
+    np.testing.assert_array_equal(k.realize([11], inp=a), a * 2)

@@ -187,13 +187,11 @@ class StageScheduler:
                 width = self.loops[d.var].extent
                 if width is None:
                     rng = _loop_range(self.comp, loop, self.context)
-                    if rng is None and self.per_tile:
-                        # its extent in one tile is known once the Func is placed (see resolve_widths)
+                    if rng is None:
+                        # Halide finds its extent in the bounds it infers (per tile, or where a Func's
+                        # region is constant); here it runs as a plain loop, with a warning (resolve_widths)
                         self.tr.pending_widths.append((self.comp, loop, kind, d.var, self.where))
                         continue
-                    if rng is None:
-                        raise NotSupportedError(f"{self.where}: {kind.lower()} loop {d.var} needs a constant "
-                                                f"extent (split it by a constant first)")
                     width = rng[1] - rng[0] + 1
                 tag_width(self.comp, loop, kind, width, f"{self.where}: {kind.lower()} loop {d.var}")
             elif kind == "GPUBlock":
@@ -218,13 +216,13 @@ def tag_width(comp, loop, kind, width, what):
 
 
 def resolve_widths(tr):
-    """The vector and unrolled loops of Funcs computed per tile whose extent is not one constant over
-    the whole domain run as plain loops (the same values), with a warning naming them: their extent
-    in one tile is known only once the tiles are expanded, at lowering, and expanding them here
-    costs as much as lowering (Halide finds a constant per tile in its bounds)."""
+    """The vector and unrolled loops whose extent is not one constant over the whole domain run as plain
+    loops (the same values), with a warning naming them. For a Func computed per tile the extent in
+    one tile is known only once the tiles are expanded, at lowering, and expanding them here costs as
+    much as lowering (Halide finds a constant per tile in its bounds)."""
     if tr.pending_widths:
         loops = ", ".join(f"{where}: {kind.lower()} {halide_loop}" for _, _, kind, halide_loop, where in tr.pending_widths)
-        warnings.warn(f"loops of Funcs computed per tile whose extent is not a constant run unvectorized and "
+        warnings.warn(f"vector and unrolled loops whose extent is not a constant run unvectorized and "
                       f"not unrolled ({loops})", stacklevel=3)
     tr.pending_widths = []
 
