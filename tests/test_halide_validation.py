@@ -83,6 +83,25 @@ def test_an_rdom_of_no_points_is_refused_by_type_not_by_a_crash():
         ms.from_halide(encode(pipe)).compile("cpu")
 
 
+def test_an_output_listed_twice():
+    pipe = two_stage()
+    pipe.output_names = pipe.output_names * 2
+    refused(pipe, r"lists Func cons~ twice among its outputs")
+
+
+def test_an_input_no_definition_reads_any_more_still_realizes():
+    """Without its update a histogram no longer reads its image: the image's sizes do not matter."""
+    inp = hl.ImageParam(hl.UInt(8), 1, "inp")
+    r = hl.RDom([(0, inp.width())], "r")
+    hist = hl.Func("hist")
+    hist[x] = hl.u32(0)
+    hist[hl.i32(inp[r.x]) % 4] += hl.u32(1)
+    pipe = decoded(hist)
+    func(pipe, "hist").updates = []
+    k = ms.from_halide(encode(pipe)).compile("cpu")
+    np.testing.assert_array_equal(k.realize([4], inp=np.arange(9, dtype=np.uint8)), np.zeros(4, np.uint32))
+
+
 def test_a_definition_with_no_values():
     pipe = two_stage()
     func(pipe, "prod").init_def.values = []

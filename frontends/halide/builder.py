@@ -182,7 +182,10 @@ class PipelineTranslation:
                         self._make_size(sp)
 
     def _scalar_params_in(self, exprs):
-        names = {n.name for n in walk_nodes(exprs) if n.kind == "Variable" and n.param_name == n.name}
+        # (walk_nodes also visits the copies of RDoms that variables carry, which validation does not
+        # read: a name there may be anything)
+        names = {n.name for n in walk_nodes(exprs)
+                 if n.kind == "Variable" and n.param_name == n.name and isinstance(n.name, str)}
         return [self.scalar_params[n] for n in sorted(names) if n in self.scalar_params]
 
     def _make_size(self, sp):

@@ -340,8 +340,12 @@ def _value_at(pa, values, undefined=ArgumentError):
 def _fixed(s, values):
     """The isl set `s` with its parameters set to `values`."""
     isl = _isl()
-    for k in range(s.dim(isl.dim_type.param)):
-        s = s.fix_val(isl.dim_type.param, k, isl.Val(values[s.get_dim_name(isl.dim_type.param, k)]))
+    for k in reversed(range(s.dim(isl.dim_type.param))):
+        name = s.get_dim_name(isl.dim_type.param, k)
+        if name in values:
+            s = s.fix_val(isl.dim_type.param, k, isl.Val(values[name]))
+        else:   # a size of an input the translated Function no longer reads: any value
+            s = s.project_out(isl.dim_type.param, k, 1)
     return s
 
 
@@ -351,8 +355,10 @@ def _fixed_box(region, values):
     region = _fixed(region, values)
     if region.is_empty():
         return []
-    return [(region.dim_min_val(d).to_python(), region.dim_max_val(d).to_python())
-            for d in range(region.dim(isl.dim_type.set))]
+    ends = [(region.dim_min_val(d), region.dim_max_val(d)) for d in range(region.dim(isl.dim_type.set))]
+    if any(not (v.is_int()) for pair in ends for v in pair):
+        raise ArgumentError(f"the region an output covers is not bounded for the sizes {values}")
+    return [(lo.to_python(), hi.to_python()) for lo, hi in ends]
 
 
 def _isl():

@@ -85,6 +85,10 @@ class PipelineChecker:
         for n in pipe.output_names:
             if n not in self.funcs:
                 raise HalideFormatError(f"the pipeline's output {n!r} is not one of its Funcs")
+        twice = next((n for n in pipe.output_names if pipe.output_names.count(n) > 1), None)
+        if twice is not None:
+            raise HalideFormatError(f"the pipeline lists Func {twice} twice among its outputs "
+                                    f"{pipe.output_names}; list each output once")
         for p in pipe.external_parameters:
             self._parameter(p)
         for b in pipe.buffers:
