@@ -230,6 +230,8 @@ def worker(conn):
     import warnings
     warnings.simplefilter("ignore")
     os.chdir(tempfile.mkdtemp(prefix="halide-fuzz-"))   # (a mutated schedule may debug_to_file into it)
+    # code generation refused within about a minute (the default allows several), below the case timeout
+    os.environ.setdefault("MASCARPONE_ISL_MAX_OPERATIONS", "30000000")
     specs = seeds()
     conn.send(("ready",))
     while True:
