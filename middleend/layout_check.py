@@ -374,25 +374,20 @@ def _check_last_writes(rel, stmts, writes):
     t_write, other = point[0][n_t + n_v:2 * n_t + n_v], point[0][2 * n_t + n_v:]
     reader, writer = _statement_at(stmts, t_read, point[1]), _statement_at(stmts, t_write, point[1])
     commands = _layout_commands(rel.function, rel.owners)
+    read, layout = f"{reader[1]} reads {rel.value_text(value)} from buffer {rel.buffer.name}", \
+        f" ({commands})" if commands else ""
     if not _written(rel, value, point[1]):
-        raise OverwriteError(
-            f"{reader[1]} reads {rel.value_text(value)} from buffer {rel.buffer.name}, but no statement writes that "
-            f"value ({_sizes(point[1])}): the element holds what {writer[1]} wrote there for "
-            f"{rel.value_text(other)}, which only the layout"
-            + (f" ({commands})" if commands else "")
-            + f" makes the same element. Compute every value the program reads (for a time loop over a "
-              f"folded grid: each step writes its whole grid, the border too)",
-            computation=reader[0], buffer=rel.buffer.name, instance=writer[1], command=commands,
-            source=writer[0], sink=reader[0])
-    raise OverwriteError(
-        f"{reader[1]} reads {rel.value_text(value)} from buffer {rel.buffer.name}, but {writer[1]} writes "
-        f"{rel.value_text(other)} to the same element after that value is written and before this read "
-        f"({_sizes(point[1])}): the layout holds two live values in one element"
-        + (f" ({commands})" if commands else "")
-        + f". Give {rel.buffer.name} more room (a larger or one-to-one store_in index, a deeper storage_fold) or "
-          f"schedule the read before the overwrite",
-        computation=reader[0], buffer=rel.buffer.name, instance=writer[1], command=commands,
-        source=writer[0], sink=reader[0])
+        message = (f"{read}, but no statement writes that value ({_sizes(point[1])}): the element holds what "
+                   f"{writer[1]} wrote there for {rel.value_text(other)}, which only the layout{layout} makes the "
+                   f"same element. Compute every value the program reads (for a time loop over a folded grid: "
+                   f"each step writes its whole grid, the border too)")
+    else:
+        message = (f"{read}, but {writer[1]} writes {rel.value_text(other)} to the same element after that value "
+                   f"is written and before this read ({_sizes(point[1])}): the layout holds two live values in "
+                   f"one element{layout}. Give {rel.buffer.name} more room (a larger or one-to-one store_in "
+                   f"index, a deeper storage_fold) or schedule the read before the overwrite")
+    raise OverwriteError(message, computation=reader[0], buffer=rel.buffer.name, instance=writer[1],
+                         command=commands, source=writer[0], sink=reader[0])
 
 
 def _written(rel, value, point):
