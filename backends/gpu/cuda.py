@@ -423,24 +423,16 @@ class CUDARuntime(DeviceAdapter):
         _check(self.driver.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
 
     def end(self):
-        p = Profile()
+        events = []
         for kind, name, a, b in self.events:
             try:
-                ms = float(_check(self.driver.cuEventElapsedTime(a, b), "cuEventElapsedTime"))
+                events.append((kind, name, float(_check(self.driver.cuEventElapsedTime(a, b), "cuEventElapsedTime"))))
             except TargetError:
                 continue
-            p.events.append((kind, name, ms))
-            if kind == "kernel":
-                p.kernel_ms += ms
-                p.launches += 1
-            elif kind == "upload":
-                p.upload_ms += ms
-            else:
-                p.download_ms += ms
         for ptr in getattr(self, "allocated", []):
             self.driver.cuMemFree(ptr)
         self.allocated, self.events = [], []
-        return p
+        return Profile(events)
 
 
 class CUDAKernel(GPUKernel):

@@ -2,15 +2,23 @@
 
 A call binds its arguments (numpy arrays, or the target's device arrays),
 copies numpy inputs to the device and zeroes outputs that may be left
-partly unwritten, runs the host program (host loops and conditions in
-Python, each launch with its grid and thread block sized for the current
-sizes), and copies numpy outputs back. Given device arrays, the call copies
-nothing and the outputs it allocates are device arrays. `profile()` gives the
-kernel and transfer times of the last call from the runtime's events.
+partly unwritten, runs the host program (host loops and conditions, each
+launch with its grid and thread block sized for the current sizes), and
+copies numpy outputs back, waiting once, at the end. Given device arrays,
+the call copies nothing and the outputs it allocates are device arrays.
+`profile()` gives the kernel and transfer times of the last call from the
+runtime's events, read when asked for.
+
+The host program reads sizes only, so its run for given sizes (the
+temporaries it allocates and each launch's grid, block, scalar arguments and
+scratch sizes) is worked out on the first call with those sizes and replayed
+by the next ones: a call with the same sizes costs a binding, the copies and
+one enqueue per launch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import itertools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,16 +30,42 @@ from .bounds import INF, expr_range, most_iterations
 from .launches import HostAlloc, HostBlock, HostFor, HostIf, Launch
 
 
-@dataclass
 class Profile:
     """Times of the last call, in milliseconds: kernels, copies host->device and device->host, and each
-    launch and copy by name."""
+    launch and copy by name (`events`: (kind, name, ms), kind 'kernel', 'upload' or 'download').
 
-    kernel_ms: float = 0.0
-    upload_ms: float = 0.0
-    download_ms: float = 0.0
-    launches: int = 0
-    events: list = field(default_factory=list)   # (kind, name, ms)
+    `pending`, where given, yields the events when first asked for: a call reads its timings only when
+    someone looks at them, so a call that nobody profiles pays nothing for them."""
+
+    def __init__(self, events=(), pending=None):
+        self._events = list(events)
+        self._pending = pending
+
+    @property
+    def events(self) -> list:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self._events = list(pending())
+        return self._events
+
+    def _sum(self, kind):
+        return sum(ms for k, _, ms in self.events if k == kind)
+
+    @property
+    def kernel_ms(self) -> float:
+        return self._sum("kernel")
+
+    @property
+    def upload_ms(self) -> float:
+        return self._sum("upload")
+
+    @property
+    def download_ms(self) -> float:
+        return self._sum("download")
+
+    @property
+    def launches(self) -> int:
+        return sum(1 for k, _, _ in self.events if k == "kernel")
 
     @property
     def transfer_ms(self):
@@ -51,8 +85,22 @@ class CompiledKernel:
     scalars: list
     scratch: list
     handle: object = None
-    shapes: dict = None          # (values of the names the launch shape reads) -> (grid, block)
-    shape_inputs: tuple = None
+    last_args: list = None       # the arguments the runtime last gave the kernel object (runtimes that keep them)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What a launch needs besides its buffers, for given sizes and host loop variables: grid and thread
+    block, its scalar arguments (as int64) and the bytes of each scratch buffer."""
+
+    grid: tuple
+    block: tuple
+    scalars: tuple
+    scratch: tuple               # (ident, nbytes)
+
+    @property
+    def empty(self) -> bool:
+        return 0 in self.grid or 0 in self.block
 
 
 class GPUKernel(Kernel):
@@ -66,6 +114,7 @@ class GPUKernel(Kernel):
         self.runtime = runtime
         self._source = source
         self._profile = Profile()
+        self._traces = {}   # sizes -> the host program's steps (see _steps)
 
     def source(self, kind=None) -> str:
         raise NotImplementedError
@@ -78,9 +127,7 @@ class GPUKernel(Kernel):
         rt = self.runtime.ready()
         arrays, values, outputs = self._binder.bind(kwargs, device=rt)
         self.check(values)
-        env = dict(zip(self.lowered.params, values))
-        for name, value in self.lowered.derived:
-            env[name] = evaluate(value, env)
+        steps = self._steps(tuple(values))
         rt.begin()
         handles = {}
         n_in = len(self.lowered.inputs)
@@ -94,7 +141,16 @@ class GPUKernel(Kernel):
                 if pos < n_in or buf.zero_init:   # outputs that may be left partly unwritten start as zeros
                     rt.upload(h, a, buf.name)
             rt.prepare(list(zip(self.lowered.arguments, arrays)), handles)
-            self._run(self.host, env, handles)
+            for step in steps:
+                if isinstance(step, HostStepAlloc):
+                    handles[step.name] = rt.alloc(step.nbytes)
+                    continue
+                k, plan = step.kernel, step.plan
+                args = [handles[b.name] for b in k.buffers]
+                args += plan.scalars
+                for ident, nbytes in plan.scratch:
+                    args.append(rt.scratch(ident, nbytes))
+                rt.launch(k, plan.grid, plan.block, args)
             for buf, a in zip(self.lowered.outputs, arrays[n_in:]):
                 if not rt.owns(a):
                     rt.download(a, handles[buf.name], buf.name)
@@ -104,63 +160,86 @@ class GPUKernel(Kernel):
         return outputs[0] if self._single else tuple(outputs)
 
     # the host program ------------------------------------------------------------------------
-    def _run(self, node, env, handles):
+    #: step lists kept (one per distinct sizes), and the longest kept (a long time loop is traced anew at
+    #: each call rather than held)
+    KEEP_TRACES, KEEP_STEPS = 64, 1 << 16
+
+    def _steps(self, values):
+        """The host program run for sizes `values`: its allocations and launches in order. Host loops and
+        conditions read only sizes (never data), so a call with the same sizes repeats the same steps:
+        they are worked out once."""
+        steps = self._traces.get(values)
+        if steps is not None:
+            return steps
+        env = dict(zip(self.lowered.params, values))
+        for name, value in self.lowered.derived:
+            env[name] = evaluate(value, env)
+        trace = self._trace(self.host, env)
+        steps = list(itertools.islice(trace, self.KEEP_STEPS))
+        if len(steps) == self.KEEP_STEPS:
+            return itertools.chain(steps, trace)
+        if len(self._traces) >= self.KEEP_TRACES:
+            self._traces.clear()
+        self._traces[values] = steps
+        return steps
+
+    def _trace(self, node, env):
+        """Yield the steps of the host program `node` for the sizes and host variables in `env`."""
         if isinstance(node, HostBlock):
             for c in node.body:
-                self._run(c, env, handles)
+                yield from self._trace(c, env)
         elif isinstance(node, HostFor):
             for v in range(evaluate(node.lo, env), evaluate(node.hi, env)):
                 env[node.var] = v
-                self._run(node.body, env, handles)
+                yield from self._trace(node.body, env)
             env.pop(node.var, None)
         elif isinstance(node, HostIf):
             if evaluate(node.cond, env):
-                self._run(node.then, env, handles)
+                yield from self._trace(node.then, env)
             elif node.else_ is not None:
-                self._run(node.else_, env, handles)
+                yield from self._trace(node.else_, env)
         elif isinstance(node, HostAlloc):
             shape = [evaluate(d, env) for d in node.buffer.shape]
             nbytes = int(np.prod([max(d, 0) for d in shape], dtype=np.int64)) * node.buffer.dtype.bytes
-            handles[node.buffer.name] = self.runtime.alloc(nbytes)
-            self._run(node.body, env, handles)
+            yield HostStepAlloc(node.buffer.name, nbytes)
+            yield from self._trace(node.body, env)
         elif isinstance(node, Launch):
-            self._launch(self.kernels[node.kernel.name], env, handles)
+            k = self.kernels[node.kernel.name]
+            plan = self._plan(k, env)
+            if not plan.empty:
+                yield HostStepLaunch(k, plan)
         else:
             raise NotSupportedError(f"unknown host node {type(node).__name__}")
 
-    def _launch(self, k, env, handles):
-        # the launch's shape depends on a few sizes and host variables: computed once per value of those
-        key = tuple(env.get(name) for name in _shape_inputs(k))
-        shape = k.shapes.get(key) if k.shapes is not None else None
-        if shape is None:
-            shape = launch_shape(k.spec, env)
-            if 0 not in shape[0] and 0 not in shape[1]:
-                self.runtime.check_block(k.spec.name, shape[1])
-            if k.shapes is None or len(k.shapes) > 256:
-                k.shapes = {}
-            k.shapes[key] = shape
-        grid, block = shape
-        if 0 in grid or 0 in block:
-            return
-        args = [handles[b.name] for b in k.buffers]
-        args += [env[name] for name in k.scalars]
-        groups = int(np.prod(grid))
-        threads = int(np.prod(block))
+    def _plan(self, k, env):
+        grid, block = launch_shape(k.spec, env)
+        plan = LaunchPlan(grid, block, (), ())
+        if plan.empty:
+            return plan
+        self.runtime.check_block(k.spec.name, block)
+        groups, threads = int(np.prod(grid)), int(np.prod(block))
+        scratch = []
         for s in k.scratch:
             count = int(np.prod([max(evaluate(d, env), 0) for d in s.buffer.shape], dtype=np.int64))
             per = {"kernel": 1, "block": groups, "thread": groups * threads}[s.per]
-            args.append(self.runtime.scratch(s.ident, max(count * per, 1) * s.buffer.dtype.bytes))
-        self.runtime.launch(k, grid, block, args)
+            scratch.append((s.ident, max(count * per, 1) * s.buffer.dtype.bytes))
+        return LaunchPlan(grid, block, tuple(np.int64(env[name]) for name in k.scalars), tuple(scratch))
 
 
-def _shape_inputs(k):
-    """The sizes and host variables a kernel's launch shape reads."""
-    if k.shape_inputs is None:
-        from mascarpone.middleend.expr import Sym, walk
-        inner = {var for var, _, _ in k.spec.ranged}
-        names = {n.name for _, lo, hi in k.spec.ranged for e in (lo, hi) for n in walk(e) if isinstance(n, Sym)}
-        k.shape_inputs = tuple(sorted(names - inner))
-    return k.shape_inputs
+@dataclass(frozen=True)
+class HostStepAlloc:
+    """A step of a traced host program: a temporary of `nbytes` in device memory."""
+
+    name: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class HostStepLaunch:
+    """A step of a traced host program: a launch of `kernel` as `plan` says."""
+
+    kernel: CompiledKernel
+    plan: LaunchPlan
 
 
 def launch_shape(spec, env):

@@ -8,6 +8,7 @@ which may differ from glibc's by an ulp or two.
 """
 from __future__ import annotations
 
+import collections
 import functools
 
 import numpy as np
@@ -163,7 +164,9 @@ class OpenCLRuntime(DeviceAdapter):
         """A device buffer of `nbytes` for this call (one a previous call released, where one fits)."""
         nbytes = max(int(nbytes), 1)
         free = self.free.get(nbytes)
-        buf = free.pop() if free else self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, nbytes)
+        # (first released, first reused: a call like the last one gets the same buffers in the same places,
+        # so its kernels' arguments are unchanged)
+        buf = free.popleft() if free else self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, nbytes)
         self.in_use.append(buf)
         return buf
 
@@ -172,7 +175,7 @@ class OpenCLRuntime(DeviceAdapter):
         kept = sum(b.size for bufs in self.free.values() for b in bufs)
         for buf in self.in_use:
             if kept + buf.size <= self.KEEP_BYTES:
-                self.free.setdefault(buf.size, []).append(buf)
+                self.free.setdefault(buf.size, collections.deque()).append(buf)
                 kept += buf.size
         self.in_use = []
 
@@ -203,8 +206,15 @@ class OpenCLRuntime(DeviceAdapter):
         check_block_size(name, block, self.device.max_work_group_size, self.device.max_work_item_sizes)
 
     def launch(self, k, grid, block, args):
-        kernel = k.handle
-        kernel.set_args(*[np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args])
+        kernel, last = k.handle, k.last_args
+        # set only the arguments that changed since the kernel's last launch (a repeated call changes none)
+        if last is None or len(last) != len(args):
+            kernel.set_args(*args)
+        else:
+            for pos, (a, b) in enumerate(zip(args, last)):
+                if a is not b:
+                    kernel.set_arg(pos, a)
+        k.last_args = args
         global_size = tuple(g * b for g, b in zip(grid, block))
         self.events.append(("kernel", k.spec.name,
                             self.cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, block)))
@@ -213,24 +223,17 @@ class OpenCLRuntime(DeviceAdapter):
         self.queue.finish()
 
     def end(self):
-        """The Profile of the call's events."""
-        p = Profile()
-        for kind, name, ev in self.events:
-            try:
-                ms = (ev.profile.end - ev.profile.start) * 1e-6
-            except Exception:   # an event that did not run (the call failed before it)
-                continue
-            p.events.append((kind, name, ms))
-            if kind == "kernel":
-                p.kernel_ms += ms
-                p.launches += 1
-            elif kind == "upload":
-                p.upload_ms += ms
-            else:
-                p.download_ms += ms
-        self.events = []
+        """The Profile of the call's events, read when first asked for."""
+        events, self.events = self.events, []
         self._release()
-        return p
+
+        def times():
+            for kind, name, ev in events:
+                try:
+                    yield kind, name, (ev.profile.end - ev.profile.start) * 1e-6
+                except Exception:   # an event that did not run (the call failed before it)
+                    continue
+        return Profile(pending=times)
 
     def build(self, source, options, what):
         cl = self.cl
