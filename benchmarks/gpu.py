@@ -8,7 +8,7 @@ conv2D (weights in constant memory on our side), a separable 5-tap gaussian (wei
 on our side), nb (f = 255 - in, g = 2 in, h = f + g, k = f - g; Halide computes h and k in two kernels,
 we fuse them in one) and sgemm (numpy's matmul, OpenBLAS, beside). Each pipeline is written in Halide
 with its GPU schedule; mascarpone reads it with ms.from_halide and compiles it for "opencl". Outputs are
-compared first. Times are the best of interleaved runs (ms): "kernels" with the arrays already on the device (Halide: its
+compared first. Times are medians of interleaved runs (ms): "kernels" with the arrays already on the device (Halide: its
 buffers resident on the device; mascarpone: pyopencl arrays in and out), "with copies" from numpy arrays to
 numpy arrays. Ratios are mascarpone / Halide (below 1: mascarpone is faster). PoCL runs OpenCL on the
 CPU: these are ratios on one machine, not GPU times.
@@ -16,6 +16,7 @@ CPU: these are ratios on one machine, not GPU times.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -118,22 +119,22 @@ PROGRAMS = {"blur": (blur, 1024, 256), "conv2D": (conv2d, 256, 64), "gaussian": 
             "nb": (nb, 1024, 256), "sgemm": (sgemm, 256, 128)}
 
 
-def best_ms(fns, repeat):
-    """The fastest of `repeat` runs of each of `fns` (ms), run in interleaved rounds after a warm-up: the
-    other processes of a shared machine only ever add time, so the minimum is the steadiest measure."""
+def interleaved_ms(fns, repeat):
+    """The median of `repeat` runs of each of `fns` (ms), run in interleaved rounds after a warm-up, so
+    that the load of a shared machine falls on all of them alike."""
     for fn in fns:
         fn()
-    best = [float("inf")] * len(fns)
+    times = [[] for _ in fns]
     for _ in range(repeat):
         for k, fn in enumerate(fns):
             t0 = time.perf_counter()
             fn()
-            best[k] = min(best[k], (time.perf_counter() - t0) * 1e3)
-    return best
+            times[k].append((time.perf_counter() - t0) * 1e3)
+    return [float(np.median(t)) for t in times]
 
 
 def median_ms(fn, repeat):
-    return best_ms([fn], repeat)[0]
+    return interleaved_ms([fn], repeat)[0]
 
 
 class Recorder:
@@ -151,7 +152,8 @@ class Recorder:
 
 
 def ours(funcs, extra):
-    """The pipeline through mascarpone: constant-memory inputs marked, nb's outputs fused."""
+    """The pipeline through mascarpone: constant-memory inputs marked, nb's outputs fused, no FMA
+    contraction (as Halide's kernels)."""
     f = ms.from_halide(hl.Pipeline(funcs))
     if isinstance(extra, list):
         for inp in f.inputs:
@@ -161,7 +163,9 @@ def ours(funcs, extra):
         h, k = f["h"], f["k"]
         k.after(h, h.loops[-1])
         f.assume_same_output_sizes()
-    return f.compile("opencl")
+    # Halide prints each multiply and add of a kernel as its own statement, so its OpenCL compiler never
+    # contracts them into an FMA: ours round each operation too, for the same arithmetic
+    return f.compile("opencl", fp_contract=False)
 
 
 def run_one(name, size, repeat):
@@ -224,9 +228,9 @@ def run_one(name, size, repeat):
     def ours_kernels_events():
         ours_kernels()
         events.append(gpu.profile().kernel_ms)
-    t_hk, t_ok = best_ms([halide_kernels, ours_kernels_events], repeat)
-    prof_k = min(events)
-    t_hc, t_oc = best_ms([halide_copies, ours_copies], repeat)
+    t_hk, t_ok = interleaved_ms([halide_kernels, ours_kernels_events], repeat)
+    prof_k = float(np.median(events))
+    t_hc, t_oc = interleaved_ms([halide_copies, ours_copies], repeat)
     prof = gpu.profile()
     row = {"name": name, "size": size, "halide_k": t_hk, "ours_k": t_ok, "events_k": prof_k,
            "halide_c": t_hc, "ours_c": t_oc, "transfer": prof.transfer_ms, "launches": prof.launches}
@@ -273,7 +277,8 @@ def main():
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
-    repeat = 3 if args.quick else 15
+    repeat = 3 if args.quick else 41
+    load_start = os.getloadavg()[0]
     lines = ["| program | size | Halide kernels | ours kernels (events) | ratio | Halide with copies | ours with "
              "copies (of which copies) | ratio | launches (ours) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -290,10 +295,12 @@ def main():
         lines.append(sgemm_shared(PROGRAMS["sgemm"][2 if args.quick else 1], repeat))
         print(lines[-1], flush=True)
     device = default_runtime().device.name
+    load = f"(1 min) {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, {os.cpu_count()} cores"
+    print(f"load average {load}")
     table = "\n".join(lines)
     print(table)
     if not args.no_append:
-        append_results(f"GPU targets on OpenCL ({device}), ms, best of {repeat} interleaved runs", table)
+        append_results(f"GPU targets on OpenCL ({device}), ms, median of {repeat} interleaved runs, load {load}", table)
 
 
 if __name__ == "__main__":

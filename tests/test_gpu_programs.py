@@ -125,6 +125,66 @@ def test_heat2d_host_time_loop_launches_a_kernel_per_step():
     assert k.profile().launches >= 6     # the first plane, then at least one launch per step
 
 
+def heat2d_reference(a, steps):
+    ref = a.copy()
+    for _ in range(steps):
+        nxt = ref.copy()
+        nxt[1:-1, 1:-1] = 0.25 * (ref[:-2, 1:-1] + ref[2:, 1:-1] + ref[1:-1, :-2] + ref[1:-1, 2:])
+        ref = nxt
+    return ref
+
+
+@needs_opencl
+def test_repeated_calls_with_other_sizes_data_and_device_arrays():
+    """A call replays the host program worked out for its sizes and sets only the kernel arguments that
+    changed: calls that alternate sizes, inputs and device arrays each get their own result."""
+    import pyopencl.array as cla
+    from mascarpone.backends.gpu.opencl import default_runtime
+    rt = default_runtime()
+    k = heat2d().compile("opencl", fp_contract=False)
+    ref = heat2d().compile("cpu", fp_contract=False)
+    cases = [(rng.random((13, 13)), 5), (rng.random((21, 9 + 12)), 3), (rng.random((13, 13)), 5),
+             (rng.random((13, 13)), 4), (rng.random((8, 8)), 1)]
+    for a, steps in cases:
+        out = k(A=a, T=steps)
+        np.testing.assert_array_equal(out, ref(A=a.copy(), T=steps))
+        np.testing.assert_allclose(out[steps % 2], heat2d_reference(a, steps), rtol=1e-12)
+        assert k.profile().launches >= steps + 1
+    assert len(k._traces) == 4    # one host program per distinct sizes
+    # device arrays: two inputs of the same size in turn, outputs given and allocated
+    a1, a2 = rng.random((13, 13)), rng.random((13, 13))
+    d1, d2 = cla.to_device(rt.queue, a1), cla.to_device(rt.queue, a2)
+    given = cla.empty(rt.queue, (2, 13, 13), np.float64)
+    for d, a in ((d1, a1), (d2, a2), (d1, a1)):
+        out = k(A=d, T=5)
+        np.testing.assert_array_equal(out.get(), ref(A=a.copy(), T=5))
+        assert k(A=d, T=5, u=given) is given
+        np.testing.assert_array_equal(given.get(), out.get())
+        assert k.profile().upload_ms == 0 and k.profile().download_ms == 0
+    # a host program longer than the kernel keeps is worked out at each call, with the same results
+    k.KEEP_STEPS = 3
+    a = rng.random((10, 10))
+    for _ in range(2):
+        np.testing.assert_array_equal(k(A=a, T=7), ref(A=a.copy(), T=7))
+    assert (a.shape[0],) not in [key[:1] for key in k._traces]
+
+
+@needs_opencl
+def test_profile_describes_the_last_call():
+    k = heat2d().compile("opencl")
+    a = rng.random((16, 16))
+    k(A=a, T=6)
+    first = k.profile()
+    k(A=a, T=2)
+    second = k.profile()
+    # the first plane, then the step's two kernels at each step
+    assert first.launches == 1 + 2 * 6 and second.launches == 1 + 2 * 2
+    assert [e[:2] for e in second.events] == [("upload", "A"), ("kernel", "heat2d_k0")] + \
+        [("kernel", "heat2d_k1"), ("kernel", "heat2d_k2")] * 2 + [("download", "u")]
+    assert second.kernel_ms == sum(ms for kind, _, ms in second.events if kind == "kernel") > 0
+    assert "5 launch(es)" in str(second)
+
+
 def test_triangular_domain():
     N = ms.Param("N")
     i, j = ms.Var("i", 0, N), ms.Var("j", 0, N)
