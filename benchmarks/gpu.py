@@ -8,10 +8,11 @@ conv2D (weights in constant memory on our side), a separable 5-tap gaussian (wei
 on our side), nb (f = 255 - in, g = 2 in, h = f + g, k = f - g; Halide computes h and k in two kernels,
 we fuse them in one) and sgemm (numpy's matmul, OpenBLAS, beside). Each pipeline is written in Halide
 with its GPU schedule; mascarpone reads it with ms.from_halide and compiles it for "opencl". Outputs are
-compared first. Times are medians of interleaved runs (ms): "kernels" with the arrays already on the device (Halide: its
-buffers resident on the device; mascarpone: pyopencl arrays in and out), "with copies" from numpy arrays to
-numpy arrays. Ratios are mascarpone / Halide (below 1: mascarpone is faster). PoCL runs OpenCL on the
-CPU: these are ratios on one machine, not GPU times.
+compared first. Times are medians of interleaved runs (ms), ratios the medians of the rounds' ratios:
+"kernels" with the arrays already on the device (Halide: its buffers resident on the device; mascarpone:
+pyopencl arrays in and out), "with copies" from numpy arrays to numpy arrays. Ratios are mascarpone /
+Halide (below 1: mascarpone is faster). PoCL runs OpenCL on the CPU: these are ratios on one machine, not
+GPU times.
 """
 from __future__ import annotations
 
@@ -120,21 +121,29 @@ PROGRAMS = {"blur": (blur, 1024, 256), "conv2D": (conv2d, 256, 64), "gaussian": 
 
 
 def interleaved_ms(fns, repeat):
-    """The median of `repeat` runs of each of `fns` (ms), run in interleaved rounds after a warm-up, so
-    that the load of a shared machine falls on all of them alike."""
+    """The times (ms) of `repeat` rounds, each running every one of `fns` once, after a warm-up: a list per
+    function. Interleaving lets the load of a shared machine fall on all of them alike."""
     for fn in fns:
         fn()
     times = [[] for _ in fns]
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
+    for r in range(repeat):
+        order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))   # (neither always first)
+        for k in order:
             t0 = time.perf_counter()
-            fn()
+            fns[k]()
             times[k].append((time.perf_counter() - t0) * 1e3)
-    return [float(np.median(t)) for t in times]
+    return times
+
+
+def median_and_ratio(ours, theirs):
+    """(median of ours, median of theirs, median of the rounds' ratios ours / theirs): a ratio taken
+    within each round cancels the load, which drifts between rounds."""
+    return (float(np.median(ours)), float(np.median(theirs)),
+            float(np.median([a / b for a, b in zip(ours, theirs)])))
 
 
 def median_ms(fn, repeat):
-    return interleaved_ms([fn], repeat)[0]
+    return float(np.median(interleaved_ms([fn], repeat)[0]))
 
 
 class Recorder:
@@ -228,11 +237,12 @@ def run_one(name, size, repeat):
     def ours_kernels_events():
         ours_kernels()
         events.append(gpu.profile().kernel_ms)
-    t_hk, t_ok = interleaved_ms([halide_kernels, ours_kernels_events], repeat)
+    t_ok, t_hk, r_k = median_and_ratio(*interleaved_ms([ours_kernels_events, halide_kernels], repeat))
     prof_k = float(np.median(events))
-    t_hc, t_oc = interleaved_ms([halide_copies, ours_copies], repeat)
+    t_oc, t_hc, r_c = median_and_ratio(*interleaved_ms([ours_copies, halide_copies], repeat))
     prof = gpu.profile()
-    row = {"name": name, "size": size, "halide_k": t_hk, "ours_k": t_ok, "events_k": prof_k,
+    row = {"name": name, "size": size, "halide_k": t_hk, "ours_k": t_ok, "events_k": prof_k, "ratio_k": r_k,
+           "ratio_c": r_c,
            "halide_c": t_hc, "ours_c": t_oc, "transfer": prof.transfer_ms, "launches": prof.launches}
     if extra == "numpy":
         a, b = (images[ip] for ip in images)
@@ -288,8 +298,8 @@ def main():
         r = run_one(name, small if args.quick else big, repeat)
         extra = f"; numpy {r['numpy']:.2f} ms" if "numpy" in r else ""
         lines.append(f"| {name}{extra} | {r['size']} | {r['halide_k']:.2f} | {r['ours_k']:.2f} ({r['events_k']:.2f}) | "
-                     f"{r['ours_k'] / r['halide_k']:.2f} | {r['halide_c']:.2f} | {r['ours_c']:.2f} "
-                     f"({r['transfer']:.2f}) | {r['ours_c'] / r['halide_c']:.2f} | {r['launches']} |")
+                     f"{r['ratio_k']:.2f} | {r['halide_c']:.2f} | {r['ours_c']:.2f} "
+                     f"({r['transfer']:.2f}) | {r['ratio_c']:.2f} | {r['launches']} |")
         print(lines[-1], flush=True)
     if not args.only or "sgemm" in args.only:
         lines.append(sgemm_shared(PROGRAMS["sgemm"][2 if args.quick else 1], repeat))

@@ -197,6 +197,34 @@ def test_triangular_domain():
     np.testing.assert_array_equal(out, np.tril(a * 2))
 
 
+@needs_opencl
+def test_a_call_with_the_last_calls_device_arrays():
+    """A call given the same device arrays as the last one skips their checks, yet reads their current
+    contents and zeroes again an output the kernel leaves partly unwritten."""
+    import pyopencl.array as cla
+    from mascarpone.backends.gpu.opencl import default_runtime
+    rt = default_runtime()
+    N = ms.Param("N")
+    i, j = ms.Var("i", 0, N), ms.Var("j", 0, N)
+    with ms.Function("tri") as f:
+        A = ms.Input("A", [N, N], ms.float64)
+        L = ms.Computation("L", [i, j], A[i, j] * 2.0, where=(j <= i))
+    L.gpu_tile("i", "j", 4, 8)
+    k = f.compile("opencl")
+    a = np.arange(19.0 * 19).reshape(19, 19)
+    d_a, d_out = cla.to_device(rt.queue, a), cla.empty(rt.queue, (19, 19), np.float64)
+    args = {"A": d_a, "L": d_out, "N": 19}
+    for step in range(3):
+        d_out.fill(7.0)                  # the part above the diagonal is zeroed again at each call
+        d_a.set(a + step)                # and the input's new contents are read
+        assert k(**args) is d_out
+        np.testing.assert_array_equal(d_out.get(), np.tril((a + step) * 2))
+    with pytest.raises(ms.ArgumentError, match=r"A: expected shape \(18, 18\)"):
+        k(A=d_a, L=d_out, N=18)          # another size: checked again
+    small = cla.to_device(rt.queue, a[:5, :5].copy())
+    np.testing.assert_array_equal(k(A=small).get(), np.tril(a[:5, :5] * 2))
+
+
 def nb():
     """nb: f = 255 - in, g = 2 * in, h = f + g, k = f - g; f and g inlined, h and k fused in one kernel."""
     H, W = ms.Param("H"), ms.Param("W")
