@@ -172,6 +172,8 @@ class OpenCLRuntime(DeviceAdapter):
 
     def _release(self):
         """Keep the call's buffers for the next calls, up to KEEP_BYTES."""
+        if not self.in_use:
+            return
         kept = sum(b.size for bufs in self.free.values() for b in bufs)
         for buf in self.in_use:
             if kept + buf.size <= self.KEEP_BYTES:
