@@ -168,6 +168,7 @@ class GPUKernel(Kernel):
     # binding ---------------------------------------------------------------------------------
     # A call given the very objects of the last call, all device arrays (whose shape, dtype and context do
     # not change) and sizes, outputs included, binds as the last one did: its checks are not run again.
+    # (The kernel holds those objects until its next call.)
     def _remember_binding(self, kwargs, arrays, values, outputs, rt):
         self._last_binding = None
         n_in = len(self.lowered.inputs)
