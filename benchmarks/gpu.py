@@ -6,7 +6,8 @@ machine's CPU), with the same schedules, timed in one process.
 Programs: a two-stage blur (each tile's producer computed by the block's threads in shared memory),
 conv2D (weights in constant memory on our side), a separable 5-tap gaussian (weights in constant memory
 on our side), nb (f = 255 - in, g = 2 in, h = f + g, k = f - g; Halide computes h and k in two kernels,
-we fuse them in one) and sgemm (numpy's matmul, OpenBLAS, beside). Each pipeline is written in Halide
+we fuse them in one; a second row gives each side its fastest of a few thread tiles, our fused kernel
+against Halide's best) and sgemm (numpy's matmul, OpenBLAS, beside). Each pipeline is written in Halide
 with its GPU schedule; mascarpone reads it with ms.from_halide and compiles it for "opencl". Outputs are
 compared first. Times are medians of interleaved runs (ms), ratios the medians of the rounds' ratios:
 "kernels" with the arrays already on the device (Halide: its buffers resident on the device; mascarpone:
@@ -86,7 +87,7 @@ def gaussian(size):
     return [gy], [size, size], {inp: img, w: weights}, ["w"]
 
 
-def nb(size):
+def nb(size, tile=(32, 8)):
     x, y, xi, yi, xo, yo = v("x", "y", "xi", "yi", "xo", "yo")
     inp = hl.ImageParam(hl.Int(32), 2, "inp")
     f, g, h, k = (hl.Func(n) for n in "fghk")
@@ -95,7 +96,7 @@ def nb(size):
     h[x, y] = f[x, y] + g[x, y]
     k[x, y] = f[x, y] - g[x, y]
     for out in (h, k):
-        out.compute_root().gpu_tile(x, y, xo, yo, xi, yi, 32, 8)
+        out.compute_root().gpu_tile(x, y, xo, yo, xi, yi, *tile)
     img = np.random.default_rng(3).integers(0, 255, (size, size)).astype(np.int32)
     return [h, k], [size, size], {inp: img}, "fuse"
 
@@ -169,7 +170,7 @@ def ours(funcs, extra):
             if inp.name in extra:
                 inp.gpu_constant()
     if extra == "fuse":
-        h, k = f["h"], f["k"]
+        h, k = f.outputs()
         k.after(h, h.loops[-1])
         f.assume_same_output_sizes()
     # Halide prints each multiply and add of a kernel as its own statement, so its OpenCL compiler never
@@ -177,9 +178,9 @@ def ours(funcs, extra):
     return f.compile("opencl", fp_contract=False)
 
 
-def run_one(name, size, repeat):
+def run_one(name, size, repeat, **options):
     build = PROGRAMS[name][0]
-    funcs, sizes, images, extra = build(size)
+    funcs, sizes, images, extra = build(size, **options)
     rt = default_runtime()
     target = hl.get_host_target().with_feature(hl.TargetFeature.OpenCL)
     pipeline = hl.Pipeline(funcs)
@@ -251,6 +252,23 @@ def run_one(name, size, repeat):
     return row
 
 
+#: nb's thread tiles (x, y) tried for each side's best (on a CPU device, rows of power-of-two widths
+#: read and written 8 at a time contend for the same cache sets)
+NB_TILES = ((32, 8), (64, 4), (256, 1))
+
+
+def nb_best(size, repeat):
+    """nb, each side with the fastest of NB_TILES: our fused kernel against Halide's best schedule."""
+    rows = [(tile, run_one("nb", size, repeat, tile=tile)) for tile in NB_TILES]
+    (h_tile, h), (o_tile, o) = (min(rows, key=lambda r: r[1][key]) for key in ("halide_k", "ours_k"))
+    (hc_tile, hc), (oc_tile, oc) = (min(rows, key=lambda r: r[1][key]) for key in ("halide_c", "ours_c"))
+    name = lambda t: "x".join(map(str, t))   # noqa: E731
+    return (f"| nb, each side's best tile of {', '.join(map(name, NB_TILES))} (Halide {name(h_tile)}, ours "
+            f"{name(o_tile)}) | {size} | {h['halide_k']:.2f} | {o['ours_k']:.2f} ({o['events_k']:.2f}) | "
+            f"{o['ours_k'] / h['halide_k']:.2f} | {hc['halide_c']:.2f} | {oc['ours_c']:.2f} ({oc['transfer']:.2f}) | "
+            f"{oc['ours_c'] / hc['halide_c']:.2f} | {o['launches']} |")
+
+
 def sgemm_shared(size, repeat):
     """Our sgemm with A's and B's tiles staged in shared memory per tile of k (cache_shared), a schedule
     Halide's gpu_tile does not write; beside numpy."""
@@ -300,6 +318,9 @@ def main():
         lines.append(f"| {name}{extra} | {r['size']} | {r['halide_k']:.2f} | {r['ours_k']:.2f} ({r['events_k']:.2f}) | "
                      f"{r['ratio_k']:.2f} | {r['halide_c']:.2f} | {r['ours_c']:.2f} "
                      f"({r['transfer']:.2f}) | {r['ratio_c']:.2f} | {r['launches']} |")
+        print(lines[-1], flush=True)
+    if not args.only or "nb" in args.only:
+        lines.append(nb_best(PROGRAMS["nb"][2 if args.quick else 1], repeat))
         print(lines[-1], flush=True)
     if not args.only or "sgemm" in args.only:
         lines.append(sgemm_shared(PROGRAMS["sgemm"][2 if args.quick else 1], repeat))
