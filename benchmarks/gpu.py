@@ -326,7 +326,7 @@ def main():
         lines.append(sgemm_shared(PROGRAMS["sgemm"][2 if args.quick else 1], repeat))
         print(lines[-1], flush=True)
     device = default_runtime().device.name
-    load = f"(1 min) {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, {os.cpu_count()} cores"
+    load = f"(1 min) {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"
     print(f"load average {load}")
     table = "\n".join(lines)
     print(table)
