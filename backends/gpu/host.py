@@ -181,7 +181,7 @@ class GPUKernel(Kernel):
 
     def _bound_again(self, kwargs, rt):
         """The last call's binding when `kwargs` holds the same objects (see _remember_binding), else None."""
-        last = getattr(self, "_last_binding", None)
+        last = self._last_binding
         if last is None or len(last[0]) != len(kwargs):
             return None
         for name, v in last[0]:
