@@ -29,6 +29,7 @@ def compile_opencl(lowered, *, fp_contract=True, fast_math=False):
     program = runtime.build(source, options, f"kernel {lowered.name}")
     for k in kernels:
         k.handle = getattr(program, k.spec.name)
+        runtime.declare_arguments(k)
     return OpenCLKernel(lowered, host, kernels, runtime, source)
 
 

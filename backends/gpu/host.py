@@ -91,7 +91,7 @@ class CompiledKernel:
 @dataclass(frozen=True)
 class LaunchPlan:
     """What a launch needs besides its buffers, for given sizes and host loop variables: grid and thread
-    block, its scalar arguments (as int64) and the bytes of each scratch buffer."""
+    block, its scalar arguments (int64 on the device) and the bytes of each scratch buffer."""
 
     grid: tuple
     block: tuple
@@ -255,7 +255,7 @@ class GPUKernel(Kernel):
             count = int(np.prod([max(evaluate(d, env), 0) for d in s.buffer.shape], dtype=np.int64))
             per = {"kernel": 1, "block": groups, "thread": groups * threads}[s.per]
             scratch.append((s.ident, max(count * per, 1) * s.buffer.dtype.bytes))
-        return LaunchPlan(grid, block, tuple(np.int64(env[name]) for name in k.scalars), tuple(scratch))
+        return LaunchPlan(grid, block, tuple(int(env[name]) for name in k.scalars), tuple(scratch))
 
 
 @dataclass(frozen=True)
