@@ -78,6 +78,10 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
             warnings.warn(f"autoschedule({function.name}): {note}", stacklevel=3)
             report.note = note
     apply(report.choice)
+    if not checker.legal():   # each command was checked; the whole once more, layout included
+        restore(function, start)
+        report.choice, report.note = dict(NAIVE), "the chosen schedule failed the final check; naive kept"
+        warnings.warn(f"autoschedule({function.name}): {report.note}", stacklevel=3)
     report.commands = _added(function, start)
     if use_cache:
         cache.store(key, {"choice": report.choice, "seconds": report.seconds, "naive_seconds": report.naive_seconds,

@@ -27,13 +27,17 @@ class Applier:
         self.checker = checker
         self.bands = {}       # stage name -> the variables of its tiled band
         self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
+        # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
+        # may race on one element: the layout check must see each tag
+        self.shared_storage = any(c.folds or c.user_buffer is not None for c in function.computations)
 
-    def attempt(self, action) -> bool:
-        """Run `action` (commands); keep it if the schedule stays legal, else undo it."""
+    def attempt(self, action, layout=False) -> bool:
+        """Run `action` (commands); keep it if the schedule stays legal (the layout checked too with
+        `layout`), else undo it."""
         saved = save(self.function)
         try:
             action()
-            if self.checker.legal():
+            if self.checker.legal(layout):
                 return True
         except MascarponeError:
             pass
@@ -54,7 +58,7 @@ class Applier:
             tile_level[comp.name] = self._schedule_stage(comp, choice, parallel=True)
         for producer, consumer in deferred.items():
             level = tile_level.get(consumer.name)
-            if level is not None and self.attempt(lambda: producer.compute_at(consumer, level)):
+            if level is not None and self.attempt(lambda: producer.compute_at(consumer, level), layout=True):
                 self.placements[producer.name] = "compute_at"
                 self._vectorize_innermost(producer, self.stages[producer.name])
             else:
@@ -80,7 +84,7 @@ class Applier:
             reads = readers(self.function, comp)
             if not reads:
                 continue
-            if len(reads) == 1 and len(reads[0][1]) == 1 and self.attempt(comp.inline):
+            if len(reads) == 1 and len(reads[0][1]) == 1 and self.attempt(comp.inline, layout=True):
                 self.placements[comp.name] = "inline"
                 continue
             consumer, nodes = reads[0]
@@ -106,7 +110,7 @@ class Applier:
         vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
         if parallel and stage.work() >= MIN_PARALLEL_WORK:
             for loop in comp.loops[:2]:
-                if comp.tags.get(loop) is None and self.attempt(lambda: comp.parallelize(loop)):
+                if comp.tags.get(loop) is None and self.attempt(lambda: comp.parallelize(loop), self.shared_storage):
                     break
         factor = choice.get("unroll", {}).get(comp.name, 1)
         if vector_outer is not None and factor > 1:
@@ -115,7 +119,8 @@ class Applier:
         return level
 
     def _tile(self, comp, stage, sizes, origin):
-        """Tile the innermost band of 3 (else 2) loops where every edge is shorter than its loop."""
+        """Tile the innermost band of 3 (else 2) loops where it has reuse and all its edges but one
+        are shorter than their loops (tiles over the whole of a loop still bound the working set)."""
         lanes = machine.vector_lanes(comp.dtype)
         for n in (3, 2):
             if len(comp.loops) < n:
@@ -123,7 +128,8 @@ class Applier:
             band = comp.loops[-n:]
             edges = sizes if sizes is not None and len(sizes) == n else \
                 model.tile_sizes(stage, band, lanes, machine.cache_bytes(2) // 2)
-            if not model.has_reuse(stage, band) or not all(e < stage.trip(v) for v, e in zip(band, edges)):
+            cut = sum(e < stage.trip(v) for v, e in zip(band, edges))
+            if not model.has_reuse(stage, band) or cut < max(1, n - 1):
                 continue
             if self.attempt(lambda: comp.tile(*band, *edges)):
                 self.bands[comp.name] = list(band)
@@ -146,7 +152,7 @@ class Applier:
         if not any(r.consecutive_in(var) for r in stage.refs):
             return None
         before = list(comp.loops)
-        if not self.attempt(lambda: comp.vectorize(inner, lanes)):
+        if not self.attempt(lambda: comp.vectorize(inner, lanes), self.shared_storage):
             return None
         return comp.loops[-2] if len(comp.loops) > len(before) else None
 
