@@ -25,8 +25,10 @@ class Applier:
         self.function = function
         self.stages = stages
         self.checker = checker
-        self.bands = {}       # stage name -> the variables of its tiled band
+        self.bands = {}       # stage name -> the variables of the band it may tile (it has reuse)
+        self.tiled = set()    # stages whose band is tiled
         self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
+        self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
         # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
         # may race on one element: the layout check must see each tag
         self.shared_storage = any(c.folds or c.user_buffer is not None for c in function.computations)
@@ -55,7 +57,9 @@ class Applier:
         for comp in free:
             if comp.inlined or comp in deferred or comp.name not in self.stages:
                 continue
-            tile_level[comp.name] = self._schedule_stage(comp, choice, parallel=True)
+            # a consumer of a producer to compute per tile is tiled whatever its own reuse
+            tile_level[comp.name] = self._schedule_stage(comp, choice, parallel=True,
+                                                         for_producer=comp in deferred.values())
         for producer, consumer in deferred.items():
             level = tile_level.get(consumer.name)
             if level is not None and self.attempt(lambda: producer.compute_at(consumer, level), layout=True):
@@ -96,7 +100,7 @@ class Applier:
         return deferred
 
     # one loop nest ------------------------------------------------------------------
-    def _schedule_stage(self, comp, choice, parallel):
+    def _schedule_stage(self, comp, choice, parallel, for_producer=False):
         """Order, tile, vectorize, parallelize and unroll one computation's loops; returns the loop
         at which a producer's tile would be computed (the innermost loop over tiles), or None."""
         stage = self.stages[comp.name]
@@ -106,33 +110,42 @@ class Applier:
             if list(order) == comp.loops or self.attempt(lambda: comp.reorder(*order)):
                 break
         origin = {v: v for v in comp.loops}     # loop name -> the variable it runs over
-        level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin)
+        level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
         vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
         if parallel and stage.work() >= MIN_PARALLEL_WORK:
             for loop in comp.loops[:2]:
                 if comp.tags.get(loop) is None and self.attempt(lambda: comp.parallelize(loop), self.shared_storage):
                     break
         factor = choice.get("unroll", {}).get(comp.name, 1)
+        if vector_outer is not None:
+            self.unrollable.add(comp.name)
         if vector_outer is not None and factor > 1:
             self.attempt(lambda: comp.unroll(vector_outer, factor))
         self._unroll_small_loops(comp)
         return level
 
-    def _tile(self, comp, stage, sizes, origin):
+    def _tile(self, comp, stage, sizes, origin, for_producer=False):
         """Tile the innermost band of 3 (else 2) loops where it has reuse and all its edges but one
         are shorter than their loops (tiles over the whole of a loop still bound the working set)."""
         lanes = machine.vector_lanes(comp.dtype)
+        if sizes == []:
+            return None       # the search's "no tiling"
         for n in (3, 2):
-            if len(comp.loops) < n:
+            if len(comp.loops) < n or not (for_producer or model.has_reuse(stage, comp.loops[-n:])):
                 continue
             band = comp.loops[-n:]
-            edges = sizes if sizes is not None and len(sizes) == n else \
-                model.tile_sizes(stage, band, lanes, machine.cache_bytes(2) // 2)
+            self.bands.setdefault(comp.name, list(band))    # the band the search may tile
+            if sizes is not None and len(sizes) == n:
+                edges = sizes
+            elif for_producer or model.needs_tiling(stage, band):
+                edges = model.tile_sizes(stage, band, lanes, machine.cache_bytes(2) // 2)
+            else:
+                continue
             cut = sum(e < stage.trip(v) for v, e in zip(band, edges))
-            if not model.has_reuse(stage, band) or cut < max(1, n - 1):
+            if cut < max(1, n - 1):
                 continue
             if self.attempt(lambda: comp.tile(*band, *edges)):
-                self.bands[comp.name] = list(band)
+                self.tiled.add(comp.name)
                 loops = comp.loops[-2 * n:]
                 for k, v in enumerate(band):
                     origin[loops[k]], origin[loops[n + k]] = v, v

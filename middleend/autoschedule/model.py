@@ -64,7 +64,7 @@ def has_reuse(stage, band) -> bool:
         return True
     seen = set()
     for r in stage.refs:
-        if any(c is None for c in r.dims):
+        if r.is_write or any(c is None for c in r.dims):
             continue
         shape = (r.array, tuple(tuple(sorted(c.items())) for c in r.dims))
         if shape in seen:
@@ -88,6 +88,14 @@ def footprint_bytes(stage, band, sizes) -> int:
     return total
 
 
+def needs_tiling(stage, band) -> bool:
+    """Whether one iteration of the band's outermost loop touches more data than L2 holds, so that
+    what it reuses would be evicted before the next iteration (otherwise the loop order alone keeps
+    the reuse in cache and tiles only add loop overhead)."""
+    inner = band[1:]
+    return footprint_bytes(stage, inner, [stage.trip(v) for v in inner]) > machine.cache_bytes(2)
+
+
 def tile_sizes(stage, band, lanes, capacity) -> list:
     """Tile edges for the loops of `band` (outermost first): the innermost a multiple of the vector
     width up to 256, the others equal and as large as fits `capacity` bytes."""
@@ -102,10 +110,10 @@ def tile_sizes(stage, band, lanes, capacity) -> list:
 
 
 def tile_variants(stage, band, lanes) -> list:
-    """Tile sizes the search tries beside the model's: fitting L1 and fitting all of L2, and the
-    innermost edge halved or doubled."""
+    """Tile sizes the search tries beside the model's: none ([]), fitting L1 and fitting all of L2,
+    and the innermost edge halved or doubled."""
     model = tile_sizes(stage, band, lanes, machine.cache_bytes(2) // 2)
-    out = [model]
+    out = [model, []]
     for capacity in (machine.cache_bytes(1), machine.cache_bytes(2)):
         out.append(tile_sizes(stage, band, lanes, capacity))
     for scale in (0.5, 2):

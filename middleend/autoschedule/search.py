@@ -16,8 +16,9 @@ NAIVE = {"naive": True}
 
 
 def variants(applier, stages, seed) -> list:
-    """[(stage name, knob, value)] to try, in a fixed order for a given seed: other tile sizes of
-    each tiled band, unroll factors around the vector loop, root for producers computed at tiles."""
+    """[(stage name, knob, value)] to try, in a fixed order for a given seed: other tile sizes (or
+    none) of each band with reuse, unroll factors around the vector loop, root for producers
+    computed at tiles."""
     out = []
     order = sorted(stages.values(), key=lambda s: (-s.work(), s.name))
     rng = random.Random(seed)
@@ -26,8 +27,12 @@ def variants(applier, stages, seed) -> list:
         band = applier.bands.get(stage.name)
         if band:
             lanes = machine.vector_lanes(stage.comp.dtype)
-            mine += [(stage.name, "tiles", sizes) for sizes in model.tile_variants(stage, band, lanes)[1:]]
-        mine += [(stage.name, "unroll", u) for u in model.UNROLL_FACTORS if u > 1]
+            sizes = model.tile_variants(stage, band, lanes)
+            # tiled by the model: its sizes are measured already; untiled: so is "no tiling" ([])
+            sizes = sizes[1:] if stage.name in applier.tiled else [s for s in sizes if s]
+            mine += [(stage.name, "tiles", s) for s in sizes]
+        if stage.name in applier.unrollable:
+            mine += [(stage.name, "unroll", u) for u in model.UNROLL_FACTORS if u > 1]
         if applier.placements.get(stage.name) == "compute_at":
             mine.append((stage.name, "place", "root"))
         rng.shuffle(mine)
