@@ -77,8 +77,10 @@ class Stage:
 
 def untouched(comp) -> bool:
     """Whether no command has changed the computation's loops, tags or placement (a front-end's
-    identity set_schedule leaves it untouched)."""
-    return (not comp.inlined and comp.compute_at_target is None and not comp.tags
+    identity set_schedule, or its nesting of statements as in the source, leaves it untouched)."""
+    f = comp.function
+    placed = any(not from_source(e, f) and (e[1] is comp or e[2] is comp) for e in f._ordering)
+    return (not placed and not comp.inlined and comp.compute_at_target is None and not comp.tags
             and comp.loops == [v.name for v in comp.vars])
 
 
@@ -97,6 +99,13 @@ def analyze(function, context) -> dict:
             stage.refs.append(Reference(array, _coefficients(comp, index), node.dtype.bytes))
         stages[comp.name] = stage
     return stages
+
+
+def from_source(entry, function) -> bool:
+    """Whether the placement `entry` (how, computation, other, level) is the front-end's nesting of
+    the source program (`original_ordering`) rather than a command (compared by identity)."""
+    original = getattr(function, "original_ordering", None) or []
+    return any(all(a is b for a, b in zip(entry, o)) for o in original)
 
 
 def readers(function, producer) -> list:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import schedule as sched
 from ..errors import MascarponeError
 from . import machine, model
-from .analysis import constant_offsets, readers, untouched
+from .analysis import constant_offsets, from_source, readers, untouched
 from .state import restore, save
 
 #: a stage with fewer iterations than this runs serially: a parallel region would cost more
@@ -75,7 +75,8 @@ class Applier:
         dependences allow: that frees its loop order (Julia's statements come nested)."""
         names = {c.name for c in free}
         for how, comp, other, level in list(self.function._ordering):
-            if level is not None and comp.name in names and other.name in names:
+            if level is not None and comp.name in names and other.name in names and \
+                    from_source((how, comp, other, level), self.function):
                 self.attempt(lambda: comp.after(other, sched.root) if how == "after" else comp.before(other, sched.root))
 
     def _place_producers(self, free, wanted) -> dict:
@@ -114,6 +115,8 @@ class Applier:
         vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
         if parallel and stage.work() >= MIN_PARALLEL_WORK:
             for loop in comp.loops[:2]:
+                if comp._loop_extent_bound(comp.loops.index(loop)) == 1:
+                    continue      # one iteration: nothing to share out
                 if comp.tags.get(loop) is None and self.attempt(lambda: comp.parallelize(loop), self.shared_storage):
                     break
         factor = choice.get("unroll", {}).get(comp.name, 1)
@@ -134,6 +137,8 @@ class Applier:
             if len(comp.loops) < n or not (for_producer or model.has_reuse(stage, comp.loops[-n:])):
                 continue
             band = comp.loops[-n:]
+            if any(stage.trip(v) <= 1 for v in band):
+                continue
             self.bands.setdefault(comp.name, list(band))    # the band the search may tile
             if sizes is not None and len(sizes) == n:
                 edges = sizes
@@ -177,3 +182,4 @@ class Applier:
             extent = comp._loop_extent(comp.loops.index(loop))
             if extent is not None and 1 < extent <= model.SMALL_LOOP:
                 self.attempt(lambda: comp.unroll(loop, extent))
+
