@@ -356,6 +356,11 @@ class Function:
         self._autoscheduled = report
         return report
 
+    @property
+    def autoscheduled(self):
+        """The report of `autoschedule` (commands given, schedules timed, times), or None."""
+        return self._autoscheduled
+
     def _apply_schedule_option(self, schedule, target, fixed):
         """compile's `schedule=`: None or "naive" keeps the schedule as it is, "auto" autoschedules
         for `fixed`'s sizes (once: a function autoscheduled already keeps its choice)."""

@@ -197,12 +197,12 @@ def test_compile_with_schedule_auto():
 
     g, _, _ = examples.blur()
     kernel = g.compile("cpu", fixed=dict(H=32, W=48), schedule="auto")
-    assert g.history() and g._autoscheduled.measured >= 1
+    assert g.history() and g.autoscheduled.measured >= 1
     img = rng.random((34, 50), dtype=np.float32)
     np.testing.assert_allclose(kernel(img=img), blur_reference(img), rtol=1e-5)
     h, _, _ = examples.blur()
     h.compile("cpu")
-    assert h.history() == [] and h._autoscheduled is None          # the default stays naive
+    assert h.history() == [] and h.autoscheduled is None          # the default stays naive
 
 
 def test_bad_arguments_are_refused_by_name():
@@ -214,3 +214,21 @@ def test_bad_arguments_are_refused_by_name():
     with pytest.raises(ms.ScheduleError, match="'auto' or 'naive'"):
         f.compile("cpu", schedule="fastest")
     assert f.history() == []
+
+
+def test_model_loop_order_and_cache_key():
+    """The loop cost puts the stride-one loop innermost (j for row-major gemm); the cache key changes
+    with the sizes, the target and the starting schedule."""
+    from mascarpone.middleend.autoschedule import analysis, model
+    f, C, acc = examples.gemm()
+    stages = analysis.analyze(f, f.context(dict(N=100, M=100, K=100)))
+    assert model.loop_orders(stages["C_update0"])[0] == ("i", "k", "j")
+    assert model.loop_orders(stages["C"]) == [("i", "j")]      # already best: nothing to try
+    assert model.needs_tiling(stages["C_update0"], ["i", "k", "j"]) is False   # B fits in L2 at 100
+    sizes = dict(N=100, M=100, K=100)
+    key = cache.key(f, sizes, "cpu", 0, True)
+    assert key == cache.key(examples.gemm()[0], sizes, "cpu", 0, True)
+    assert key != cache.key(f, dict(sizes, N=101), "cpu", 0, True)
+    assert key != cache.key(f, sizes, "c", 0, True)
+    acc.parallelize("i")
+    assert key != cache.key(f, sizes, "cpu", 0, True)
