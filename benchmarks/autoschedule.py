@@ -1,12 +1,13 @@
 """The automatic scheduler against the naive loops and the hand schedules of the suite.
 
-    .venv/bin/python benchmarks/autoschedule.py [--budget 20] [--quick] [--no-append]
+    .venv/bin/python benchmarks/autoschedule.py [--budget 20] [--threads N] [--quick] [--no-append]
 
 Kernels: gemm (mascarpone/examples.py, float32; hand: schedule_gemm_two_level), the two-stage blur
 (examples.py; hand: the README's 32x256 tiles with bx computed per tile), and Julia kernels of
 mascarpone/bench/suite/julia_kernels.py at their small sizes (hand: the suite's schedules; peer:
 numba's @njit of the same loops). Each variant is compiled for the cpu target in this process and
-timed as the median of 7 calls after a warm-up, all variants of a kernel interleaved round by round.
+timed as the median of 7 calls after a warm-up, all variants of a kernel interleaved round by round
+(in a turning order).
 The autoscheduler's search runs with a fresh cache (a temporary folder) and its search time is
 reported. Ratios are times over the autoscheduled time (above 1: the autoscheduler is faster).
 Results are appended to benchmarks/RESULTS.md unless --no-append.
@@ -37,14 +38,17 @@ ROUNDS = 7
 
 
 def median_times(calls: dict, rounds=ROUNDS) -> dict:
-    """{name: median seconds} of the zero-argument callables, interleaved round by round."""
+    """{name: median seconds} of the zero-argument callables, interleaved round by round; the order
+    turns each round, so that no variant always runs right after a parallel one (whose threads
+    may still be waking or spinning)."""
     for fn in calls.values():
         fn()
     times = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, fn in calls.items():
+    names = list(calls)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
             t0 = time.perf_counter()
-            fn()
+            calls[name]()
             times[name].append(time.perf_counter() - t0)
     return {name: statistics.median(ts) for name, ts in times.items()}
 
@@ -139,9 +143,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=20.0, help="autoschedule budget_s per kernel")
     ap.add_argument("--quick", action="store_true", help="smaller gemm and blur, two Julia kernels")
+    ap.add_argument("--threads", type=int, default=None, help="threads of parallel loops (default: all cores)")
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
     args = ap.parse_args()
     os.environ[cache.ENV] = tempfile.mkdtemp(prefix="autoschedule-bench-")
+    if args.threads:
+        ms.set_num_threads(args.threads)
     sys.path.insert(0, str(FIXTURES.parent))
     cases = [lambda: gemm_case(256 if args.quick else 512, args.budget),
              lambda: blur_case(*((256, 512) if args.quick else (1024, 1024)), args.budget)]
