@@ -6,7 +6,7 @@ Kernels: gemm (mascarpone/examples.py, float32; hand: schedule_gemm_two_level), 
 (examples.py; hand: the README's 32x256 tiles with bx computed per tile), and Julia kernels of
 mascarpone/bench/suite/julia_kernels.py at their small sizes (hand: the suite's schedules; peer:
 numba's @njit of the same loops). Each variant is compiled for the cpu target in this process and
-timed as the median of 7 calls after a warm-up, all variants of a kernel interleaved round by round
+timed as the median of 15 calls after a warm-up, all variants of a kernel interleaved round by round
 (in a turning order).
 The autoscheduler's search runs with a fresh cache (a temporary folder) and its search time is
 reported. Ratios are times over the autoscheduled time (above 1: the autoscheduler is faster).
@@ -34,7 +34,7 @@ from mascarpone.bench.suite import julia_kernels as jk  # noqa: E402
 from mascarpone.middleend.autoschedule import cache, machine  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "julia_fixtures"
-ROUNDS = 7
+ROUNDS = 15
 
 
 def median_times(calls: dict, rounds=ROUNDS) -> dict:

@@ -58,8 +58,7 @@ class Applier:
             if comp.inlined or comp in deferred or comp.name not in self.stages:
                 continue
             # a consumer of a producer to compute per tile is tiled whatever its own reuse
-            tile_level[comp.name] = self._schedule_stage(comp, choice, parallel=True,
-                                                         for_producer=comp in deferred.values())
+            tile_level[comp.name] = self._schedule_stage(comp, choice, for_producer=comp in deferred.values())
         for producer, consumer in deferred.items():
             level = tile_level.get(consumer.name)
             if level is not None and self.attempt(lambda: producer.compute_at(consumer, level), layout=True):
@@ -67,7 +66,7 @@ class Applier:
                 self._vectorize_innermost(producer, self.stages[producer.name])
             else:
                 self.placements[producer.name] = "root"
-                self._schedule_stage(producer, choice, parallel=True)
+                self._schedule_stage(producer, choice)
 
     # placement ----------------------------------------------------------------------
     def _distribute(self, free):
@@ -101,7 +100,7 @@ class Applier:
         return deferred
 
     # one loop nest ------------------------------------------------------------------
-    def _schedule_stage(self, comp, choice, parallel, for_producer=False):
+    def _schedule_stage(self, comp, choice, for_producer=False):
         """Order, tile, vectorize, parallelize and unroll one computation's loops; returns the loop
         at which a producer's tile would be computed (the innermost loop over tiles), or None."""
         stage = self.stages[comp.name]
@@ -113,7 +112,7 @@ class Applier:
         origin = {v: v for v in comp.loops}     # loop name -> the variable it runs over
         level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
         vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
-        if parallel and stage.work() >= MIN_PARALLEL_WORK:
+        if stage.work() >= MIN_PARALLEL_WORK:
             for loop in comp.loops[:2]:
                 if comp._loop_extent_bound(comp.loops.index(loop)) == 1:
                     continue      # one iteration: nothing to share out

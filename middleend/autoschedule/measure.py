@@ -12,8 +12,9 @@ from ..affine import affine_text
 from ..errors import DomainError
 from ..targets import get_target
 
-#: runs per measurement, and the time after which fewer suffice
-RUNS, ENOUGH_S = 5, 0.5
+#: runs per measurement: at least MIN_RUNS, more (up to MAX_RUNS) while under ENOUGH_S seconds, so
+#: that the median of a short kernel rests on many calls (the machine may be shared)
+MIN_RUNS, MAX_RUNS, ENOUGH_S = 5, 51, 0.3
 
 
 def input_values(function, sizes, seed) -> dict:
@@ -64,7 +65,7 @@ class Timer:
         kernel(**self.arguments)       # first call: page faults, lazy set-up
         times = []
         start = time.perf_counter()
-        while len(times) < RUNS and (len(times) < 2 or time.perf_counter() - start < ENOUGH_S):
+        while len(times) < MIN_RUNS or (len(times) < MAX_RUNS and time.perf_counter() - start < ENOUGH_S):
             t0 = time.perf_counter()
             kernel(**self.arguments)
             times.append(time.perf_counter() - t0)
