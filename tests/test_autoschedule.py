@@ -25,21 +25,34 @@ def _commands(report, *kinds):
     return [c for c in report.commands if any(f".{k}(" in c for k in kinds)]
 
 
-def test_gemm_is_tiled_vectorized_and_parallel_with_numpy_values():
+def test_gemm_gets_register_tiles_vector_and_parallel_loops_with_numpy_values():
     f, C, acc = examples.gemm()
-    # B (K x M) is larger than this machine's L2: the band is tiled; the schedule holds for every size
-    side = 2 * int((machine.cache_bytes(2) / 4) ** 0.5)
-    report = f.autoschedule(sizes=dict(N=64, M=side, K=side), measure=False)
+    report = f.autoschedule(sizes=dict(N=200, M=200, K=200), measure=False)
     assert report.commands == f.history() and report.measured == 0
-    lanes = machine.vector_lanes(ms.float32)
-    # the stride-one loop j innermost, the band tiled, j vectorized, the outer tile loop parallel
-    assert "C_update0.reorder(i, k, j)" in report.commands
-    assert any(c.startswith("C_update0.tile(i, k, j,") for c in report.commands)
-    assert f"C_update0.vectorize(j1, {lanes})" in report.commands
-    assert "C_update0.parallelize(i0)" in report.commands
+    lanes = 2 * machine.vector_lanes(ms.float32)
+    # the stride-one loop j innermost; 4 rows of C by two vectors of j kept in registers across k
+    assert report.commands[report.commands.index("C_update0.reorder(i, k, j)"):] == [
+        "C_update0.reorder(i, k, j)", f"C_update0.split(j, {lanes})", "C_update0.split(i, 4)",
+        "C_update0.reorder(i0, j0, k, i1, j1)", "C_update0.unroll(i1, 4)", f"C_update0.vectorize(j1, {lanes})",
+        "C_update0.parallelize(i0)"]
     a = rng.random((150, 160), dtype=np.float32)
     b = rng.random((160, 170), dtype=np.float32)
     np.testing.assert_allclose(f.compile("cpu")(A=a, B=b), a @ b, rtol=1e-4)
+
+
+def test_a_band_larger_than_l2_is_tiled():
+    """A stencil sum over a wide image: one row of the band's outer loop overflows L2, so the band is
+    tiled (edges fitting half of L2) and the inner tile loop vectorized."""
+    H, W = ms.Param("H"), ms.Param("W")
+    y, x = ms.Var("y", 0, H), ms.Var("x", 0, W)
+    with ms.Function("rows") as f:
+        img = ms.Input("img", [H + 1, W], ms.float32)
+        out = ms.Computation("out", [y, x], img[y, x] + img[y + 1, x])
+    wide = machine.cache_bytes(2)       # a row of that many floats is 4x L2
+    report = f.autoschedule(sizes=dict(H=64, W=wide), measure=False)
+    assert any(c.startswith("out.tile(y, x,") for c in report.commands), report.commands
+    im = rng.random((41, 300), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(img=im), im[:-1] + im[1:], rtol=1e-6)
 
 
 def test_blur_producer_computed_in_the_consumer_tiles():

@@ -15,6 +15,8 @@ from .state import restore, save
 
 #: a stage with fewer iterations than this runs serially: a parallel region would cost more
 MIN_PARALLEL_WORK = 1 << 14
+#: values of the outer loop a register tile keeps (times two vectors of the stride-one loop)
+REGISTER_COLUMNS = 4
 
 
 class Applier:
@@ -27,6 +29,7 @@ class Applier:
         self.checker = checker
         self.bands = {}       # stage name -> the variables of the band it may tile (it has reuse)
         self.tiled = set()    # stages whose band is tiled
+        self.registers = set()  # stages given register tiles
         self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
         self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
         # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
@@ -110,7 +113,10 @@ class Applier:
             if list(order) == comp.loops or self.attempt(lambda: comp.reorder(*order)):
                 break
         origin = {v: v for v in comp.loops}     # loop name -> the variable it runs over
-        level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
+        level = None
+        wants_registers = choice.get("registers", {}).get(comp.name, True) and not for_producer
+        if not (wants_registers and self._register_tile(comp, stage)):
+            level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
         vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
         if stage.work() >= MIN_PARALLEL_WORK:
             for loop in comp.loops[:2]:
@@ -125,6 +131,31 @@ class Applier:
             self.attempt(lambda: comp.unroll(vector_outer, factor))
         self._unroll_small_loops(comp)
         return level
+
+    def _register_tile(self, comp, stage) -> bool:
+        """For a reduction nest (a, r, v): v stride-one, r a loop the written element does not move
+        with, a one it does: keep a block of REGISTER_COLUMNS values of a by two vectors of v in
+        registers across all of r (unroll-and-jam), as BLIS's micro-kernel does. True if applied."""
+        if len(comp.loops) < 3:
+            return False
+        a, r, v = comp.loops[-3:]
+        write = stage.refs[0]
+        lanes = 2 * machine.vector_lanes(comp.dtype)
+        if write.touches(r) or not write.touches(a) or not write.consecutive_in(v):
+            return False
+        if stage.trip(v) < 2 * lanes or stage.trip(a) < 2 * REGISTER_COLUMNS:
+            return False
+
+        def commands():
+            v0, v1 = comp.split(v, lanes)
+            a0, a1 = comp.split(a, REGISTER_COLUMNS)
+            comp.reorder(a0, v0, r, a1, v1)
+            comp.unroll(a1, REGISTER_COLUMNS)
+            comp.vectorize(v1, lanes)
+        if self.attempt(commands):
+            self.registers.add(comp.name)
+            return True
+        return False
 
     def _tile(self, comp, stage, sizes, origin, for_producer=False):
         """Tile the innermost band of 3 (else 2) loops where it has reuse and all its edges but one

@@ -24,8 +24,10 @@ def variants(applier, stages, seed) -> list:
     rng = random.Random(seed)
     for stage in order:
         mine = []
+        if stage.name in applier.registers:
+            mine.append((stage.name, "registers", False))
         band = applier.bands.get(stage.name)
-        if band:
+        if band and stage.name not in applier.registers:
             lanes = machine.vector_lanes(stage.comp.dtype)
             sizes = model.tile_variants(stage, band, lanes)
             # tiled by the model: its sizes are measured already; untiled: so is "no tiling" ([])
