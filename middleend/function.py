@@ -348,7 +348,7 @@ class Function:
         unrolls small constant loops, inlines producers read once and computes stencil producers in
         their consumer's tiles. With `measure`, a search within `budget_s` seconds times variants
         (tile sizes, unroll factors, compute_at or root) for `sizes` ({size: value}; sizes not given
-        are 256) on random inputs, compiling for `target`; the best choice is cached on disk
+        are 256, less in nests deeper than 3) on random inputs, compiling for `target`; the best choice is cached on disk
         (folder: $MASCARPONE_AUTOSCHEDULE_CACHE or ~/.cache/mascarpone/autoschedule) per function,
         sizes, target and machine, so a second call measures nothing. Returns a Report."""
         from .autoschedule import autoschedule

@@ -22,8 +22,9 @@ from .measure import Timer
 from .search import NAIVE, search, variants
 from .state import restore, save
 
-#: the size each parameter takes when neither sizes= nor fixed= gives it
-DEFAULT_SIZE = 256
+#: the size each parameter takes when neither sizes= nor fixed= gives it, and the most iterations a
+#: nest may get from such sizes (a 4-deep nest gets 64 per loop, not 256)
+DEFAULT_SIZE, DEFAULT_WORK = 256, 1 << 24
 
 
 @dataclass
@@ -94,14 +95,17 @@ def _added(function, start):
 
 
 def _sizes(function, sizes) -> dict:
-    """Every size of the function: those given, the others DEFAULT_SIZE (within their declared range)."""
+    """Every size of the function: those given, the others DEFAULT_SIZE, or less for deep nests so that
+    a nest runs at most about DEFAULT_WORK iterations (within each size's declared range)."""
     sizes = dict(sizes or {})
+    depth = max((len(c.vars) for c in function.computations), default=1)
+    default = min(DEFAULT_SIZE, max(8, int(round(DEFAULT_WORK ** (1 / max(depth, 1))))))
     out = {}
     for p in function.sizes():
         lo, hi = function.param_range(p)
         value = sizes.pop(p, None)
         if value is None:
-            value = DEFAULT_SIZE if hi is None else min(DEFAULT_SIZE, hi)
+            value = default if hi is None else min(default, hi)
             value = value if lo is None else max(lo, value)
         out[p] = value
     if sizes:
