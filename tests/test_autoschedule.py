@@ -246,3 +246,21 @@ def test_model_loop_order_and_cache_key():
     assert key != cache.key(f, sizes, "c", 0, True)
     acc.parallelize("i")
     assert key != cache.key(f, sizes, "cpu", 0, True)
+
+
+def test_halide_compile_with_schedule_auto_reads_the_cache():
+    """A Halide pipeline without a schedule compiled with schedule="auto": the choice a first search
+    cached (tiny budget, default sizes) is applied without timing anything, with Halide's values."""
+    spec = pipelines.blur_valid(61, 37, np.random.default_rng(0), schedule=False)
+    pipeline = hl.Pipeline(spec["outputs"])
+    for ip, arr in spec["images"].items():
+        ip.set(hl.Buffer(arr))
+    theirs = np.asarray(pipeline.realize(spec["sizes"]))
+    first = ms.from_halide(pipeline).autoschedule(budget_s=0.2)
+    assert first.measured >= 1
+    f = ms.from_halide(pipeline)
+    kernel = f.compile("cpu", schedule="auto")
+    assert f.autoscheduled.from_cache and f.autoscheduled.measured == 0
+    assert f.autoscheduled.commands == first.commands
+    ours = kernel.realize(spec["sizes"], **{ip.name(): a for ip, a in spec["images"].items()})
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
