@@ -33,6 +33,7 @@ class Function:
         self._ranges = {}       # name -> (lo, hi), None for no bound: sizes declared with declare_param
         self._dataflow = None   # the stages of a dataflow region (see dataflow), or None
         self._transfers = []    # (data, consumer, loop name, command): explicit send_receive commands
+        self._autoscheduled = None  # the Report of autoschedule, once it has run
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -338,12 +339,46 @@ class Function:
                 raise DomainError(f"fixed parameter {p} must be {want}, got {v!r}")
         return fixed
 
-    def compile(self, target="cpu", check=True, fixed=None, **options):
+    def autoschedule(self, target="cpu", budget_s=20.0, seed=0, sizes=None, measure=True, cache=True):
+        """Choose a schedule for every computation no command has scheduled yet, and apply it as
+        ordinary commands (`history()` lists them; each is checked like a hand-written one).
+
+        The model orders loops so the stride-one loop is innermost, tiles the innermost band to fit
+        the caches, vectorizes at the host's SIMD width, parallelizes the outermost parallel loop,
+        unrolls small constant loops, inlines producers read once and computes stencil producers in
+        their consumer's tiles. With `measure`, a search within `budget_s` seconds times variants
+        (tile sizes, unroll factors, compute_at or root) for `sizes` ({size: value}; sizes not given
+        are 256, less in nests deeper than 3) on random inputs, compiling for `target`; the best choice is cached on disk
+        (folder: $MASCARPONE_AUTOSCHEDULE_CACHE or ~/.cache/mascarpone/autoschedule) per function,
+        sizes, target and machine, so a second call measures nothing. Returns a Report."""
+        from .autoschedule import autoschedule
+        report = autoschedule(self, target, budget_s, seed, sizes, measure, cache)
+        self._autoscheduled = report
+        return report
+
+    @property
+    def autoscheduled(self):
+        """The report of `autoschedule` (commands given, schedules timed, times), or None."""
+        return self._autoscheduled
+
+    def _apply_schedule_option(self, schedule, target, fixed):
+        """compile's `schedule=`: None or "naive" keeps the schedule as it is, "auto" autoschedules
+        for `fixed`'s sizes (once: a function autoscheduled already keeps its choice)."""
+        if schedule in (None, "naive"):
+            return
+        if schedule != "auto":
+            raise ScheduleError(f"compile: schedule must be 'auto' or 'naive', got {schedule!r}")
+        if self._autoscheduled is None:
+            self.autoschedule(target, sizes=fixed)
+
+    def compile(self, target="cpu", check=True, fixed=None, schedule=None, **options):
         """Lower, check and compile for `target` (a name `ms.targets()` lists); returns a callable kernel.
 
-        `fixed` specializes for given sizes (see `lower`); other options go to the target (the "cpu"
-        target takes `num_threads`, `fast_math`, `fp_contract` and `arch`); an option the target does
-        not take is refused, naming those it does."""
+        `fixed` specializes for given sizes (see `lower`); `schedule="auto"` autoschedules first
+        (see `autoschedule`; the default keeps the schedule given, naive loops where none was);
+        other options go to the target (the "cpu" target takes `num_threads`, `fast_math`,
+        `fp_contract` and `arch`); an option the target does not take is refused, naming those it does."""
+        self._apply_schedule_option(schedule, target, fixed)
         t = get_target(target)
         t.check_options(options)
         t.require()

@@ -36,7 +36,9 @@ class HalideFunction(Function):
 
         When the translation found a steady regime for its ShiftInwards splits (sizes of at least
         their factors, see PipelineTranslation._note_steady), the code is for those sizes; the kernel
-        compiles general code the first time it is called with other sizes."""
+        compiles general code the first time it is called with other sizes. `schedule="auto"`
+        autoschedules first (see Function.autoschedule)."""
+        self._apply_schedule_option(options.pop("schedule", None), target, fixed)
         steady = self.translation.steady
         variant = self._variant(target, check, options) if fixed is None else None
         if steady is None:

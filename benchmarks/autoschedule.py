@@ -1,0 +1,182 @@
+"""The automatic scheduler against the naive loops and the hand schedules of the suite.
+
+    .venv/bin/python benchmarks/autoschedule.py [--budget 20] [--threads N] [--quick] [--no-append]
+
+Kernels: gemm (mascarpone/examples.py, float32; hand: schedule_gemm_two_level), the two-stage blur
+(examples.py; hand: the README's 32x256 tiles with bx computed per tile), and Julia kernels of
+mascarpone/bench/suite/julia_kernels.py at their small sizes (hand: the suite's schedules; peer:
+numba's @njit of the same loops). Each variant is compiled for the cpu target in this process and
+timed as the median of 15 calls after a warm-up, all variants of a kernel interleaved round by round
+(in a turning order).
+The autoscheduler's search runs with a fresh cache (a temporary folder) and its search time is
+reported. Ratios are times over the autoscheduled time (above 1: the autoscheduler is faster).
+Results are appended to benchmarks/RESULTS.md unless --no-append.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from benchlog import append_results  # noqa: E402
+
+import mascarpone as ms  # noqa: E402
+from mascarpone import examples  # noqa: E402
+from mascarpone.bench.suite import julia_kernels as jk  # noqa: E402
+from mascarpone.middleend.autoschedule import cache, machine  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "julia_fixtures"
+ROUNDS = 15
+
+
+def median_times(calls: dict, rounds=ROUNDS) -> dict:
+    """{name: median seconds} of the zero-argument callables, interleaved round by round; the order
+    turns each round, so that no variant always runs right after a parallel one (whose threads
+    may still be waking or spinning)."""
+    for fn in calls.values():
+        fn()
+    times = {name: [] for name in calls}
+    names = list(calls)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t0 = time.perf_counter()
+            calls[name]()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def autoscheduled(function, sizes, budget):
+    """Autoschedule `function` for `sizes`; returns (search seconds, the report)."""
+    t0 = time.perf_counter()
+    report = function.autoschedule("cpu", budget_s=budget, sizes=sizes)
+    return time.perf_counter() - t0, report
+
+
+def gemm_case(n, budget):
+    a = np.random.default_rng(0).random((n, n), dtype=np.float32)
+    b = np.random.default_rng(1).random((n, n), dtype=np.float32)
+    sizes = dict(N=n, M=n, K=n)
+    naive = examples.gemm()[0].compile("cpu")
+    f, C, acc = examples.gemm()
+    examples.schedule_gemm_two_level(C, acc)
+    hand = f.compile("cpu")
+    g = examples.gemm()[0]
+    search_s, report = autoscheduled(g, sizes, budget)
+    auto = g.compile("cpu")
+    want = a @ b
+    for k in (naive, hand, auto):
+        np.testing.assert_allclose(k(A=a, B=b), want, rtol=1e-3)
+    calls = {"naive": lambda: naive(A=a, B=b), "hand": lambda: hand(A=a, B=b), "auto": lambda: auto(A=a, B=b)}
+    return f"gemm {n}^3 float32", calls, search_s, report
+
+
+def blur_case(h, w, budget):
+    img = np.random.default_rng(0).random((h + 2, w + 2), dtype=np.float32)
+    naive = examples.blur()[0].compile("cpu")
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.tile("y", "x", 32, 256)
+    by.vectorize(x1, 8)
+    by.parallelize(y0)
+    bx.compute_at(by, x0)
+    hand = f.compile("cpu")
+    g = examples.blur()[0]
+    search_s, report = autoscheduled(g, dict(H=h, W=w), budget)
+    auto = g.compile("cpu")
+    want = naive(img=img)
+    for k in (hand, auto):
+        np.testing.assert_allclose(k(img=img), want, rtol=1e-5)
+    calls = {"naive": lambda: naive(img=img), "hand": lambda: hand(img=img), "auto": lambda: auto(img=img)}
+    return f"blur {h}x{w} float32", calls, search_s, report
+
+
+def julia_sizes(f, args) -> dict:
+    """The size parameters of a Julia function for its arguments (array extents, integer arguments)."""
+    sizes = {}
+    for (name, jt), v in zip(f.julia_argtypes.items(), args):
+        if jt.is_array:
+            for d in range(1, jt.ndim + 1):
+                sizes[f.julia_params[(name, d)].name] = v.shape[d - 1]
+        elif jt.dtype.is_int:
+            sizes[f.julia_params[name].name] = int(v)
+    return {p: v for p, v in sizes.items() if p in f.sizes()}
+
+
+def julia_case(name, budget):
+    spec = jk.KERNELS[name]
+    text = (FIXTURES / f"{spec['fixture']}.v1_6.lowered.txt").read_text()
+    from julia_fixtures.lowering import read_kernel   # noqa: E402  (tests/julia_fixtures)
+    argtypes = read_kernel(FIXTURES / f"{spec['fixture']}.jl")[2]
+    naive = ms.from_julia(text, argtypes=argtypes).compile()
+    f = ms.from_julia(text, argtypes=argtypes)
+    spec["schedule"](f)
+    hand = f.compile()
+    g = ms.from_julia(text, argtypes=argtypes)
+    args = jk.arrays(spec["small"])
+    search_s, report = autoscheduled(g, julia_sizes(g, args), budget)
+    auto = g.compile()
+    outs = {}
+    for label, k in (("naive", naive), ("hand", hand), ("auto", auto), ("numba", spec["numba"])):
+        fresh = jk.arrays(spec["small"])
+        k(*fresh)
+        outs[label] = fresh
+    for label in ("hand", "auto", "numba"):
+        for x, y in zip(outs["naive"], outs[label]):
+            if isinstance(x, np.ndarray):
+                np.testing.assert_allclose(y, x, rtol=1e-9)
+    # each timed call starts from the same arguments (kernels that update in place drift otherwise)
+    work = {label: jk.arrays(spec["small"]) for label in ("naive", "hand", "auto", "numba")}
+    calls = {"naive": lambda: naive(*work["naive"]), "hand": lambda: hand(*work["hand"]),
+             "auto": lambda: auto(*work["auto"]), "numba": lambda: spec["numba"](*work["numba"])}
+    shapes = "x".join(str(s) for s in spec["small"] if isinstance(s, tuple) and len(s) > 1)
+    return f"Julia {name} ({shapes or 'small'}), float64", calls, search_s, report
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", type=float, default=20.0, help="autoschedule budget_s per kernel")
+    ap.add_argument("--quick", action="store_true", help="smaller gemm and blur, two Julia kernels")
+    ap.add_argument("--threads", type=int, default=None, help="threads of parallel loops (default: all cores)")
+    ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
+    args = ap.parse_args()
+    os.environ[cache.ENV] = tempfile.mkdtemp(prefix="autoschedule-bench-")
+    if args.threads:
+        ms.set_num_threads(args.threads)
+    sys.path.insert(0, str(FIXTURES.parent))
+    cases = [lambda: gemm_case(256 if args.quick else 512, args.budget),
+             lambda: blur_case(*((256, 512) if args.quick else (1024, 1024)), args.budget)]
+    names = ["gemm", "jacobi-2d"] if args.quick else ["gemm", "2mm", "covariance", "mttkrp", "jacobi-2d", "seidel-2d"]
+    cases += [lambda n=n: julia_case(n, args.budget) for n in names]
+    rows = ["| kernel | naive ms | hand ms | auto ms | numba ms | naive/auto | hand/auto | numba/auto | search s "
+            "| timed | commands |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    load = os.getloadavg()[0]
+    for case in cases:
+        title, calls, search_s, report = case()
+        t = median_times(calls)
+        fmt = lambda k: f"{t[k] * 1e3:.2f}" if k in t else "-"   # noqa: E731
+        ratio = lambda k: f"{t[k] / t['auto']:.2f}" if k in t else "-"   # noqa: E731
+        rows.append(f"| {title} | {fmt('naive')} | {fmt('hand')} | {fmt('auto')} | {fmt('numba')} | "
+                    f"{ratio('naive')} | {ratio('hand')} | {ratio('numba')} | {search_s:.1f} | {report.measured} | "
+                    f"{len(report.commands)} |")
+        print(rows[-1], flush=True)
+    load = max(load, os.getloadavg()[0])
+    intro = (f"benchmarks/autoschedule.py, budget_s={args.budget:g} per kernel, {ms.get_num_threads()} threads, "
+             f"{machine.simd_bytes() * 8}-bit SIMD; median of {ROUNDS} interleaved calls; load average up to "
+             f"{load:.1f} during the run (the machine is shared). Ratios: time / autoscheduled time "
+             f"(above 1: the autoscheduler is faster). 'timed': schedules the search measured.")
+    table = "\n".join(rows)
+    print(intro)
+    if not args.no_append:
+        append_results("Automatic scheduling", table, intro)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""The automatic scheduler: `Function.autoschedule` chooses a schedule and gives it as ordinary
+scheduling commands (`f.history()` lists them), each checked like a hand-written one.
+
+analysis  loops, trip counts and memory references of each computation
+model     loop order by memory cost, tile sizes by cache capacity, variants for the search
+apply     a choice given as commands, each kept only if the schedule stays legal (legal)
+measure   compile by target name and time on random inputs of the sizes
+search    coordinate descent over tile sizes, unroll factors and compute_at or root
+cache     the best choice on disk, per function, sizes, target and machine
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+from ..errors import DomainError, MascarponeError
+from . import cache
+from .analysis import analyze
+from .apply import Applier
+from .legal import Checker
+from .measure import Timer
+from .search import NAIVE, search, variants
+from .state import restore, save
+
+#: the size each parameter takes when neither sizes= nor fixed= gives it, and the most iterations a
+#: nest may get from such sizes (a 4-deep nest gets 64 per loop, not 256)
+DEFAULT_SIZE, DEFAULT_WORK = 256, 1 << 24
+
+
+@dataclass
+class Report:
+    """What `autoschedule` did: the choice applied, the commands it gave, how many schedules it timed
+    (0 when the choice came from the cache or `measure=False`), the best and naive times in
+    seconds (None when not measured), and why it did not measure, if it could not."""
+
+    choice: dict
+    commands: list
+    measured: int = 0
+    from_cache: bool = False
+    seconds: float | None = None
+    naive_seconds: float | None = None
+    sizes: dict = field(default_factory=dict)
+    note: str = ""
+
+
+def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, measure=True, use_cache=True) -> Report:
+    """Choose a schedule for the computations no command has scheduled yet and apply it (see
+    `Function.autoschedule`)."""
+    sizes = _sizes(function, sizes)
+    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
+        raise DomainError(f"autoschedule: budget_s must be a non-negative number of seconds, got {budget_s!r}")
+    start = save(function)
+    key = cache.key(function, sizes, target, seed, measure)
+    stages = analyze(function, function.context(sizes))
+    checker = Checker(function)
+
+    def apply(choice):
+        restore(function, start)
+        applier = Applier(function, stages, checker)
+        if not choice.get("naive"):
+            applier.apply(choice)
+        return applier
+
+    entry = cache.load(key) if use_cache else None
+    if entry is not None:
+        apply(entry["choice"])
+        return Report(entry["choice"], _added(function, start), from_cache=True, seconds=entry.get("seconds"),
+                      naive_seconds=entry.get("naive_seconds"), sizes=sizes)
+    model_applier = apply({})
+    report = Report({}, [], sizes=sizes)
+    if measure:
+        try:
+            timer = Timer(function, target, sizes, seed)
+            best, best_t, seen = search(lambda c: (apply(c), timer.time())[1],
+                                        variants(model_applier, stages, seed), budget_s)
+            report = Report(best, [], timer.count, seconds=best_t, naive_seconds=seen.get(repr(NAIVE)), sizes=sizes)
+        except MascarponeError as err:
+            note = f"not measured ({type(err).__name__}: {err}); the model's choice is applied"
+            warnings.warn(f"autoschedule({function.name}): {note}", stacklevel=3)
+            report.note = note
+    apply(report.choice)
+    if not checker.legal():   # each command was checked; the whole once more, layout included
+        restore(function, start)
+        report.choice, report.note = dict(NAIVE), "the chosen schedule failed the final check; naive kept"
+        warnings.warn(f"autoschedule({function.name}): {report.note}", stacklevel=3)
+    report.commands = _added(function, start)
+    if use_cache:
+        cache.store(key, {"choice": report.choice, "seconds": report.seconds, "naive_seconds": report.naive_seconds,
+                          "sizes": sizes, "target": target, "commands": report.commands})
+    return report
+
+
+def _added(function, start):
+    return function.history()[start.history_length:]
+
+
+def _sizes(function, sizes) -> dict:
+    """Every size of the function: those given, the others DEFAULT_SIZE, or less for deep nests so that
+    a nest runs at most about DEFAULT_WORK iterations (within each size's declared range)."""
+    sizes = dict(sizes or {})
+    depth = max((len(c.vars) for c in function.computations), default=1)
+    default = min(DEFAULT_SIZE, max(8, int(round(DEFAULT_WORK ** (1 / max(depth, 1))))))
+    out = {}
+    for p in function.sizes():
+        lo, hi = function.param_range(p)
+        value = sizes.pop(p, None)
+        if value is None:
+            value = default if hi is None else min(default, hi)
+            value = value if lo is None else max(lo, value)
+        out[p] = value
+    if sizes:
+        raise DomainError(f"autoschedule: function {function.name} has no size parameter(s) {sorted(sizes)}; "
+                          f"it has {function.sizes()}")
+    return function._checked_fixed(out)

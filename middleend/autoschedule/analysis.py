@@ -1,0 +1,189 @@
+"""The program as the model sees it: per computation its loops, their trip counts for the sizes
+being scheduled for, and each memory reference's coefficients per loop; per producer its readers.
+
+Storage is row-major (the last index is stride-one) for every buffer, including the arrays
+of Julia functions, whose front-end writes Julia's column-major indices reversed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from ..affine import affine_text
+from ..expr import Access, walk
+from ..layout import inline_reads, logical_read, logical_write
+
+#: bytes of one cache line: a stride below it still reuses each line it touches
+CACHE_LINE = 64
+
+
+@dataclass
+class Reference:
+    """One memory reference of a computation: the array it touches, per index dimension the
+    coefficient of each loop variable ({} for a constant index, None where the index is not affine),
+    and its element size."""
+
+    array: str
+    dims: list
+    elem_bytes: int
+    is_write: bool = False
+
+    def coefficient(self, var, dim):
+        """The coefficient of `var` in index dimension `dim`; None when that index is not affine."""
+        coeffs = self.dims[dim]
+        return None if coeffs is None else coeffs.get(var, 0)
+
+    def touches(self, var) -> bool:
+        """Whether the element this reference touches moves with `var` (or might: a non-affine index)."""
+        return any(c is None or c.get(var, 0) != 0 for c in self.dims)
+
+    def consecutive_in(self, var) -> bool:
+        """Whether successive iterations of `var` touch neighbouring elements (within a cache line)."""
+        if not self.dims or any(c is None or c.get(var, 0) != 0 for c in self.dims[:-1]):
+            return False
+        last = self.dims[-1]
+        return last is not None and 0 < abs(last.get(var, 0)) * self.elem_bytes < CACHE_LINE
+
+
+@dataclass
+class Stage:
+    """A computation with its loops' trip counts and its memory references."""
+
+    comp: object
+    extents: dict                 # variable -> trip count for the sizes scheduled for (None: unbounded)
+    refs: list = field(default_factory=list)
+
+    @property
+    def name(self):
+        return self.comp.name
+
+    @property
+    def vars(self):
+        return [v.name for v in self.comp.vars]
+
+    def trip(self, var, default=256):
+        """The trip count of `var`, or `default` where it is unknown."""
+        e = self.extents.get(var)
+        return default if e is None else e
+
+    def work(self) -> int:
+        """Iterations of the whole nest (the stage's weight in the search)."""
+        n = 1
+        for v in self.vars:
+            n *= max(1, self.trip(v))
+        return n
+
+
+def untouched(comp) -> bool:
+    """Whether no command has changed the computation's loops, tags or placement (a front-end's
+    identity set_schedule, or its nesting of statements as in the source, leaves it untouched)."""
+    f = comp.function
+    placed = any(not from_source(e, f) and (e[1] is comp or e[2] is comp) for e in f._ordering)
+    return (not placed and not comp.inlined and comp.compute_at_target is None and not comp.tags
+            and comp.loops == [v.name for v in comp.vars])
+
+
+def analyze(function, context) -> dict:
+    """{computation name: Stage} for every computation that is not inlined, under `context`
+    (the function's parameters, usually fixed to the sizes scheduled for)."""
+    stages = {}
+    for comp in function.computations:
+        if comp.inlined:
+            continue
+        stage = Stage(comp, _extents(comp, context))
+        array, index = logical_write(comp)
+        stage.refs.append(Reference(array, _coefficients(comp, index), comp.dtype.bytes, True))
+        for node in _reads(comp):
+            array, index = logical_read(node.target, node.indices)
+            stage.refs.append(Reference(array, _coefficients(comp, index), node.dtype.bytes))
+        stages[comp.name] = stage
+    return stages
+
+
+def from_source(entry, function) -> bool:
+    """Whether the placement `entry` (how, computation, other, level) is the front-end's nesting of
+    the source program (`original_ordering`) rather than a command (compared by identity)."""
+    original = getattr(function, "original_ordering", None) or []
+    return any(all(a is b for a, b in zip(entry, o)) for o in original)
+
+
+def readers(function, producer) -> list:
+    """[(reader computation, [Access nodes reading producer's storage])] of the computations that
+    read `producer` directly (an update writing its storage is not a reader)."""
+    out = []
+    for comp in function.computations:
+        if comp.storage_owner is producer.storage_owner or comp.inlined:
+            continue
+        nodes = [n for e in _exprs(comp) for n in walk(e)
+                 if isinstance(n, Access) and getattr(n.target, "storage_owner", None) is producer]
+        if nodes:
+            out.append((comp, nodes))
+    return out
+
+
+def constant_offsets(nodes, reader) -> bool:
+    """Whether every access in `nodes` reads at the reader's own variables plus constants (a stencil,
+    or a pointwise read), the shape compute_at handles with small overlaps between tiles."""
+    names = {v.name for v in reader.vars}
+    for n in nodes:
+        for idx in n.indices:
+            text = affine_text(idx)
+            if text is None:
+                return False
+            coeffs = _aff_coefficients(text, sorted(names), sorted(reader.function.param_names))
+            if coeffs is None or any(abs(c) > 1 for c in coeffs.values()) or len(coeffs) > 1:
+                return False
+    return True
+
+
+def _exprs(comp):
+    return [comp.expr] + ([comp.predicate] if comp.predicate is not None else [])
+
+
+def _reads(comp):
+    return [n for e in _exprs(comp) for n in walk(inline_reads(e)) if isinstance(n, Access)]
+
+
+def _extents(comp, context) -> dict:
+    dom = comp.domain.intersect_params(context)
+    out = {}
+    for k, v in enumerate(comp.vars):
+        if dom.is_empty():
+            out[v.name] = 0
+            continue
+        lo, hi = dom.dim_min_val(k), dom.dim_max_val(k)
+        out[v.name] = hi.to_python() - lo.to_python() + 1 if lo.is_int() and hi.is_int() else None
+    return out
+
+
+def _coefficients(comp, index) -> list:
+    names = [v.name for v in comp.vars]
+    params = sorted(comp.function.param_names)
+    out = []
+    for idx in index:
+        text = affine_text(idx)
+        out.append(None if text is None else _aff_coefficients(text, names, params))
+    return out
+
+
+def _aff_coefficients(text, names, params):
+    """{variable: nonzero coefficient} of an affine index, None when isl cannot read it as one."""
+    try:
+        aff = isl.PwAff(f"[{', '.join(params)}] -> {{ [{', '.join(names)}] -> [({text})] }}")
+    except isl.Error:
+        return None
+    pieces = aff.get_pieces()
+    if len(pieces) != 1:
+        return None
+    a = pieces[0][1]
+    out = {}
+    for k, n in enumerate(names):
+        c = a.get_coefficient_val(isl.dim_type.in_, k)
+        if not c.is_int():
+            return None
+        if c.to_python():
+            out[n] = c.to_python()
+    if any(not a.get_div(k).is_cst() for k in range(a.dim(isl.dim_type.div))):
+        return None     # a floor division of the variables: not a plain stride
+    return out

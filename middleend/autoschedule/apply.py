@@ -1,0 +1,215 @@
+"""A choice applied as ordinary scheduling commands, each kept only if the schedule stays legal.
+
+The choice holds what the search settles (tile sizes, unroll factors, compute_at or root per
+producer); the rest follows from the model: distribution of statements a front-end nested
+together, inlining of producers read once, loop order, tiling of the innermost band, the vector
+loop, the parallel loop and the unrolling of small constant loops.
+"""
+from __future__ import annotations
+
+from .. import schedule as sched
+from ..errors import MascarponeError
+from . import machine, model
+from .analysis import constant_offsets, from_source, readers, untouched
+from .state import restore, save
+
+#: a stage with fewer iterations than this runs serially: a parallel region would cost more
+MIN_PARALLEL_WORK = 1 << 14
+#: values of the outer loop a register tile keeps (times two vectors of the stride-one loop)
+REGISTER_COLUMNS = 4
+
+
+class Applier:
+    """Applies choices to one function; `decisions` records, per stage, what the model decided
+    (the band it tiled, the producers' placement) for the search to vary."""
+
+    def __init__(self, function, stages, checker):
+        self.function = function
+        self.stages = stages
+        self.checker = checker
+        self.bands = {}       # stage name -> the variables of the band it may tile (it has reuse)
+        self.tiled = set()    # stages whose band is tiled
+        self.registers = set()  # stages given register tiles
+        self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
+        self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
+        # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
+        # may race on one element: the layout check must see each tag
+        self.shared_storage = any(c.folds or c.user_buffer is not None for c in function.computations)
+
+    def attempt(self, action, layout=False) -> bool:
+        """Run `action` (commands); keep it if the schedule stays legal (the layout checked too with
+        `layout`), else undo it."""
+        saved = save(self.function)
+        try:
+            action()
+            if self.checker.legal(layout):
+                return True
+        except MascarponeError:
+            pass
+        restore(self.function, saved)
+        return False
+
+    def apply(self, choice) -> None:
+        """Give the commands of `choice` ({"tiles": {stage: sizes}, "unroll": {stage: factor},
+        "place": {producer: "compute_at" | "root"}}, any part missing: the model's)."""
+        f = self.function
+        free = [c for c in f.computations if untouched(c)]
+        self._distribute(free)
+        deferred = self._place_producers(free, choice.get("place", {}))
+        tile_level = {}
+        for comp in free:
+            if comp.inlined or comp in deferred or comp.name not in self.stages:
+                continue
+            # a consumer of a producer to compute per tile is tiled whatever its own reuse
+            tile_level[comp.name] = self._schedule_stage(comp, choice, for_producer=comp in deferred.values())
+        for producer, consumer in deferred.items():
+            level = tile_level.get(consumer.name)
+            if level is not None and self.attempt(lambda: producer.compute_at(consumer, level), layout=True):
+                self.placements[producer.name] = "compute_at"
+                self._vectorize_innermost(producer, self.stages[producer.name])
+            else:
+                self.placements[producer.name] = "root"
+                self._schedule_stage(producer, choice)
+
+    # placement ----------------------------------------------------------------------
+    def _distribute(self, free):
+        """Run each statement a front-end nested in another's loops in loops of its own, where the
+        dependences allow: that frees its loop order (Julia's statements come nested)."""
+        names = {c.name for c in free}
+        for how, comp, other, level in list(self.function._ordering):
+            if level is not None and comp.name in names and other.name in names and \
+                    from_source((how, comp, other, level), self.function):
+                self.attempt(lambda: comp.after(other, sched.root) if how == "after" else comp.before(other, sched.root))
+
+    def _place_producers(self, free, wanted) -> dict:
+        """Inline the producers read once; {producer: consumer} of those to compute at their
+        consumer's tile (a stencil read by one consumer), unless the choice says root."""
+        deferred = {}
+        for comp in free:
+            if comp.is_output or comp.updated is not None or comp.updates:
+                continue
+            reads = readers(self.function, comp)
+            if not reads:
+                continue
+            if len(reads) == 1 and len(reads[0][1]) == 1 and self.attempt(comp.inline, layout=True):
+                self.placements[comp.name] = "inline"
+                continue
+            consumer, nodes = reads[0]
+            if (len(reads) == 1 and consumer in free and consumer.updated is None and not consumer.updates
+                    and constant_offsets(nodes, consumer) and wanted.get(comp.name, "compute_at") == "compute_at"):
+                deferred[comp] = consumer
+            else:
+                self.placements[comp.name] = "root"
+        return deferred
+
+    # one loop nest ------------------------------------------------------------------
+    def _schedule_stage(self, comp, choice, for_producer=False):
+        """Order, tile, vectorize, parallelize and unroll one computation's loops; returns the loop
+        at which a producer's tile would be computed (the innermost loop over tiles), or None."""
+        stage = self.stages[comp.name]
+        if not comp.loops:
+            return None
+        for order in model.loop_orders(stage):
+            if list(order) == comp.loops or self.attempt(lambda: comp.reorder(*order)):
+                break
+        origin = {v: v for v in comp.loops}     # loop name -> the variable it runs over
+        level = None
+        wants_registers = choice.get("registers", {}).get(comp.name, True) and not for_producer
+        if not (wants_registers and self._register_tile(comp, stage)):
+            level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
+        vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
+        if stage.work() >= MIN_PARALLEL_WORK:
+            for loop in comp.loops[:2]:
+                if comp._loop_extent_bound(comp.loops.index(loop)) == 1:
+                    continue      # one iteration: nothing to share out
+                if comp.tags.get(loop) is None and self.attempt(lambda: comp.parallelize(loop), self.shared_storage):
+                    break
+        factor = choice.get("unroll", {}).get(comp.name, 1)
+        if vector_outer is not None:
+            self.unrollable.add(comp.name)
+        if vector_outer is not None and factor > 1:
+            self.attempt(lambda: comp.unroll(vector_outer, factor))
+        self._unroll_small_loops(comp)
+        return level
+
+    def _register_tile(self, comp, stage) -> bool:
+        """For a reduction nest (a, r, v): v stride-one, r a loop the written element does not move
+        with, a one it does: keep a block of REGISTER_COLUMNS values of a by two vectors of v in
+        registers across all of r (unroll-and-jam), as BLIS's micro-kernel does. True if applied."""
+        if len(comp.loops) < 3:
+            return False
+        a, r, v = comp.loops[-3:]
+        write = stage.refs[0]
+        lanes = 2 * machine.vector_lanes(comp.dtype)
+        if write.touches(r) or not write.touches(a) or not write.consecutive_in(v):
+            return False
+        if stage.trip(v) < 2 * lanes or stage.trip(a) < 2 * REGISTER_COLUMNS:
+            return False
+
+        def commands():
+            v0, v1 = comp.split(v, lanes)
+            a0, a1 = comp.split(a, REGISTER_COLUMNS)
+            comp.reorder(a0, v0, r, a1, v1)
+            comp.unroll(a1, REGISTER_COLUMNS)
+            comp.vectorize(v1, lanes)
+        if self.attempt(commands):
+            self.registers.add(comp.name)
+            return True
+        return False
+
+    def _tile(self, comp, stage, sizes, origin, for_producer=False):
+        """Tile the innermost band of 3 (else 2) loops where it has reuse and all its edges but one
+        are shorter than their loops (tiles over the whole of a loop still bound the working set)."""
+        lanes = machine.vector_lanes(comp.dtype)
+        if sizes == []:
+            return None       # the search's "no tiling"
+        for n in (3, 2):
+            if len(comp.loops) < n or not (for_producer or model.has_reuse(stage, comp.loops[-n:])):
+                continue
+            band = comp.loops[-n:]
+            if any(stage.trip(v) <= 1 for v in band):
+                continue
+            self.bands.setdefault(comp.name, list(band))    # the band the search may tile
+            if sizes is not None and len(sizes) == n:
+                edges = sizes
+            elif for_producer or model.needs_tiling(stage, band):
+                edges = model.tile_sizes(stage, band, lanes, machine.cache_bytes(2) // 2)
+            else:
+                continue
+            cut = sum(e < stage.trip(v) for v, e in zip(band, edges))
+            if cut < max(1, n - 1):
+                continue
+            if self.attempt(lambda: comp.tile(*band, *edges)):
+                self.tiled.add(comp.name)
+                loops = comp.loops[-2 * n:]
+                for k, v in enumerate(band):
+                    origin[loops[k]], origin[loops[n + k]] = v, v
+                return loops[n - 1]
+        return None
+
+    def _vectorize_innermost(self, comp, stage, origin=None):
+        """Vectorize the innermost loop where it walks memory with stride one; returns the loop
+        outside the vector lanes when vectorize split it, else None."""
+        if not comp.loops:
+            return None
+        inner = comp.loops[-1]
+        var = (origin or {}).get(inner, inner)
+        lanes = machine.vector_lanes(comp.dtype)
+        if var not in stage.extents or stage.trip(var) < lanes or comp.tags.get(inner) is not None:
+            return None
+        if not any(r.consecutive_in(var) for r in stage.refs):
+            return None
+        before = list(comp.loops)
+        if not self.attempt(lambda: comp.vectorize(inner, lanes), self.shared_storage):
+            return None
+        return comp.loops[-2] if len(comp.loops) > len(before) else None
+
+    def _unroll_small_loops(self, comp):
+        """Unroll whole the untagged loops among the innermost three with a small constant trip count."""
+        for loop in comp.loops[-3:]:
+            if comp.tags.get(loop) is not None:
+                continue
+            extent = comp._loop_extent(comp.loops.index(loop))
+            if extent is not None and 1 < extent <= model.SMALL_LOOP:
+                self.attempt(lambda: comp.unroll(loop, extent))
+

@@ -1,0 +1,45 @@
+"""The legality check of a hand-written schedule (middleend/legality.py and layout_check.py), run
+after each command the autoscheduler gives, for all sizes (the layout part only after commands
+that can change its outcome: placements, and tags where storage is shared or folded); it answers yes or no where
+`Function.lower` raises with the culprit command, so a refused choice costs one check."""
+from __future__ import annotations
+
+from .. import layout_check, legality
+from ..dependences import compute_dependences
+from ..errors import LayoutError
+from ..statements import build_statements
+
+
+class Checker:
+    """Checks the function's current schedule against its dependences (computed once per set of
+    inlined computations: inlining changes which values a computation reads)."""
+
+    def __init__(self, function):
+        self.function = function
+        self._deps = {}
+        self.checks = 0
+
+    def legal(self, layout=True) -> bool:
+        """Whether the current schedule keeps every dependence and, with `layout`, a valid data layout
+        (loop order and tiling leave the layout's validity as it was: they move no element)."""
+        f = self.function
+        self.checks += 1
+        context = f._prepare()
+        key = tuple(sorted(c.name for c in f.computations if c.inlined))
+        if key not in self._deps:
+            self._deps[key] = compute_dependences(f.computations, context)
+        deps = self._deps[key]
+        stmts = build_statements(f, context)
+        if legality.gpu_nesting_violations(stmts) or legality.window_violations(stmts, context):
+            return False
+        if legality.recompute_violations(stmts, deps) or legality.ordering_violations(stmts, deps, f, context):
+            return False
+        if legality.tag_violations(stmts, deps, f, context):
+            return False
+        if not layout:
+            return True
+        try:
+            layout_check.check(stmts, f, context)
+        except LayoutError:
+            return False
+        return True

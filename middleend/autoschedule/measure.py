@@ -1,0 +1,72 @@
+"""Timing a schedule: compile through the target registry (by name, no back-end imported) for the
+sizes scheduled for, run on random inputs of those sizes, keep the median of several runs."""
+from __future__ import annotations
+
+import statistics
+import time
+
+import islpy as isl
+import numpy as np
+
+from ..affine import affine_text
+from ..errors import DomainError
+from ..targets import get_target
+
+#: runs per measurement: at least MIN_RUNS, more (up to MAX_RUNS) while under ENOUGH_S seconds, so
+#: that the median of a short kernel rests on many calls (the machine may be shared)
+MIN_RUNS, MAX_RUNS, ENOUGH_S = 5, 51, 0.3
+
+
+def input_values(function, sizes, seed) -> dict:
+    """{input name: random numpy array} of the shapes the inputs have at `sizes` (scalars as 0-d
+    arrays), values in [0, 1) for floats and small non-negative integers otherwise."""
+    rng = np.random.default_rng(seed)
+    context = function.context(sizes)
+    params = sorted(function.param_names)
+    out = {}
+    for inp in function.inputs:
+        shape = tuple(_value(d, params, context, inp.name) for d in inp.shape)
+        dtype = inp.dtype.numpy
+        if inp.dtype.is_float:
+            out[inp.name] = rng.random(shape).astype(dtype)
+        elif inp.dtype.is_bool:
+            out[inp.name] = rng.random(shape) < 0.5
+        else:
+            out[inp.name] = rng.integers(0, 16, shape).astype(dtype)
+    return out
+
+
+def _value(expr, params, context, name) -> int:
+    text = affine_text(expr)
+    if text is None:
+        raise DomainError(f"the shape of input {name} is not an affine expression of the sizes")
+    values = isl.Set(f"[{', '.join(params)}] -> {{ [v] : v = {text} }}").intersect_params(context)
+    lo, hi = values.dim_min_val(0), values.dim_max_val(0)
+    if not (lo.is_int() and lo.eq(hi)):
+        raise DomainError(f"the sizes given do not fix the shape of input {name}; give every size (sizes=...)")
+    return lo.to_python()
+
+
+class Timer:
+    """Compiles and times the function's current schedule; `count` says how many it measured."""
+
+    def __init__(self, function, target, sizes, seed):
+        self.function = function
+        self.target = get_target(target)
+        self.target.require()
+        self.sizes = dict(sizes)
+        self.arguments = {**input_values(function, sizes, seed), **self.sizes}
+        self.count = 0
+
+    def time(self) -> float:
+        """Median seconds of one call of the function as scheduled now."""
+        self.count += 1
+        kernel = self.target.compile(self.function.lower(fixed=self.sizes))
+        kernel(**self.arguments)       # first call: page faults, lazy set-up
+        times = []
+        start = time.perf_counter()
+        while len(times) < MIN_RUNS or (len(times) < MAX_RUNS and time.perf_counter() - start < ENOUGH_S):
+            t0 = time.perf_counter()
+            kernel(**self.arguments)
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)

@@ -1,0 +1,131 @@
+"""The analytical model: loop order from memory strides, tile sizes from cache capacity, and the
+variants of what it cannot settle (tile sizes, unroll factors, compute_at or root) for the search.
+
+Loop order follows McKinley, Carr and Tseng's loop cost (TOPLAS 1996): the cost of a loop placed
+innermost is the number of cache lines its references touch over its iterations; loops are
+nested from the most costly outside to the cheapest inside, so the stride-one loop ends innermost.
+"""
+from __future__ import annotations
+
+import itertools
+
+from . import machine
+from .analysis import CACHE_LINE
+
+#: tile edges the model and the search pick from
+TILE_EDGES = (8, 16, 32, 64, 128, 256)
+#: unroll factors of the loop around the vector loop the search tries
+UNROLL_FACTORS = (1, 2, 4)
+#: loops of at most this constant trip count are unrolled whole
+SMALL_LOOP = 8
+#: permutations tried, best first, before keeping the original order
+MAX_ORDERS = 6
+
+
+def reference_cost(ref, var, trip) -> float:
+    """Cache lines `ref` touches over `trip` iterations of `var` run innermost."""
+    if not ref.touches(var):
+        return 1.0
+    if ref.consecutive_in(var):
+        stride = abs(ref.coefficient(var, len(ref.dims) - 1)) * ref.elem_bytes
+        return max(1.0, trip * stride / CACHE_LINE)
+    return float(trip)
+
+
+def loop_cost(stage, var) -> float:
+    """McKinley's LoopCost: lines touched by all references with `var` innermost, times the
+    iterations of the other loops."""
+    others = 1.0
+    for v in stage.vars:
+        if v != var:
+            others *= max(1, stage.trip(v))
+    return others * sum(reference_cost(r, var, max(1, stage.trip(var))) for r in stage.refs)
+
+
+def loop_orders(stage) -> list:
+    """Permutations of the stage's variables, the model's best first: the cheapest loop innermost,
+    then the next cheapest, and so on (at most MAX_ORDERS; the original order is always last)."""
+    cost = {v: loop_cost(stage, v) for v in stage.vars}
+    original = tuple(stage.vars)
+    if len(original) > 5:
+        perms = [tuple(sorted(original, key=lambda v: -cost[v]))]
+    else:
+        perms = list(itertools.permutations(original))
+    # lexicographic on the costs from the innermost loop outwards; the original order breaks ties
+    perms.sort(key=lambda p: ([cost[v] for v in reversed(p)], [original.index(v) for v in p]))
+    best = perms[:perms.index(original) + 1][:MAX_ORDERS - 1]
+    return best if best[-1] == original else best + [original]
+
+
+def has_reuse(stage, band) -> bool:
+    """Whether tiling `band` can keep data in cache: a reference that does not move with one of its
+    loops (reused across that loop), or two references to one array at a constant distance (a stencil)."""
+    if any(not r.touches(v) for r in stage.refs for v in band):
+        return True
+    seen = set()
+    for r in stage.refs:
+        if r.is_write or any(c is None for c in r.dims):
+            continue
+        shape = (r.array, tuple(tuple(sorted(c.items())) for c in r.dims))
+        if shape in seen:
+            return True
+        seen.add(shape)
+    return False
+
+
+def footprint_bytes(stage, band, sizes) -> int:
+    """Bytes the references touch in one tile: `band` loops over `sizes` iterations, the others fixed."""
+    span = dict(zip(band, sizes))
+    total = 0
+    for ref in stage.refs:
+        elems = 1
+        for coeffs in ref.dims:
+            if coeffs is None:
+                elems *= 64      # a data-dependent index: assume a modest spread
+                continue
+            elems *= 1 + sum(abs(c) * (span.get(v, 1) - 1) for v, c in coeffs.items())
+        total += elems * ref.elem_bytes
+    return total
+
+
+def needs_tiling(stage, band) -> bool:
+    """Whether one iteration of the band's outermost loop touches more data than L2 holds, so that
+    what it reuses would be evicted before the next iteration (otherwise the loop order alone keeps
+    the reuse in cache and tiles only add loop overhead)."""
+    inner = band[1:]
+    return footprint_bytes(stage, inner, [stage.trip(v) for v in inner]) > machine.cache_bytes(2)
+
+
+def tile_sizes(stage, band, lanes, capacity) -> list:
+    """Tile edges for the loops of `band` (outermost first): the innermost a multiple of the vector
+    width up to 256, the others equal and as large as fits `capacity` bytes."""
+    inner = band[-1]
+    t_inner = min(256, _round_up(stage.trip(inner), lanes))
+    best = [TILE_EDGES[0]] * (len(band) - 1) + [t_inner]
+    for edge in TILE_EDGES:
+        sizes = [min(edge, _round_up(stage.trip(v), 8)) for v in band[:-1]] + [t_inner]
+        if footprint_bytes(stage, band, sizes) <= capacity:
+            best = sizes
+    return best
+
+
+def tile_variants(stage, band, lanes) -> list:
+    """Tile sizes the search tries beside the model's: none ([]), fitting L1 and fitting all of L2,
+    and the innermost edge halved or doubled."""
+    model = tile_sizes(stage, band, lanes, machine.cache_bytes(2) // 2)
+    out = [model, []]
+    for capacity in (machine.cache_bytes(1), machine.cache_bytes(2)):
+        out.append(tile_sizes(stage, band, lanes, capacity))
+    for scale in (0.5, 2):
+        inner = int(model[-1] * scale)
+        if lanes <= inner <= 512:
+            out.append(model[:-1] + [inner])
+    unique = []
+    for sizes in out:
+        if sizes not in unique:
+            unique.append(sizes)
+    return unique
+
+
+def _round_up(n, m):
+    return max(m, -(-n // m) * m)

@@ -1,0 +1,74 @@
+"""The measured search over what the model leaves open: coordinate descent from the model's choice,
+one stage and one knob at a time (the stages with the most iterations first), keeping a variant
+only when it is clearly faster, within a time budget. The naive schedule is measured too, so the
+result is never slower than what the user had."""
+from __future__ import annotations
+
+import copy
+import random
+import time
+
+from . import machine, model
+
+#: a variant must beat the best so far by this factor to replace it (timing noise)
+MARGIN = 0.97
+NAIVE = {"naive": True}
+
+
+def variants(applier, stages, seed) -> list:
+    """[(stage name, knob, value)] to try, in a fixed order for a given seed: other tile sizes (or
+    none) of each band with reuse, unroll factors around the vector loop, root for producers
+    computed at tiles."""
+    out = []
+    order = sorted(stages.values(), key=lambda s: (-s.work(), s.name))
+    rng = random.Random(seed)
+    for stage in order:
+        mine = []
+        if stage.name in applier.registers:
+            mine.append((stage.name, "registers", False))
+        band = applier.bands.get(stage.name)
+        if band and stage.name not in applier.registers:
+            lanes = machine.vector_lanes(stage.comp.dtype)
+            sizes = model.tile_variants(stage, band, lanes)
+            # tiled by the model: its sizes are measured already; untiled: so is "no tiling" ([])
+            sizes = sizes[1:] if stage.name in applier.tiled else [s for s in sizes if s]
+            mine += [(stage.name, "tiles", s) for s in sizes]
+        if stage.name in applier.unrollable:
+            mine += [(stage.name, "unroll", u) for u in model.UNROLL_FACTORS if u > 1]
+        if applier.placements.get(stage.name) == "compute_at":
+            mine.append((stage.name, "place", "root"))
+        rng.shuffle(mine)
+        out += mine
+    return out
+
+
+def with_knob(choice, stage, knob, value) -> dict:
+    """`choice` with one knob of one stage set."""
+    out = copy.deepcopy(choice)
+    out.setdefault(knob, {})[stage] = value
+    return out
+
+
+def search(measure, candidates, budget_s) -> tuple:
+    """(best choice, its seconds, {json of a choice: seconds} of those measured). `measure(choice)`
+    times a choice; the model's choice ({}) is always measured, then the naive schedule and the
+    variants while the budget lasts."""
+    start = time.perf_counter()
+    best, best_t = {}, measure({})
+    seen = {"{}": best_t}
+    if time.perf_counter() - start < budget_s:
+        naive_t = measure(NAIVE)
+        seen[repr(NAIVE)] = naive_t
+    else:
+        naive_t = None
+    for stage, knob, value in candidates:
+        if time.perf_counter() - start >= budget_s:
+            break
+        cand = with_knob(best, stage, knob, value)
+        t = measure(cand)
+        seen[repr(cand)] = t
+        if t < best_t * MARGIN:
+            best, best_t = cand, t
+    if naive_t is not None and naive_t < best_t * MARGIN:
+        return NAIVE, naive_t, seen
+    return best, best_t, seen

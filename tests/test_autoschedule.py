@@ -1,0 +1,266 @@
+"""The automatic scheduler: on the suite's programs (examples, end-to-end programs, Julia fixtures,
+Halide pipelines without a schedule) it gives a legal schedule, as ordinary commands, with the
+values of the unscheduled program; it is deterministic for a seed, and its disk cache is reused."""
+import numpy as np
+import pytest
+
+import mascarpone as ms
+from halide_check import hl
+from julia_fixtures import fixture, random_args
+from mascarpone import examples
+from mascarpone.bench.suite import halide_pipelines as pipelines
+from mascarpone.middleend.autoschedule import cache, machine
+from test_end_to_end import _row_scan, blur_reference, fibonacci, seidel
+
+rng = np.random.default_rng(3)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """Each test gets an empty cache folder of its own."""
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "autoschedule"))
+
+
+def _commands(report, *kinds):
+    return [c for c in report.commands if any(f".{k}(" in c for k in kinds)]
+
+
+def test_gemm_gets_register_tiles_vector_and_parallel_loops_with_numpy_values():
+    f, C, acc = examples.gemm()
+    report = f.autoschedule(sizes=dict(N=200, M=200, K=200), measure=False)
+    assert report.commands == f.history() and report.measured == 0
+    lanes = 2 * machine.vector_lanes(ms.float32)
+    # the stride-one loop j innermost; 4 rows of C by two vectors of j kept in registers across k
+    assert report.commands[report.commands.index("C_update0.reorder(i, k, j)"):] == [
+        "C_update0.reorder(i, k, j)", f"C_update0.split(j, {lanes})", "C_update0.split(i, 4)",
+        "C_update0.reorder(i0, j0, k, i1, j1)", "C_update0.unroll(i1, 4)", f"C_update0.vectorize(j1, {lanes})",
+        "C_update0.parallelize(i0)"]
+    a = rng.random((150, 160), dtype=np.float32)
+    b = rng.random((160, 170), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(A=a, B=b), a @ b, rtol=1e-4)
+
+
+def test_a_band_larger_than_l2_is_tiled():
+    """A stencil sum over a wide image: one row of the band's outer loop overflows L2, so the band is
+    tiled (edges fitting half of L2) and the inner tile loop vectorized."""
+    H, W = ms.Param("H"), ms.Param("W")
+    y, x = ms.Var("y", 0, H), ms.Var("x", 0, W)
+    with ms.Function("rows") as f:
+        img = ms.Input("img", [H + 1, W], ms.float32)
+        out = ms.Computation("out", [y, x], img[y, x] + img[y + 1, x])
+    wide = machine.cache_bytes(2)       # a row of that many floats is 4x L2
+    report = f.autoschedule(sizes=dict(H=64, W=wide), measure=False)
+    assert any(c.startswith("out.tile(y, x,") for c in report.commands), report.commands
+    im = rng.random((41, 300), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(img=im), im[:-1] + im[1:], rtol=1e-6)
+
+
+def test_blur_producer_computed_in_the_consumer_tiles():
+    f, bx, by = examples.blur()
+    report = f.autoschedule(sizes=dict(H=300, W=600), measure=False)
+    assert _commands(report, "tile") and "bx.compute_at(by, x0)" in report.commands
+    assert bx.compute_at_target == (by, "x0")
+    img = rng.random((93, 211), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(img=img), blur_reference(img), rtol=1e-5)
+
+
+def test_a_producer_read_once_is_inlined():
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    with ms.Function("scaled") as f:
+        a = ms.Input("a", [N], ms.float32)
+        sq = ms.Computation("sq", [i], a[i] * a[i])
+        out = ms.Computation("out", [i], sq[i] + ms.f32(1))
+    report = f.autoschedule(sizes=dict(N=1000), measure=False)
+    assert "sq.inline()" in report.commands and sq.inlined
+    x = rng.random(77, dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(a=x), x * x + 1, rtol=1e-6)
+
+
+def test_recurrences_keep_their_order():
+    """A row scan and an in-place 2-D recurrence: only what the dependences allow is applied."""
+    f, out, upd = _row_scan(lambda prev, here: ms.f32(0.5) * prev + ms.f32(0.5) * here)
+    report = f.autoschedule(sizes=dict(H=64, W=300), measure=False)
+    assert not any(c.startswith("out_update0.vectorize(x") for c in report.commands)   # x carries the scan
+    im = rng.random((7, 33), dtype=np.float32)
+    ref = im.copy()
+    for c in range(1, 33):
+        ref[:, c] = np.float32(0.5) * ref[:, c - 1] + np.float32(0.5) * im[:, c]
+    np.testing.assert_allclose(f.compile("cpu")(img=im), ref, rtol=1e-6)
+
+    f, upd = seidel()
+    naive = f.compile("cpu")
+    a = rng.random((13, 13))
+    want = naive(A=a)
+    f.autoschedule(sizes=dict(N=200), measure=False)
+    assert not any("parallelize" in c or "vectorize" in c for c in f.history() if c.startswith("s_update0"))
+    np.testing.assert_allclose(f.compile("cpu")(A=a), want, rtol=1e-12)
+
+
+def _heat2d():
+    """Heat-2d over a time loop, u folded to two time steps (storage shared across t)."""
+    N, T = ms.Param("N"), ms.Param("T")
+    ta, ya, xa = ms.Var("t", 0, T + 1), ms.Var("y", 0, N), ms.Var("x", 0, N)
+    t = ms.Var("t", 1, T + 1)
+    with ms.Function("heat2d") as f:
+        A = ms.Input("A", [N, N], ms.float64)
+        u = ms.Computation("u", [ta, ya, xa], A[ya, xa], where=(ta == 0))
+        interior = (ya >= 1) & (ya < N - 1) & (xa >= 1) & (xa < N - 1)
+        up, down = ms.max(ya - 1, 0), ms.min(ya + 1, N - 1)
+        left, right = ms.max(xa - 1, 0), ms.min(xa + 1, N - 1)
+        u.update([t, ya, xa], ms.select(
+            interior, 0.25 * (u[t - 1, up, xa] + u[t - 1, down, xa] + u[t - 1, ya, left] + u[t - 1, ya, right]),
+            u[t - 1, ya, xa]))
+    u.storage_fold("t", 2)
+    return f
+
+
+def test_folded_storage_and_user_placements():
+    """Tags on folded storage pass the layout check; the time loop stays serial; a computation the
+    user placed keeps its placement."""
+    a = rng.random((12, 12))
+    want = _heat2d().compile("cpu")(A=a, T=5)
+    f = _heat2d()
+    report = f.autoschedule(sizes=dict(N=300, T=10), measure=False)
+    assert "u_update0.parallelize(y)" in report.commands and not any("(t" in c for c in report.commands)
+    np.testing.assert_allclose(f.compile("cpu")(A=a, T=5), want, rtol=1e-12)
+
+    f, fib = fibonacci()
+    fib.storage_fold("i", 3)
+    f.autoschedule(sizes=dict(N=50), measure=False)
+    assert f.compile("cpu")(N=40)[0] == 102334155
+
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    with ms.Function("nb") as f:
+        a = ms.Input("a", [N], ms.float32)
+        g = ms.Computation("g", [i], a[i] * 2)
+        h = ms.Computation("h", [i], g[i] + 1, output=True)
+        k = ms.Computation("k", [i], g[i] - 1, output=True)
+    h.after(g, "i")
+    k.after(h, "i")
+    report = f.autoschedule(sizes=dict(N=10000), measure=False)
+    assert report.commands == [] and str(f.lower()).count("for (") == 1
+
+
+def test_same_seed_same_commands():
+    histories = []
+    for _ in range(2):
+        f, C, acc = examples.gemm()
+        f.autoschedule(sizes=dict(N=200, M=200, K=200), measure=False, seed=5, cache=False)
+        histories.append(f.history())
+    assert histories[0] == histories[1] and histories[0]
+
+
+@pytest.mark.parametrize("kernel", ["gemm", "jacobi2d", "mttkrp", "bicg", "seidel2d", "trmv"])
+def test_julia_fixtures(kernel):
+    text, argtypes = fixture(kernel)
+    naive = ms.from_julia(text, argtypes=argtypes).compile()
+    f = ms.from_julia(text, argtypes=argtypes)
+    report = f.autoschedule(sizes={p: 40 for p in f.sizes()}, measure=False)
+    assert report.commands and report.commands == f.history()
+    auto = f.compile()
+    want, got = random_args(argtypes, seed=2, n=11), random_args(argtypes, seed=2, n=11)
+    r_want, r_got = naive(*want), auto(*got)
+    for x, y in zip(want + [r_want], got + [r_got]):
+        if isinstance(x, np.ndarray) or isinstance(x, float):
+            np.testing.assert_allclose(y, x, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["blur_valid", "gaussian", "conv3x3", "iir"])
+def test_halide_pipelines_without_a_schedule(name):
+    spec = getattr(pipelines, name)(61, 37, np.random.default_rng(0), schedule=False)
+    pipeline = hl.Pipeline(spec["outputs"])
+    for ip, arr in spec["images"].items():
+        ip.set(hl.Buffer(arr))
+    theirs = np.asarray(pipeline.realize(spec["sizes"]))
+    f = ms.from_halide(pipeline)
+    report = f.autoschedule(measure=False)
+    assert _commands(report, "vectorize") and _commands(report, "parallelize")
+    ours = f.compile("cpu").realize(spec["sizes"], **{ip.name(): a for ip, a in spec["images"].items()})
+    np.testing.assert_allclose(ours, theirs, rtol=spec.get("tol") or 1e-5)
+
+
+def test_measured_search_then_the_cache():
+    """A tiny budget: the model's choice is timed, the best is applied (its values checked, not which
+    candidate won); a second call on the same program reads the cache and times nothing."""
+    sizes = dict(H=64, W=128)
+    f, bx, by = examples.blur()
+    first = f.autoschedule(sizes=sizes, budget_s=0.5)
+    assert first.measured >= 1 and not first.from_cache and first.seconds > 0
+    img = rng.random((66, 130), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(img=img), blur_reference(img), rtol=1e-5)
+    assert len(list(cache.folder().glob("*.json"))) == 1
+
+    g, _, _ = examples.blur()
+    second = g.autoschedule(sizes=sizes, budget_s=0.5)
+    assert second.from_cache and second.measured == 0
+    assert second.choice == first.choice and g.history() == f.history()
+    np.testing.assert_allclose(g.compile("cpu")(img=img), blur_reference(img), rtol=1e-5)
+
+
+def test_compile_with_schedule_auto():
+    f, C, acc = examples.gemm()
+    f.autoschedule(sizes=dict(N=64, M=64, K=64), measure=False)
+    given = f.history()
+    a = rng.random((64, 64), dtype=np.float32)
+    b = rng.random((64, 64), dtype=np.float32)
+    k = f.compile("cpu", schedule="auto")          # already autoscheduled: kept as it is
+    assert f.history() == given
+    np.testing.assert_allclose(k(A=a, B=b), a @ b, rtol=1e-4)
+
+    g, _, _ = examples.blur()
+    kernel = g.compile("cpu", fixed=dict(H=32, W=48), schedule="auto")
+    assert g.history() and g.autoscheduled.measured >= 1
+    img = rng.random((34, 50), dtype=np.float32)
+    np.testing.assert_allclose(kernel(img=img), blur_reference(img), rtol=1e-5)
+    h, _, _ = examples.blur()
+    h.compile("cpu")
+    assert h.history() == [] and h.autoscheduled is None          # the default stays naive
+
+
+def test_bad_arguments_are_refused_by_name():
+    f, _, _ = examples.blur()
+    with pytest.raises(ms.DomainError, match="no size parameter"):
+        f.autoschedule(sizes=dict(Q=3), measure=False)
+    with pytest.raises(ms.DomainError, match="budget_s"):
+        f.autoschedule(budget_s=-1)
+    with pytest.raises(ms.ScheduleError, match="'auto' or 'naive'"):
+        f.compile("cpu", schedule="fastest")
+    assert f.history() == []
+
+
+def test_model_loop_order_and_cache_key():
+    """The loop cost puts the stride-one loop innermost (j for row-major gemm); the cache key changes
+    with the sizes, the target and the starting schedule."""
+    from mascarpone.middleend.autoschedule import analysis, model
+    f, C, acc = examples.gemm()
+    stages = analysis.analyze(f, f.context(dict(N=100, M=100, K=100)))
+    assert model.loop_orders(stages["C_update0"])[0] == ("i", "k", "j")
+    assert model.loop_orders(stages["C"]) == [("i", "j")]      # already best: nothing to try
+    assert model.needs_tiling(stages["C_update0"], ["i", "k", "j"]) is False   # B fits in L2 at 100
+    sizes = dict(N=100, M=100, K=100)
+    key = cache.key(f, sizes, "cpu", 0, True)
+    assert key == cache.key(examples.gemm()[0], sizes, "cpu", 0, True)
+    assert key != cache.key(f, dict(sizes, N=101), "cpu", 0, True)
+    assert key != cache.key(f, sizes, "c", 0, True)
+    acc.parallelize("i")
+    assert key != cache.key(f, sizes, "cpu", 0, True)
+
+
+def test_halide_compile_with_schedule_auto_reads_the_cache():
+    """A Halide pipeline without a schedule compiled with schedule="auto": the choice a first search
+    cached (tiny budget, default sizes) is applied without timing anything, with Halide's values."""
+    spec = pipelines.blur_valid(61, 37, np.random.default_rng(0), schedule=False)
+    pipeline = hl.Pipeline(spec["outputs"])
+    for ip, arr in spec["images"].items():
+        ip.set(hl.Buffer(arr))
+    theirs = np.asarray(pipeline.realize(spec["sizes"]))
+    first = ms.from_halide(pipeline).autoschedule(budget_s=0.2)
+    assert first.measured >= 1
+    f = ms.from_halide(pipeline)
+    kernel = f.compile("cpu", schedule="auto")
+    assert f.autoscheduled.from_cache and f.autoscheduled.measured == 0
+    assert f.autoscheduled.commands == first.commands
+    ours = kernel.realize(spec["sizes"], **{ip.name(): a for ip, a in spec["images"].items()})
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
