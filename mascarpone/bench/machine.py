@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from mascarpone.middleend.autoschedule.machine import cpuinfo
+
 #: the ISA features worth naming in a benchmark report (of /proc/cpuinfo's flags)
 ISA_FEATURES = ("sse4_2", "avx", "avx2", "fma", "f16c", "bmi2", "avx512f", "avx512dq", "avx512cd", "avx512bw",
                 "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2", "avx512_vnni", "avx512_bf16",
@@ -37,18 +39,6 @@ def commit() -> dict:
     return {"commit": head or None, "dirty": bool(changed)}
 
 
-def _cpuinfo() -> dict:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return {}
-    fields = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    return fields
-
-
 def _memory_bytes() -> int | None:
     try:
         m = re.search(r"MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text())
@@ -68,7 +58,7 @@ def _gcc_version() -> str | None:
 
 def machine() -> dict:
     """CPU model, ISA features, cores (and those this process may use), memory, OS."""
-    info = _cpuinfo()
+    info = cpuinfo()
     flags = set((info.get("flags") or info.get("Features") or "").split())
     try:
         usable = len(os.sched_getaffinity(0))

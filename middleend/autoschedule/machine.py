@@ -14,7 +14,8 @@ _DEFAULT_CACHES = {1: 32 * 1024, 2: 512 * 1024}
 
 
 @functools.lru_cache(maxsize=None)
-def _cpuinfo() -> dict:
+def cpuinfo() -> dict:
+    """The fields of /proc/cpuinfo for the first CPU (empty where there is none)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -28,13 +29,13 @@ def _cpuinfo() -> dict:
 
 def cpu_model() -> str:
     """The CPU's model name (platform's processor where /proc/cpuinfo is missing)."""
-    info = _cpuinfo()
+    info = cpuinfo()
     return info.get("model name") or info.get("Model") or platform.processor() or platform.machine()
 
 
 def simd_bytes() -> int:
     """Bytes per SIMD register of this CPU (16 when the flags name no wider extension)."""
-    flags = set((_cpuinfo().get("flags") or _cpuinfo().get("Features") or "").split())
+    flags = set((cpuinfo().get("flags") or cpuinfo().get("Features") or "").split())
     for flag, width in _SIMD_BYTES:
         if flag in flags:
             return width
