@@ -47,9 +47,22 @@ def gemm_packed(dtype=ms.float32, mr=6, nr=16):
     return f, Ap, Bp, C, acc
 
 
-def schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=2048, mr=6, nr=16):
-    """BLIS's loop nest: nc-wide panels of B packed per kc slice, mc x kc blocks of A packed per thread,
-    an mr x nr register tile updated over kc."""
+def gemm_packed_blocks(N, M, K, threads=None, mr=6, nr=16):
+    """Block sizes of `schedule_gemm_packed` for an N x K times K x M product on `threads` threads
+    (None: `ms.get_num_threads()`): the columns cut into one nc-wide panel per thread (a multiple of
+    nr, at most 4096), kc = 256 (a kc x nr panel of B, 16 KB, stays in a 32 KB L1 while the mr x kc
+    slivers of A stream past it), mc = 96 (an mc x kc block of A, 96 KB, in L2)."""
+    threads = threads or ms.get_num_threads()
+    per_thread = -(-M // threads)
+    nc = max(nr, min(4096, -(-per_thread // nr) * nr))
+    return dict(mc=16 * mr, kc=256, nc=nc, mr=mr, nr=nr)
+
+
+def schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=1024, mr=6, nr=16):
+    """BLIS's loop nest with a panel of columns per thread: each thread takes nc-wide column panels
+    (parallel j0, with no barrier until the end), packs its kc x nc slice of B per kc step and an
+    mc x kc block of A per mc step, and sweeps mr x nr register tiles (mr rows unrolled, nr columns
+    as vectors) over kc. `gemm_packed_blocks` picks the sizes for a problem and a thread count."""
     j0, j1 = acc.split("j", nc)
     k0, k1 = acc.split("k", kc)
     i0, i1 = acc.split("i", mc)
@@ -58,11 +71,11 @@ def schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=2048, mr=6, nr=16):
     acc.reorder(j0, k0, i0, j10, i10, k1, i11, j11)
     acc.unroll(i11, mr)
     acc.vectorize(j11, nr)
-    acc.parallelize(i0)
+    acc.parallelize(j0)
     Bp.compute_at(acc, k0)
     Ap.compute_at(acc, i0)
     C.parallelize("i")
-    C.vectorize("j", 16)
+    C.vectorize("j", nr)
 
 
 def schedule_gemm_two_level(C, acc, tile_i=64, tile_j=256, mr=4, nr=16):
