@@ -28,10 +28,14 @@ def gemm(dtype=ms.float32):
 
 
 def gemm_packed(dtype=ms.float32, mr=6, nr=16):
-    """C = A @ B reading A and B through packed copies: Ap[i / mr, k, i % mr] and Bp[j / nr, k, j % nr].
+    """C = A @ B reading A and B through packed copies, Ap[i / mr, k, i % mr] and Bp[j / nr, k, j % nr],
+    and accumulating in Ct, a copy of C stored tile by tile: Ct[i, j] lies at
+    Cp[i / mr, j / nr, i % mr, j % nr], so the mr x nr tile a register block updates is one
+    contiguous run of memory. (In C itself its rows lie a row apart: with a power-of-two row length
+    they fall in the same few L1 sets, and reloading them for every kc slice misses.) C copies Ct.
 
-    Scheduled with compute_at, the copies become the cache blocks of a BLIS-style gemm
-    whose inner loops stream contiguous memory.
+    Returns `(f, Ap, Bp, Ct, acc, C)`, `acc` being Ct's update. Scheduled with compute_at, the
+    copies become the cache blocks of a BLIS-style gemm whose inner loops stream contiguous memory.
     """
     N, M, K = ms.Param("N"), ms.Param("M"), ms.Param("K")
     i, j, k = ms.Var("i", 0, N), ms.Var("j", 0, M), ms.Var("k", 0, K)
@@ -42,9 +46,12 @@ def gemm_packed(dtype=ms.float32, mr=6, nr=16):
         B = ms.Input("B", [K, M], dtype)
         Ap = ms.Computation("Ap", [ib, k, ii], A[ib * mr + ii, k], where=(ib * mr + ii < N))
         Bp = ms.Computation("Bp", [jb, k, jj], B[k, jb * nr + jj], where=(jb * nr + jj < M))
-        C = ms.Computation("C", [i, j], ms.cast(dtype, 0))
-        acc = C.update([i, j, k], C[i, j] + Ap[i // mr, k, ms.floormod(i, mr)] * Bp[j // nr, k, ms.floormod(j, nr)])
-    return f, Ap, Bp, C, acc
+        Ct = ms.Computation("Ct", [i, j], ms.cast(dtype, 0))
+        acc = Ct.update([i, j, k], Ct[i, j] + Ap[i // mr, k, ms.floormod(i, mr)] * Bp[j // nr, k, ms.floormod(j, nr)])
+        C = ms.Computation("C", [i, j], Ct[i, j])
+    Ct.store_in(ms.Buffer("Cp", [(N + mr - 1) // mr, (M + nr - 1) // nr, mr, nr], dtype),
+                [i // mr, j // nr, ms.floormod(i, mr), ms.floormod(j, nr)])
+    return f, Ap, Bp, Ct, acc, C
 
 
 def gemm_packed_blocks(N, M, K, threads=None, mr=6, nr=16):
@@ -58,11 +65,12 @@ def gemm_packed_blocks(N, M, K, threads=None, mr=6, nr=16):
     return dict(mc=16 * mr, kc=256, nc=nc, mr=mr, nr=nr)
 
 
-def schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=1024, mr=6, nr=16):
+def schedule_gemm_packed(Ap, Bp, Ct, acc, C, mc=96, kc=256, nc=1024, mr=6, nr=16):
     """BLIS's loop nest with a panel of columns per thread: each thread takes nc-wide column panels
     (parallel j0, with no barrier until the end), packs its kc x nc slice of B per kc step and an
     mc x kc block of A per mc step, and sweeps mr x nr register tiles (mr rows unrolled, nr columns
-    as vectors) over kc. `gemm_packed_blocks` picks the sizes for a problem and a thread count."""
+    as vectors) over kc. Zeroing Ct and copying it to C run in parallel over rows.
+    `gemm_packed_blocks` picks the sizes for a problem and a thread count."""
     j0, j1 = acc.split("j", nc)
     k0, k1 = acc.split("k", kc)
     i0, i1 = acc.split("i", mc)
@@ -74,8 +82,9 @@ def schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=1024, mr=6, nr=16):
     acc.parallelize(j0)
     Bp.compute_at(acc, k0)
     Ap.compute_at(acc, i0)
-    C.parallelize("i")
-    C.vectorize("j", nr)
+    for stage in (Ct, C):
+        stage.parallelize("i")
+        stage.vectorize("j", nr)
 
 
 def schedule_gemm_two_level(C, acc, tile_i=64, tile_j=256, mr=4, nr=16):

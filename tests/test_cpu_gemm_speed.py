@@ -63,8 +63,8 @@ def test_gemm_with_prefetches_keeps_its_values():
 
 
 def _packed_gemm(sizes):
-    f, Ap, Bp, C, acc = examples.gemm_packed()
-    examples.schedule_gemm_packed(Ap, Bp, C, acc, **examples.gemm_packed_blocks(*sizes))
+    f, Ap, Bp, Ct, acc, C = examples.gemm_packed()
+    examples.schedule_gemm_packed(Ap, Bp, Ct, acc, C, **examples.gemm_packed_blocks(*sizes))
     return f
 
 

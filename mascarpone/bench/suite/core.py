@@ -13,8 +13,8 @@ def sgemm_function(n):
     """BLIS-style packed gemm (examples.gemm_packed) at n x n x n with a 6x16 register tile (12 AVX2
     accumulators) and a panel of columns per thread (examples.gemm_packed_blocks)."""
     blocks = examples.gemm_packed_blocks(n, n, n)
-    f, Ap, Bp, C, acc = examples.gemm_packed(mr=blocks["mr"], nr=blocks["nr"])
-    examples.schedule_gemm_packed(Ap, Bp, C, acc, **blocks)
+    f, Ap, Bp, Ct, acc, C = examples.gemm_packed(mr=blocks["mr"], nr=blocks["nr"])
+    examples.schedule_gemm_packed(Ap, Bp, Ct, acc, C, **blocks)
     return f
 
 
