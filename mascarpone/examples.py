@@ -54,11 +54,24 @@ def gemm_packed(dtype=ms.float32, mr=6, nr=16):
     return f, Ap, Bp, Ct, acc, C
 
 
-def gemm_packed_blocks(N, M, K, threads=None, mr=6, nr=16):
+def gemm_register_tile(vector_bits=None):
+    """`(mr, nr)` of the register tile for SIMD registers of `vector_bits` bits (None: this machine's):
+    mr rows of nr floats, as many accumulator registers as leave room for a row of B and a broadcast
+    of A. With AVX-512's 32 zmm registers 12 x 32 (24 accumulators), else 6 x 16 (with AVX2's 16 ymm,
+    12 accumulators). Enough accumulators keep both FMA units busy despite their latency."""
+    if vector_bits is None:
+        from mascarpone.backends.cpu.machine import host_vector_bits
+        vector_bits = host_vector_bits()
+    return (12, 32) if vector_bits >= 512 else (6, 16)
+
+
+def gemm_packed_blocks(N, M, K, threads=None, vector_bits=None):
     """Block sizes of `schedule_gemm_packed` for an N x K times K x M product on `threads` threads
-    (None: `ms.get_num_threads()`): the columns cut into one nc-wide panel per thread (a multiple of
-    nr, at most 4096), kc = 256 (a kc x nr panel of B, 16 KB, stays in a 32 KB L1 while the mr x kc
-    slivers of A stream past it), mc = 96 (an mc x kc block of A, 96 KB, in L2)."""
+    (None: `ms.get_num_threads()`), with the register tile of `gemm_register_tile(vector_bits)`: the
+    columns cut into one nc-wide panel per thread (a multiple of nr, at most 4096), kc = 256 (a
+    kc x nr panel of B stays in L1 while the mr x kc slivers of A stream past it), mc = 16 mr (an
+    mc x kc block of A in L2)."""
+    mr, nr = gemm_register_tile(vector_bits)
     threads = threads or ms.get_num_threads()
     per_thread = -(-M // threads)
     nc = max(nr, min(4096, -(-per_thread // nr) * nr))

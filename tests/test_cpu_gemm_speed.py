@@ -62,16 +62,29 @@ def test_gemm_with_prefetches_keeps_its_values():
         assert "prefetcht1" in kern.source("asm")
 
 
-def _packed_gemm(sizes):
-    f, Ap, Bp, Ct, acc, C = examples.gemm_packed()
-    examples.schedule_gemm_packed(Ap, Bp, Ct, acc, C, **examples.gemm_packed_blocks(*sizes))
+def _packed_gemm(sizes, vector_bits=None):
+    blocks = examples.gemm_packed_blocks(*sizes, vector_bits=vector_bits)
+    f, Ap, Bp, Ct, acc, C = examples.gemm_packed(mr=blocks["mr"], nr=blocks["nr"])
+    examples.schedule_gemm_packed(Ap, Bp, Ct, acc, C, **blocks)
     return f
+
+
+def test_register_tile_and_blocks_follow_the_machine():
+    assert examples.gemm_register_tile(256) == (6, 16)
+    assert examples.gemm_register_tile(512) == (12, 32)
+    assert examples.gemm_register_tile() in ((6, 16), (12, 32))
+    b = examples.gemm_packed_blocks(2048, 2048, 2048, threads=2, vector_bits=256)
+    assert b == dict(mc=96, kc=256, nc=1024, mr=6, nr=16)
+    # a panel per thread, a multiple of nr, never narrower than one tile
+    assert examples.gemm_packed_blocks(100, 100, 100, threads=3, vector_bits=512)["nc"] == 64
+    assert examples.gemm_packed_blocks(8, 8, 8, threads=4, vector_bits=256)["nc"] == 16
 
 
 @pytest.mark.parametrize("n, m, kk", [(130, 70, 300), (96, 256, 256), (7, 33, 5)])
 @pytest.mark.parametrize("target", ["cpu", "c"])
-def test_packed_gemm_hand_schedule_values(target, n, m, kk):
-    f = _packed_gemm((n, m, kk))
+@pytest.mark.parametrize("vector_bits", [256, 512])   # both tiles run anywhere (LLVM splits wide vectors)
+def test_packed_gemm_hand_schedule_values(target, n, m, kk, vector_bits):
+    f = _packed_gemm((n, m, kk), vector_bits)
     kern = f.compile(target, fixed=dict(N=n, M=m, K=kk))
     r = rng(n + m + kk)
     a = r.random((n, kk), dtype=np.float32)
@@ -100,6 +113,19 @@ def test_packed_gemm_inner_kernel_is_register_blocked():
     assert not any("(%rsp)" in line for line in body), "an accumulator spilled to the stack"
     stores = [line for line in body if line.split()[0].startswith("vmov") and line.rstrip().endswith(")")]
     assert not stores, f"stores inside the micro-kernel: {stores}"
+
+
+@pytest.mark.skipif(not X86, reason="x86 code")
+def test_packed_gemm_avx512_tile_is_24_zmm_accumulators():
+    """Compiled for an AVX-512 CPU (not run): the 12 x 32 tile's k loop holds 24 FMAs on zmm
+    registers fed by two aligned loads of B and 12 broadcasts of A, with nothing spilled."""
+    n = 384
+    kern = _packed_gemm((n, n, n), 512).compile("cpu", fixed=dict(N=n, M=n, K=n), arch="skylake-avx512")
+    body = max(_loops_with(kern.source("asm"), "vfmadd"), key=lambda b: sum("vfmadd" in x for x in b))
+    fmas = [x for x in body if x.startswith("vfmadd")]
+    assert len(fmas) % 24 == 0 and all("zmm" in x for x in fmas)
+    assert sum(x.startswith("vbroadcastss") for x in body) == len(fmas) // 2
+    assert not any("(%rsp)" in x for x in body)
 
 
 def _loops_with(asm, needle):
