@@ -49,13 +49,17 @@ def test_promotion_prefetches_the_next_tile_of_the_loop_around():
     assert not any(isinstance(s, Prefetch) for s in walk_stmts(_promoted_gemm_body(prefetch=False)))
 
 
-def test_gemm_with_prefetches_keeps_its_values():
-    kern = gemm_kernel("cpu")
+@pytest.mark.parametrize("target", ["cpu", "c"])
+def test_gemm_with_prefetches_keeps_its_values(target):
+    kern = gemm_kernel(target)
     r = rng(17)
     for m, n, kk in [(8, 32, 5), (12, 16, 33), (4, 48, 1), (4, 16, 0), (20, 64, 70)]:
         a = r.standard_normal((m, kk), dtype=np.float32)
         b = r.standard_normal((kk, n), dtype=np.float32)
         np.testing.assert_allclose(kern(A=a, B=b), a @ b, rtol=1e-5, atol=1e-5)
+    if target == "c":
+        assert "__builtin_prefetch(" in kern.source("c")
+        return
     ir_text = kern.source("llvm")
     assert "@llvm.prefetch" in ir_text
     if X86:
