@@ -68,18 +68,20 @@ def gemm_register_tile(vector_bits=None):
 def gemm_packed_blocks(N, M, K, threads=None, vector_bits=None):
     """Block sizes of `schedule_gemm_packed` for an N x K times K x M product on `threads` threads
     (None: `ms.get_num_threads()`), with the register tile of `gemm_register_tile(vector_bits)`: the
-    columns cut into one nc-wide panel per thread (a multiple of nr, at most 4096), kc = 256 (a
-    kc x nr panel of B stays in L1 while the mr x kc slivers of A stream past it), mc = 16 mr (an
-    mc x kc block of A in L2)."""
+    columns cut into two nc-wide panels per thread (one when alone: a thread that other work slows
+    leaves its second panel to the others; a multiple of nr, at most 4096), kc = 256 (a kc x nr
+    panel of B stays in L1 while the mr x kc slivers of A stream past it), mc = 16 mr (an mc x kc
+    block of A in L2)."""
     mr, nr = gemm_register_tile(vector_bits)
     threads = threads or ms.get_num_threads()
-    per_thread = -(-M // threads)
-    nc = max(nr, min(4096, -(-per_thread // nr) * nr))
+    panels = 2 * threads if threads > 1 else 1
+    per_panel = -(-M // panels)
+    nc = max(nr, min(4096, -(-per_panel // nr) * nr))
     return dict(mc=16 * mr, kc=256, nc=nc, mr=mr, nr=nr)
 
 
 def schedule_gemm_packed(Ap, Bp, Ct, acc, C, mc=96, kc=256, nc=1024, mr=6, nr=16):
-    """BLIS's loop nest with a panel of columns per thread: each thread takes nc-wide column panels
+    """BLIS's loop nest over panels of columns: each thread takes nc-wide column panels
     (parallel j0, with no barrier until the end), packs its kc x nc slice of B per kc step and an
     mc x kc block of A per mc step, and sweeps mr x nr register tiles (mr rows unrolled, nr columns
     as vectors) over kc. Zeroing Ct and copying it to C run in parallel over rows.

@@ -10,8 +10,9 @@ from ..model import Benchmark, Call, Variant
 from . import halide_variants as H
 
 def sgemm_function(n):
-    """BLIS-style packed gemm (examples.gemm_packed) at n x n x n with a 6x16 register tile (12 AVX2
-    accumulators) and a panel of columns per thread (examples.gemm_packed_blocks)."""
+    """BLIS-style packed gemm (examples.gemm_packed) at n x n x n with the register tile and blocks
+    examples.gemm_packed_blocks picks for this machine (6x16 with AVX2, 12x32 with AVX-512), column
+    panels in parallel."""
     blocks = examples.gemm_packed_blocks(n, n, n)
     f, Ap, Bp, Ct, acc, C = examples.gemm_packed(mr=blocks["mr"], nr=blocks["nr"])
     examples.schedule_gemm_packed(Ap, Bp, Ct, acc, C, **blocks)
@@ -70,8 +71,9 @@ def benchmarks() -> list:
                   lambda data, size: [data["A"] @ data["B"]],
                   variants=[Variant("mascarpone", sgemm_function, _gemm_bind, label="packed",
                                     options=lambda n: {"fixed": dict(N=n, M=n, K=n)},
-                                    note="BLIS-style: A and B packed per cache block (compute_at), a 6x16 register "
-                                         "tile, a column panel per thread, sizes fixed"),
+                                    note="BLIS-style: A and B packed per cache block (compute_at), C accumulated "
+                                         "tile by tile, a 6x16 (AVX2) or 12x32 (AVX-512) register tile, "
+                                         "column panels (two per thread), sizes fixed"),
                             Variant("mascarpone", lambda n: two_level_gemm_function(), _gemm_bind,
                                     label="two-level tiled", note="64x256 cache tiles, 4x16 register tiles")],
                   peers=[numpy_peer("sgemm", args=lambda data, size: [data["A"], data["B"],
