@@ -49,7 +49,7 @@ def gemm_demo(n=1024):
     f, Ap, Bp, Ct, acc, C = examples.gemm_packed(mr=blocks["mr"], nr=blocks["nr"])
     examples.schedule_gemm_packed(Ap, Bp, Ct, acc, C, **blocks)
     print("== gemm, BLIS-style: A and B packed per cache block (compute_at), a 6x16 register tile, "
-          f"column panels (two per thread), sizes fixed to {n}")
+          f"a column panel per thread, sizes fixed to {n}")
     print("\n".join(f.history()))
     fixed = dict(N=n, M=n, K=n)
     print(f.lower(fixed=fixed))

@@ -68,15 +68,15 @@ def gemm_register_tile(vector_bits=None):
 def gemm_packed_blocks(N, M, K, threads=None, vector_bits=None):
     """Block sizes of `schedule_gemm_packed` for an N x K times K x M product on `threads` threads
     (None: `ms.get_num_threads()`), with the register tile of `gemm_register_tile(vector_bits)`: the
-    columns cut into two nc-wide panels per thread (one when alone: a thread that other work slows
-    leaves its second panel to the others; a multiple of nr, at most 4096); kc such that a kc x nr
+    columns cut into one nc-wide panel per thread (a multiple of nr, at most 4096: each panel packs
+    all of A again, so more panels would balance a thread slowed by other work at the price of
+    packing, about 3% at 2048 per extra panel per thread); kc such that a kc x nr
     panel of B is 16 KB, half of a 32 KB L1, where it stays while the mr x kc slivers of A stream
     past it (256 for 16 floats, 128 for 32); mc = 16 mr rows (an mc x kc block of A in L2)."""
     mr, nr = gemm_register_tile(vector_bits)
     threads = threads or ms.get_num_threads()
-    panels = 2 * threads if threads > 1 else 1
-    per_panel = -(-M // panels)
-    nc = max(nr, min(4096, -(-per_panel // nr) * nr))
+    per_thread = -(-M // threads)
+    nc = max(nr, min(4096, -(-per_thread // nr) * nr))
     return dict(mc=16 * mr, kc=16 * 1024 // (4 * nr), nc=nc, mr=mr, nr=nr)
 
 

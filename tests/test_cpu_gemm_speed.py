@@ -78,12 +78,12 @@ def test_register_tile_and_blocks_follow_the_machine():
     assert examples.gemm_register_tile(512) == (12, 32)
     assert examples.gemm_register_tile() in ((6, 16), (12, 32))
     b = examples.gemm_packed_blocks(2048, 2048, 2048, threads=2, vector_bits=256)
-    assert b == dict(mc=96, kc=256, nc=512, mr=6, nr=16)
+    assert b == dict(mc=96, kc=256, nc=1024, mr=6, nr=16)
     assert examples.gemm_packed_blocks(2048, 2048, 2048, threads=1, vector_bits=256)["nc"] == 2048
     assert examples.gemm_packed_blocks(2048, 2048, 2048, threads=2, vector_bits=512) == dict(
-        mc=192, kc=128, nc=512, mr=12, nr=32)
-    # two panels per thread, a multiple of nr, never narrower than one tile
-    assert examples.gemm_packed_blocks(100, 200, 100, threads=3, vector_bits=512)["nc"] == 64
+        mc=192, kc=128, nc=1024, mr=12, nr=32)
+    # a panel per thread, a multiple of nr, never narrower than one tile
+    assert examples.gemm_packed_blocks(100, 200, 100, threads=3, vector_bits=512)["nc"] == 96
     assert examples.gemm_packed_blocks(8, 8, 8, threads=4, vector_bits=256)["nc"] == 16
 
 

@@ -73,7 +73,7 @@ def benchmarks() -> list:
                                     options=lambda n: {"fixed": dict(N=n, M=n, K=n)},
                                     note="BLIS-style: A and B packed per cache block (compute_at), C accumulated "
                                          "tile by tile, a 6x16 (AVX2) or 12x32 (AVX-512) register tile, "
-                                         "column panels (two per thread), sizes fixed"),
+                                         "a column panel per thread, sizes fixed"),
                             Variant("mascarpone", lambda n: two_level_gemm_function(), _gemm_bind,
                                     label="two-level tiled", note="64x256 cache tiles, 4x16 register tiles")],
                   peers=[numpy_peer("sgemm", args=lambda data, size: [data["A"], data["B"],
