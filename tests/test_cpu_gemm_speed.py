@@ -4,6 +4,8 @@ schedule of mascarpone/examples.py. No timings are asserted; the code's shape an
 from __future__ import annotations
 
 import platform
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -133,6 +135,46 @@ def test_packed_gemm_avx512_tile_is_24_zmm_accumulators():
     assert len(fmas) % 24 == 0 and all("zmm" in x for x in fmas)
     assert sum(x.startswith("vbroadcastss") for x in body) == len(fmas) // 2
     assert not any("(%rsp)" in x for x in body)
+
+
+@pytest.mark.skipif(not X86 or shutil.which("objdump") is None, reason="x86 code, read with objdump")
+def test_packed_gemm_c_kernel_keeps_its_tile_in_registers():
+    """GCC, left to itself, turns the copies of a contiguous accumulator tile into memcpy and then keeps
+    part of the tile on the stack inside the k loop; the c target's flags prevent that."""
+    n = 192
+    kern = _packed_gemm((n, n, n), 256).compile("c", fixed=dict(N=n, M=n, K=n))
+    dump = subprocess.run(["objdump", "-d", "--no-show-raw-insn", kern.library_path], capture_output=True,
+                          text=True, check=True).stdout
+    loops = _objdump_loops(dump, "vfmadd")
+    assert loops, "no FMA loop"
+    body = max(loops, key=lambda b: sum("vfmadd" in x for x in b))
+    assert sum("vfmadd" in x for x in body) >= 12
+    assert not any("(%rsp)" in x for x in body), "an accumulator lives on the stack"
+
+
+def _objdump_loops(dump, needle):
+    """Instruction lists of objdump's loops (from a backward jump's target to the jump) holding `needle`."""
+    rows = []
+    for line in dump.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2 and parts[0].strip().endswith(":"):
+            try:
+                rows.append((int(parts[0].strip()[:-1], 16), parts[-1].strip()))
+            except ValueError:
+                continue
+    out = []
+    for at, (addr, ins) in enumerate(rows):
+        words = ins.split()
+        if words and words[0].startswith("j") and len(words) > 1:
+            try:
+                target = int(words[1], 16)
+            except ValueError:
+                continue
+            if target < addr:
+                body = [i for a, i in rows[:at + 1] if a >= target]
+                if any(needle in i for i in body):
+                    out.append(body)
+    return out
 
 
 def _loops_with(asm, needle):
