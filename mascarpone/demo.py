@@ -45,10 +45,11 @@ def blur_demo(size=2048):
 
 
 def gemm_demo(n=1024):
-    f, Ap, Bp, C, acc = examples.gemm_packed(mr=6, nr=16)
-    examples.schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=2048, mr=6, nr=16)
+    blocks = examples.gemm_packed_blocks(n, n, n)
+    f, Ap, Bp, Ct, acc, C = examples.gemm_packed(mr=blocks["mr"], nr=blocks["nr"])
+    examples.schedule_gemm_packed(Ap, Bp, Ct, acc, C, **blocks)
     print("== gemm, BLIS-style: A and B packed per cache block (compute_at), a 6x16 register tile, "
-          f"sizes fixed to {n}")
+          f"a column panel per thread, sizes fixed to {n}")
     print("\n".join(f.history()))
     fixed = dict(N=n, M=n, K=n)
     print(f.lower(fixed=fixed))

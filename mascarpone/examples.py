@@ -28,10 +28,14 @@ def gemm(dtype=ms.float32):
 
 
 def gemm_packed(dtype=ms.float32, mr=6, nr=16):
-    """C = A @ B reading A and B through packed copies: Ap[i / mr, k, i % mr] and Bp[j / nr, k, j % nr].
+    """C = A @ B reading A and B through packed copies, Ap[i / mr, k, i % mr] and Bp[j / nr, k, j % nr],
+    and accumulating in Ct, a copy of C stored tile by tile: Ct[i, j] lies at
+    Cp[i / mr, j / nr, i % mr, j % nr], so the mr x nr tile a register block updates is one
+    contiguous run of memory. (In C itself its rows lie a row apart: with a power-of-two row length
+    they fall in the same few L1 sets, and reloading them for every kc slice misses.) C copies Ct.
 
-    Scheduled with compute_at, the copies become the cache blocks of a BLIS-style gemm
-    whose inner loops stream contiguous memory.
+    Returns `(f, Ap, Bp, Ct, acc, C)`, `acc` being Ct's update. Scheduled with compute_at, the
+    copies become the cache blocks of a BLIS-style gemm whose inner loops stream contiguous memory.
     """
     N, M, K = ms.Param("N"), ms.Param("M"), ms.Param("K")
     i, j, k = ms.Var("i", 0, N), ms.Var("j", 0, M), ms.Var("k", 0, K)
@@ -42,14 +46,46 @@ def gemm_packed(dtype=ms.float32, mr=6, nr=16):
         B = ms.Input("B", [K, M], dtype)
         Ap = ms.Computation("Ap", [ib, k, ii], A[ib * mr + ii, k], where=(ib * mr + ii < N))
         Bp = ms.Computation("Bp", [jb, k, jj], B[k, jb * nr + jj], where=(jb * nr + jj < M))
-        C = ms.Computation("C", [i, j], ms.cast(dtype, 0))
-        acc = C.update([i, j, k], C[i, j] + Ap[i // mr, k, ms.floormod(i, mr)] * Bp[j // nr, k, ms.floormod(j, nr)])
-    return f, Ap, Bp, C, acc
+        Ct = ms.Computation("Ct", [i, j], ms.cast(dtype, 0))
+        acc = Ct.update([i, j, k], Ct[i, j] + Ap[i // mr, k, ms.floormod(i, mr)] * Bp[j // nr, k, ms.floormod(j, nr)])
+        C = ms.Computation("C", [i, j], Ct[i, j])
+    Ct.store_in(ms.Buffer("Cp", [(N + mr - 1) // mr, (M + nr - 1) // nr, mr, nr], dtype),
+                [i // mr, j // nr, ms.floormod(i, mr), ms.floormod(j, nr)])
+    return f, Ap, Bp, Ct, acc, C
 
 
-def schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=2048, mr=6, nr=16):
-    """BLIS's loop nest: nc-wide panels of B packed per kc slice, mc x kc blocks of A packed per thread,
-    an mr x nr register tile updated over kc."""
+def gemm_register_tile(vector_bits=None):
+    """`(mr, nr)` of the register tile for SIMD registers of `vector_bits` bits (None: this machine's):
+    mr rows of nr floats, as many accumulator registers as leave room for a row of B and a broadcast
+    of A. With AVX-512's 32 zmm registers 12 x 32 (24 accumulators), else 6 x 16 (with AVX2's 16 ymm,
+    12 accumulators). Enough accumulators keep both FMA units busy despite their latency."""
+    if vector_bits is None:
+        from mascarpone.backends.cpu.machine import host_vector_bits
+        vector_bits = host_vector_bits()
+    return (12, 32) if vector_bits >= 512 else (6, 16)
+
+
+def gemm_packed_blocks(N, M, K, threads=None, vector_bits=None):
+    """Block sizes of `schedule_gemm_packed` for an N x K times K x M product on `threads` threads
+    (None: `ms.get_num_threads()`), with the register tile of `gemm_register_tile(vector_bits)`: the
+    columns cut into one nc-wide panel per thread (a multiple of nr, at most 4096: each panel packs
+    all of A again, so more panels would balance a thread slowed by other work at the price of
+    packing, about 3% at 2048 per extra panel per thread); kc such that a kc x nr
+    panel of B is 16 KB, half of a 32 KB L1, where it stays while the mr x kc slivers of A stream
+    past it (256 for 16 floats, 128 for 32); mc = 16 mr rows (an mc x kc block of A in L2)."""
+    mr, nr = gemm_register_tile(vector_bits)
+    threads = threads or ms.get_num_threads()
+    per_thread = -(-M // threads)
+    nc = max(nr, min(4096, -(-per_thread // nr) * nr))
+    return dict(mc=16 * mr, kc=16 * 1024 // (4 * nr), nc=nc, mr=mr, nr=nr)
+
+
+def schedule_gemm_packed(Ap, Bp, Ct, acc, C, mc=96, kc=256, nc=1024, mr=6, nr=16):
+    """BLIS's loop nest over panels of columns: each thread takes nc-wide column panels
+    (parallel j0, with no barrier until the end), packs its kc x nc slice of B per kc step and an
+    mc x kc block of A per mc step, and sweeps mr x nr register tiles (mr rows unrolled, nr columns
+    as vectors) over kc. Zeroing Ct and copying it to C run in parallel over rows.
+    `gemm_packed_blocks` picks the sizes for a problem and a thread count."""
     j0, j1 = acc.split("j", nc)
     k0, k1 = acc.split("k", kc)
     i0, i1 = acc.split("i", mc)
@@ -58,11 +94,12 @@ def schedule_gemm_packed(Ap, Bp, C, acc, mc=96, kc=256, nc=2048, mr=6, nr=16):
     acc.reorder(j0, k0, i0, j10, i10, k1, i11, j11)
     acc.unroll(i11, mr)
     acc.vectorize(j11, nr)
-    acc.parallelize(i0)
+    acc.parallelize(j0)
     Bp.compute_at(acc, k0)
     Ap.compute_at(acc, i0)
-    C.parallelize("i")
-    C.vectorize("j", 16)
+    for stage in (Ct, C):
+        stage.parallelize("i")
+        stage.vectorize("j", nr)
 
 
 def schedule_gemm_two_level(C, acc, tile_i=64, tile_j=256, mr=4, nr=16):

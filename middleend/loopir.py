@@ -199,6 +199,8 @@ def own_exprs(s: Stmt):
         return (*s.indices, s.value)
     if isinstance(s, Allocate):
         return tuple(s.buffer.shape)
+    if hasattr(s, "exprs"):   # a statement a back-end's program adds
+        return tuple(s.exprs())
     return ()
 
 

@@ -100,6 +100,16 @@ class CDialect:
         of the same width (memcpy: the defined way to pun in C)."""
         return f"    {self.scalar(dst)} y;\n    memcpy(&y, &x, sizeof y);\n    return y;\n"
 
+    # cache hints ---------------------------------------------------------------------------------
+    #: whether code in this dialect carries the prefetch hints of promoted accumulator tiles
+    prefetches = True
+
+    def prefetch(self, address: str, level: int) -> list:
+        """Lines asking for the cache line at `address` (an integer expression) in cache `level`
+        (1: the nearest): GCC's and Clang's builtin, nothing for another compiler."""
+        return ["#if defined(__GNUC__)", f"__builtin_prefetch((const void *)({address}), 0, {max(1, 4 - level)});",
+                "#endif"]
+
     # loops ---------------------------------------------------------------------------------------
     def simd_pragma(self, factor: int) -> str:
         """The line before a vector loop: its iterations carry no dependence (checked by the

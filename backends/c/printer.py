@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from mascarpone.backends.common.cheader import kernel_name, signature
 from mascarpone.backends.common.cnames import Names
+from mascarpone.backends.common.prefetch import Prefetch, line_offsets
 from mascarpone.backends.common.promote import promote_accumulators
 from mascarpone.backends.common.temporaries import StackBudget
 from mascarpone.middleend.errors import NotSupportedError
@@ -155,7 +156,7 @@ class CPrinter:
 
     def kernel(self, lowered) -> list:
         """The kernel function's lines."""
-        body = promote_accumulators(lowered.body)
+        body = promote_accumulators(lowered.body, prefetch=self.d.prefetches)
         out = _Lines()
         out("int32_t ms_status = 0;")
         self.prologue(lowered, out)
@@ -393,8 +394,21 @@ class CPrinter:
             self._for(s, out)
         elif isinstance(s, Allocate):
             self._allocate(s, out)
+        elif isinstance(s, Prefetch):
+            self._prefetch(s, out)
         else:
             self.other_stmt(s, out)
+
+    def _prefetch(self, s, out):
+        """A hint per cache line of the box; the address is integer arithmetic, so a line past the
+        buffer is not undefined behaviour."""
+        view = self._buffer(s.first.target.name)
+        elem = self.d.memory(s.first.target.dtype)
+        for offsets in line_offsets(s.extents, s.first.target.dtype.bytes):
+            idx = [i if k == 0 else BinOp("add", i, Const(k, int64)) for i, k in zip(s.first.indices, offsets)]
+            address = f"(uintptr_t){view.ident} + (uintptr_t)({self._flat(view, idx)}) * sizeof({elem})"
+            for line in self.d.prefetch(address, s.level):
+                out(line)
 
     def _nested(self, s, out):
         out.depth += 1

@@ -14,6 +14,12 @@ use the same unroll/vector tags as the body. T is a stack slot that only
 constant-offset accesses touch once unrolled and vectorized, so LLVM's SROA
 turns it into registers.
 
+With `prefetch=True`, when the box moves with the loop `p` around (the register
+tiles of a gemm sweeping the rows of C), a `Prefetch` of the box of `p`'s next
+iteration comes first: `if (p + 1 < p_hi) prefetch(C[box at p + 1])`. Every
+accumulator waits on the loads of T before the `k` loop, so a miss there
+stalls the whole tile; fetched one reduction loop ahead, they hit the cache.
+
 A buffer qualifies when the loop body is only blocks, stores and loops with a
 constant trip count, the buffer is stored in it, every access to it has the
 same indices, none of which depends on the loop variable, and each index is
@@ -30,9 +36,14 @@ from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, stores,
 from mascarpone.middleend.types import int64
 
 from .affine import constant_difference, linearize, mentions
+from .prefetch import Prefetch
 
 #: Largest tile kept, in bytes (beyond it registers would spill anyway).
 TILE_LIMIT = 4096
+#: Cache level the next tile is prefetched into: L2, not L1, because the rows of a tile lie a row
+#: length apart, and with a power-of-two row length the current and next tiles fall in the same few
+#: L1 sets, where the next would evict the current one.
+PREFETCH_LEVEL = 2
 _names = itertools.count()
 
 
@@ -139,9 +150,15 @@ def _copy(buffer, indices, tile, dims, to_tile):
     return body
 
 
+def _box_origin(indices, dims):
+    """The indices of the box's first element (each inner loop variable at its lower bound)."""
+    return tuple(idx if f is None else substitute(idx, {f.var: f.lo}) for f, idx in zip(dims, indices))
+
+
 def _promote(loop: For, tiles_made: set):
-    """`(statement, new loop)`: `loop` rewritten to accumulate in local tiles, or None when no buffer
-    qualifies. The tiles made are added to `tiles_made` (they are never promoted again)."""
+    """`(statement, new loop, boxes)`: `loop` rewritten to accumulate in local tiles, or None when no
+    buffer qualifies; `boxes` lists each tile's `(buffer, first element's indices, shape)`. The tiles
+    made are added to `tiles_made` (they are never promoted again)."""
     inner = []
     if not _inner_loops(loop.body, inner):
         return None
@@ -153,7 +170,7 @@ def _promote(loop: For, tiles_made: set):
             if isinstance(n, Access):
                 accesses.setdefault(n.target.name, []).append(n.indices)
     body = loop.body
-    prologue, epilogue, tiles = [], [], []
+    prologue, epilogue, tiles, boxes = [], [], [], []
     for st in list(stores(loop.body)):
         name = st.buffer.name
         if any(t[0] == name for t in tiles) or st.buffer in tiles_made:
@@ -175,6 +192,7 @@ def _promote(loop: For, tiles_made: set):
         tiles_made.add(tile)
         tiles.append((name, tile))
         body = _rewrite(body, name, tile, dims)
+        boxes.append((st.buffer, _box_origin(st.indices, dims), tuple(shape)))
         prologue.append(_copy(st.buffer, st.indices, tile, dims, True))
         epilogue.append(_copy(st.buffer, st.indices, tile, dims, False))
     if not tiles:
@@ -183,7 +201,21 @@ def _promote(loop: For, tiles_made: set):
     stmt = If(BinOp("lt", loop.lo, loop.hi), Block(prologue + [new_loop] + epilogue))
     for _, tile in reversed(tiles):
         stmt = Allocate(tile, stmt)
-    return stmt, new_loop
+    return stmt, new_loop, boxes
+
+
+def _prefetch_next(boxes, around: For | None):
+    """`if (v + 1 < hi) { Prefetch ... }` for the boxes at the next iteration of the loop `around`
+    (variable v), or None when there is no such loop or no box moves with it."""
+    if around is None or around.kind not in ("serial", "unroll"):
+        return None
+    v = around.var
+    following = {v: BinOp("add", Sym(v, int64), Const(1, int64))}
+    hints = [Prefetch(Access(buffer, tuple(substitute(i, following) for i in first)), shape, level=PREFETCH_LEVEL)
+             for buffer, first, shape in boxes if any(mentions(i, v) for i in first)]
+    if not hints:
+        return None
+    return If(BinOp("lt", following[v], around.hi), Block(hints))
 
 
 def runs_serially(loop: For, in_parallel: bool) -> bool:
@@ -197,31 +229,33 @@ def runs_serially(loop: For, in_parallel: bool) -> bool:
     return True
 
 
-def promote_accumulators(body, *, serial=runs_serially, enters=lambda loop: True):
+def promote_accumulators(body, *, serial=runs_serially, enters=lambda loop: True, prefetch=False):
     """The loop IR `body` with its accumulators kept in local tiles: each loop that runs serially
     (`serial(loop, in_parallel)`) and qualifies (see the module docstring) is rewritten, outer loops
     first; `enters(loop)` says whether to look inside a loop (a back-end that generates a loop's body
-    its own way, as explicit SIMD code, keeps it as it is)."""
+    its own way, as explicit SIMD code, keeps it as it is). `prefetch`: add the `Prefetch` of each
+    tile for the next iteration of the loop around (for a back-end that emits it)."""
     tiles_made = set()
 
-    def visit(s, in_parallel):
+    def visit(s, in_parallel, around=None):
         if isinstance(s, Block):
-            return Block([visit(c, in_parallel) for c in s.body])
+            return Block([visit(c, in_parallel, around) for c in s.body])
         if isinstance(s, If):
-            return If(s.cond, visit(s.then, in_parallel),
-                      None if s.else_ is None else visit(s.else_, in_parallel))
+            return If(s.cond, visit(s.then, in_parallel, around),
+                      None if s.else_ is None else visit(s.else_, in_parallel, around))
         if isinstance(s, Allocate):
-            return Allocate(s.buffer, visit(s.body, in_parallel))
+            return Allocate(s.buffer, visit(s.body, in_parallel, around))
         if not isinstance(s, For):
             return s
         if serial(s, in_parallel):
             promoted = _promote(s, tiles_made)
             if promoted is not None:
-                stmt, loop = promoted
-                loop.body = visit(loop.body, in_parallel)
-                return stmt
+                stmt, loop, boxes = promoted
+                loop.body = visit(loop.body, in_parallel, loop)
+                hint = _prefetch_next(boxes, around) if prefetch else None
+                return stmt if hint is None else Block([hint, stmt])
         if not enters(s):
             return s
-        return For(s.var, s.lo, s.hi, visit(s.body, in_parallel or s.kind == "parallel"), s.kind, s.factor)
+        return For(s.var, s.lo, s.hi, visit(s.body, in_parallel or s.kind == "parallel", s), s.kind, s.factor)
 
     return visit(body, False)

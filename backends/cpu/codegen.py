@@ -56,7 +56,7 @@ def build_module(lowered, options: Options | None = None) -> ir.Module:
     num_threads_global(ms)
     se = StmtEmitter()
     # the explicit SIMD code of a vector loop takes its body as it is
-    body_ir = promote_accumulators(lowered.body, enters=lambda loop: not explicit_simd(loop))
+    body_ir = promote_accumulators(lowered.body, enters=lambda loop: not explicit_simd(loop), prefetch=True)
     allocated = {s.buffer.name for s in walk_stmts(lowered.body) if isinstance(s, Allocate)}
     pending = [t for t in lowered.temporaries if t.name not in allocated]
 

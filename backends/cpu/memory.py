@@ -13,7 +13,7 @@ from llvmlite import ir
 
 from mascarpone.middleend.types import DType
 
-from .llvm_types import I8, I64, PTR, VOID, i64, memory_type
+from .llvm_types import I8, I32, I64, PTR, VOID, i64, memory_type
 from .ops import declare
 
 #: Alignment of temporaries, in bytes (a cache line; enough for any vector load).
@@ -79,6 +79,14 @@ def load(B, view: BufView, ptr, width: int = 1):
 def store(B, view: BufView, ptr, value):
     """Store a scalar or a vector of consecutive elements at `ptr`."""
     B.store(to_memory(B, view.dtype, value), ptr, align=view.dtype.bytes)
+
+
+def prefetch(B, ptr, level: int):
+    """`llvm.prefetch` (for reading) of the cache line holding `ptr` into cache `level` (1: the
+    nearest; on x86 prefetcht0, level 2 prefetcht1, 3 prefetcht2); never faults, whatever the address."""
+    fn = declare(B.module, "llvm.prefetch.p0", ir.FunctionType(VOID, [PTR, I32, I32, I32]))
+    locality = max(1, 4 - level)
+    B.call(fn, [ptr, ir.Constant(I32, 0), ir.Constant(I32, locality), ir.Constant(I32, 1)])
 
 
 def byte_size(B, dt: DType, extents):

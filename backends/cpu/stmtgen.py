@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store
+from mascarpone.backends.common.prefetch import Prefetch, line_offsets
 
 from . import memory
 from mascarpone.backends.common.affine import constant_difference
@@ -29,6 +30,8 @@ class StmtEmitter:
             allocate(fs, scope, s.buffer, lambda sc: self.emit(s.body, fs, sc))
         elif isinstance(s, For):
             self.for_(s, fs, scope)
+        elif isinstance(s, Prefetch):
+            self.prefetch(s, fs, scope)
         elif s is None:
             pass
         else:
@@ -39,6 +42,17 @@ class StmtEmitter:
         value = em.emit(s.value)
         view, ptr = em.address(s.buffer.name, s.indices)
         memory.store(fs.builder, view, ptr, value)
+
+    def prefetch(self, s, fs, scope):
+        """One prefetch per cache line of the box (addresses computed, never dereferenced)."""
+        em = ExprEmitter(fs, scope)
+        view = scope.buf(s.first.target.name)
+        first = [em.index(i) for i in s.first.indices]
+        B = fs.builder
+        for offsets in line_offsets(s.extents, view.dtype.bytes):
+            idx = [v if k == 0 else B.add(v, i64(k)) for v, k in zip(first, offsets)]
+            memory.prefetch(B, memory.element_ptr(B, view, memory.flat_index(B, view, idx), inbounds=False),
+                            s.level)
 
     def if_(self, s, fs, scope):
         cond = ExprEmitter(fs, scope).emit(s.cond)

@@ -37,6 +37,8 @@ PRIVATE_LIMIT = 4096
 class GPUDialect(CDialect):
     """What a GPU language spells its own way, beyond the C dialect's types, literals and math names."""
 
+    prefetches = False   # no cache hints in device code
+
     #: qualifier of a kernel entry point
     kernel_qualifier = ""
 

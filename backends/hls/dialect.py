@@ -15,6 +15,7 @@ class HLSDialect(CDialect):
     """C++ for Vitis HLS (and g++ for C simulation)."""
 
     name = "hls"
+    prefetches = False   # no caches to hint at on an FPGA
     helper_qualifier = "static inline"
     restrict = ""
 

@@ -9,13 +9,13 @@ from mascarpone import examples
 from ..model import Benchmark, Call, Variant
 from . import halide_variants as H
 
-SGEMM_BLOCKS = dict(mc=96, kc=256, nc=2048, mr=6, nr=16)
-
-
-def sgemm_function():
-    """BLIS-style packed gemm (examples.gemm_packed) with a 6x16 register tile (12 AVX2 accumulators)."""
-    f, Ap, Bp, C, acc = examples.gemm_packed(mr=SGEMM_BLOCKS["mr"], nr=SGEMM_BLOCKS["nr"])
-    examples.schedule_gemm_packed(Ap, Bp, C, acc, **SGEMM_BLOCKS)
+def sgemm_function(n):
+    """BLIS-style packed gemm (examples.gemm_packed) at n x n x n with the register tile and blocks
+    examples.gemm_packed_blocks picks for this machine (6x16 with AVX2, 12x32 with AVX-512), column
+    panels in parallel."""
+    blocks = examples.gemm_packed_blocks(n, n, n)
+    f, Ap, Bp, Ct, acc, C = examples.gemm_packed(mr=blocks["mr"], nr=blocks["nr"])
+    examples.schedule_gemm_packed(Ap, Bp, Ct, acc, C, **blocks)
     return f
 
 
@@ -69,10 +69,11 @@ def benchmarks() -> list:
     return [
         Benchmark("sgemm", "core", {"small": 256, "paper": 2048}, _sgemm_data,
                   lambda data, size: [data["A"] @ data["B"]],
-                  variants=[Variant("mascarpone", lambda n: sgemm_function(), _gemm_bind, label="packed",
+                  variants=[Variant("mascarpone", sgemm_function, _gemm_bind, label="packed",
                                     options=lambda n: {"fixed": dict(N=n, M=n, K=n)},
-                                    note="BLIS-style: A and B packed per cache block (compute_at), a 6x16 register "
-                                         "tile, sizes fixed"),
+                                    note="BLIS-style: A and B packed per cache block (compute_at), C accumulated "
+                                         "tile by tile, a 6x16 (AVX2) or 12x32 (AVX-512) register tile, "
+                                         "a column panel per thread, sizes fixed"),
                             Variant("mascarpone", lambda n: two_level_gemm_function(), _gemm_bind,
                                     label="two-level tiled", note="64x256 cache tiles, 4x16 register tiles")],
                   peers=[numpy_peer("sgemm", args=lambda data, size: [data["A"], data["B"],
