@@ -60,8 +60,8 @@ def gemm_register_tile(vector_bits=None):
     of A. With AVX-512's 32 zmm registers 12 x 32 (24 accumulators), else 6 x 16 (with AVX2's 16 ymm,
     12 accumulators). Enough accumulators keep both FMA units busy despite their latency."""
     if vector_bits is None:
-        from mascarpone.backends.cpu.machine import host_vector_bits
-        vector_bits = host_vector_bits()
+        from mascarpone.middleend.autoschedule.machine import simd_bytes
+        vector_bits = 8 * simd_bytes()
     return (12, 32) if vector_bits >= 512 else (6, 16)
 
 

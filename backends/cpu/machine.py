@@ -32,15 +32,6 @@ def host_cpu():
     return llvm.get_host_cpu_name(), features
 
 
-def host_vector_bits() -> int:
-    """The widest SIMD registers of the machine we run on, in bits: 512 with AVX-512, 256 with AVX,
-    else 128 (SSE, NEON)."""
-    features = set(host_cpu()[1].split(","))
-    if "+avx512f" in features:
-        return 512
-    return 256 if "+avx" in features else 128
-
-
 _PROBE = """
 import llvmlite.binding as llvm
 llvm.initialize_native_target(); llvm.initialize_native_asmprinter()
