@@ -327,6 +327,16 @@ def _expand_update(update, base, context):
                      tags, base.local)
 
 
+def _tile_extent(biggest, context):
+    """The extent of a tile buffer's dimension whose longest tile is `biggest` (a function of the
+    sizes): its largest value over all sizes when that is finite (`min(64, W)` -> 64), so the buffer
+    has a constant size and lives on the stack, else the function itself."""
+    bound = isl.Set.from_pw_aff(biggest).intersect_params(context).dim_max_val(0)
+    if bound.is_int():
+        return Const(bound.to_python() + 1, int64)
+    return simplify(pwaff_to_expr(biggest, context) + 1)
+
+
 def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
     """The tile buffer of `comp` over the points `need` (prefix -> points) of each tile. A dimension
     folded by `storage_fold` becomes a ring of that depth, unless no tile is longer than the depth."""
@@ -341,7 +351,7 @@ def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
             folds[d] = ring
             shape.append(Const(ring, int64))
         else:
-            shape.append(simplify(pwaff_to_expr(biggest, context) + 1))
+            shape.append(_tile_extent(biggest, context))
         lower.append(lo)
     buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
     buf.partitions = list(comp.partitions)

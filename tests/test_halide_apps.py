@@ -56,3 +56,29 @@ def test_pyramid_with_a_histogram_matches_halide():
     out, inp = _pyramid_with_a_histogram()
     out.split(y, yo, yi, 4).vectorize(x, 4)
     realize_both(out, [21, 18], {inp: rng.random((30, 45), dtype=np.float32)})
+
+
+def _tile_shapes(lowered):
+    """{buffer name: shape} of the tile buffers allocated in the loop IR."""
+    from mascarpone.middleend import loopir as L
+    return {s.buffer.name: [getattr(d, "value", d) for d in s.buffer.shape] for s in L.walk_stmts(lowered)
+            if isinstance(s, L.Allocate) and s.buffer.name.endswith("_tile")}
+
+
+def test_tile_of_a_compute_at_func_has_the_constant_size_of_its_largest_tile():
+    """The blur of Halide's Adams2019 schedule: the image's size bounds the last tile, but no tile is
+    larger than the split gives, so the tile buffers have constant sizes (on the stack, as Halide's)."""
+    inp = hl.ImageParam(hl.UInt(16), 2, "inp")
+    edge = hl.BoundaryConditions.repeat_edge(inp)
+    bx, by = hl.Func("bx"), hl.Func("by")
+    bx[x, y] = (edge[x, y] + edge[x + 1, y] + edge[x + 2, y]) // 3
+    by[x, y] = (bx[x, y] + bx[x, y + 1] + bx[x, y + 2]) // 3
+    by.split(y, yo, yi, 8).split(x, xo, xi, 16).reorder(xi, yi, xo, yo).vectorize(xi, 8)
+    bx.compute_at(by, xo).vectorize(x, 8)
+    edge.compute_at(bx, y).vectorize(edge.args()[0], 8)
+    f = ms.from_halide(hl.Pipeline([by]))
+    shapes = _tile_shapes(f.lower().body)
+    assert shapes.pop("bx_tile") == [10, 16] and list(shapes.values()) == [[1, 18]]   # and the edge's
+    image = rng.integers(0, 1 << 14, (13, 37), dtype=np.uint16)
+    realize_both(by, [37, 13], {inp: image})
+    realize_both(by, [5, 3], {inp: image[:5, :7]})
