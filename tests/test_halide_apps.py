@@ -3,6 +3,7 @@ buffer has one writer, each reproduced in a small pipeline of our own and checke
 independent reference (isl's flow analysis, Halide's realize)."""
 import islpy as isl
 import numpy as np
+import pytest
 
 import mascarpone as ms
 from mascarpone.middleend import dependences
@@ -82,3 +83,19 @@ def test_tile_of_a_compute_at_func_has_the_constant_size_of_its_largest_tile():
     image = rng.integers(0, 1 << 14, (13, 37), dtype=np.uint16)
     realize_both(by, [37, 13], {inp: image})
     realize_both(by, [5, 3], {inp: image[:5, :7]})
+
+
+def test_compute_at_a_loop_another_reader_runs_outside_is_refused_as_halide_refuses_it():
+    """Halide requires every reader of a Func computed at a loop to run inside that loop (its "Legal
+    locations" error); a reader outside it is refused by name, the same way."""
+    f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
+    f[x, y] = x + y
+    g[x, y] = f[x, y] * 2
+    h[x, y] = g[x, y] + f[x, y]
+    g.compute_root()
+    f.compute_at(h, y)
+    with pytest.raises(hl.HalideError, match="invalid location"):
+        h.realize([8, 8])
+    kernel = ms.from_halide(hl.Pipeline([h]))
+    with pytest.raises(ms.ScheduleError, match=r"f\.compute_at\(h, y\).*also read by \['g'\]"):
+        kernel.compile("cpu")
