@@ -203,9 +203,17 @@ def compute_dependences(computations, context) -> Dependences:
     acc = collect_accesses(computations, context, program=True)
     sched = original_schedule(computations, context)
     writes = acc.must_writes.union(acc.may_writes)
-    raw = (isl.UnionAccessInfo.from_sink(acc.reads).set_must_source(acc.must_writes)
-           .set_may_source(acc.may_writes).set_schedule_map(sched).compute_flow().get_may_dependence())
     waw_bufs, war_bufs = _reuse_candidates(computations, writes, acc.reads)
+    # a buffer written once per cell by one computation that runs before all its readers: each read's
+    # source is the write of that cell, so the flow is the composition (flow analysis of a pipeline's
+    # many clamped reads costs minutes)
+    flowing = waw_bufs | war_bufs
+    single = {m.get_tuple_name(isl.dim_type.out) for m in union_maps(writes)} - flowing
+    raw = _on_buffers(writes, single).apply_range(_on_buffers(acc.reads, single).reverse())
+    raw = raw.union(isl.UnionAccessInfo.from_sink(_on_buffers(acc.reads, flowing))
+                    .set_must_source(_on_buffers(acc.must_writes, flowing))
+                    .set_may_source(_on_buffers(acc.may_writes, flowing)).set_schedule_map(sched)
+                    .compute_flow().get_may_dependence())
     war = (isl.UnionAccessInfo.from_sink(_on_buffers(writes, war_bufs))
            .set_may_source(_on_buffers(acc.reads, war_bufs)).set_kill(_on_buffers(acc.must_writes, war_bufs))
            .set_schedule_map(sched).compute_flow().get_may_dependence())

@@ -327,6 +327,24 @@ def _expand_update(update, base, context):
                      tags, base.local)
 
 
+#: a tile buffer of at most this many elements takes the largest size any tile has (constant); a larger
+#: bound (a clamp at a huge constant) would allocate far more than the tiles of the actual sizes need
+MAX_CONSTANT_TILE = 1 << 16
+
+
+def _tile_extents(biggests, context):
+    """The extents of a tile buffer whose longest tiles are `biggests` (functions of the sizes): their
+    largest values over all sizes when those are finite and make a small tile (`min(64, W)` -> 64),
+    so the buffer has a constant size and can live on the stack, else the functions themselves."""
+    bounds = [isl.Set.from_pw_aff(b).intersect_params(context).dim_max_val(0) for b in biggests]
+    volume = 1
+    for bound in bounds:
+        volume = volume * (bound.to_python() + 1) if bound.is_int() else None
+        if volume is None or volume > MAX_CONSTANT_TILE:
+            return [simplify(pwaff_to_expr(b, context) + 1) for b in biggests]
+    return [Const(bound.to_python() + 1, int64) for bound in bounds]
+
+
 def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
     """The tile buffer of `comp` over the points `need` (prefix -> points) of each tile. A dimension
     folded by `storage_fold` becomes a ring of that depth, unless no tile is longer than the depth."""
@@ -341,8 +359,11 @@ def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
             folds[d] = ring
             shape.append(Const(ring, int64))
         else:
-            shape.append(simplify(pwaff_to_expr(biggest, context) + 1))
+            shape.append(biggest)
         lower.append(lo)
+    unfolded = [d for d in range(len(shape)) if d not in folds]
+    for d, extent in zip(unfolded, _tile_extents([shape[d] for d in unfolded], context)):
+        shape[d] = extent
     buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
     buf.partitions = list(comp.partitions)
     buf.memory = getattr(comp, "memory", "global")

@@ -1,0 +1,101 @@
+"""What Halide's apps need of the middle-end at their sizes: dependences by composition where a
+buffer has one writer, each reproduced in a small pipeline of our own and checked against an
+independent reference (isl's flow analysis, Halide's realize)."""
+import islpy as isl
+import numpy as np
+import pytest
+
+import mascarpone as ms
+from mascarpone.middleend import dependences
+from halide_check import hl, realize_both
+
+rng = np.random.default_rng(12)
+x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
+xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+
+
+def _pyramid_with_a_histogram():
+    """Clamped, strided and divided reads of single-writer Funcs, and a Func with an update (two
+    writers of one buffer, read by a later Func)."""
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    edge = hl.BoundaryConditions.repeat_edge(inp)
+    down, up, hist, out = hl.Func("down"), hl.Func("up"), hl.Func("hist"), hl.Func("out")
+    down[x, y] = (edge[2 * x - 1, y] + edge[2 * x + 1, 2 * y]) * 0.5
+    up[x, y] = down[x / 2, (y + 1) / 2] + edge[x, y]
+    r = hl.RDom([(0, 4)], "r")
+    hist[x, y] = 0.0
+    hist[x, y] += up[x, y + r.x]
+    out[x, y] = hist[x, y] + down[x // 2, y // 2]
+    for func in (down, up, hist):
+        func.compute_root()
+    return out, inp
+
+
+def _flow_analysis_raw(f):
+    """Read-after-write dependences by isl's flow analysis over every access, the reference."""
+    context = f._prepare(None)
+    acc = dependences.collect_accesses(f.computations, context, program=True)
+    schedule = dependences.original_schedule(f.computations, context)
+    return (isl.UnionAccessInfo.from_sink(acc.reads).set_must_source(acc.must_writes)
+            .set_may_source(acc.may_writes).set_schedule_map(schedule).compute_flow().get_may_dependence())
+
+
+def test_dependences_of_single_writer_buffers_equal_the_flow_analysis():
+    out, _ = _pyramid_with_a_histogram()
+    f = ms.from_halide(hl.Pipeline([out]))
+    raw = f.dependences().raw
+    reference = _flow_analysis_raw(f)
+    assert not reference.is_empty()
+    assert raw.is_equal(reference)
+    # the histogram's buffer has two writers: its readers' sources are its update, not its base
+    writers = {m.get_tuple_name(isl.dim_type.in_) for m in dependences.union_maps(raw)
+               if m.get_tuple_name(isl.dim_type.out) == "out"}
+    assert "down" in writers and any(w.startswith("hist") and w != "hist" for w in writers)
+
+
+def test_pyramid_with_a_histogram_matches_halide():
+    out, inp = _pyramid_with_a_histogram()
+    out.split(y, yo, yi, 4).vectorize(x, 4)
+    realize_both(out, [21, 18], {inp: rng.random((30, 45), dtype=np.float32)})
+
+
+def _tile_shapes(lowered):
+    """{buffer name: shape} of the tile buffers allocated in the loop IR."""
+    from mascarpone.middleend import loopir as L
+    return {s.buffer.name: [getattr(d, "value", d) for d in s.buffer.shape] for s in L.walk_stmts(lowered)
+            if isinstance(s, L.Allocate) and s.buffer.name.endswith("_tile")}
+
+
+def test_tile_of_a_compute_at_func_has_the_constant_size_of_its_largest_tile():
+    """The blur of Halide's Adams2019 schedule: the image's size bounds the last tile, but no tile is
+    larger than the split gives, so the tile buffers have constant sizes (on the stack, as Halide's)."""
+    inp = hl.ImageParam(hl.UInt(16), 2, "inp")
+    edge = hl.BoundaryConditions.repeat_edge(inp)
+    bx, by = hl.Func("bx"), hl.Func("by")
+    bx[x, y] = (edge[x, y] + edge[x + 1, y] + edge[x + 2, y]) // 3
+    by[x, y] = (bx[x, y] + bx[x, y + 1] + bx[x, y + 2]) // 3
+    by.split(y, yo, yi, 8).split(x, xo, xi, 16).reorder(xi, yi, xo, yo).vectorize(xi, 8)
+    bx.compute_at(by, xo).vectorize(x, 8)
+    edge.compute_at(bx, y).vectorize(edge.args()[0], 8)
+    f = ms.from_halide(hl.Pipeline([by]))
+    shapes = _tile_shapes(f.lower().body)
+    assert shapes.pop("bx_tile") == [10, 16] and list(shapes.values()) == [[1, 18]]   # and the edge's
+    image = rng.integers(0, 1 << 14, (13, 37), dtype=np.uint16)
+    realize_both(by, [37, 13], {inp: image})
+    realize_both(by, [5, 3], {inp: image[:5, :7]})
+
+
+def test_compute_at_a_loop_another_reader_runs_outside_is_refused_as_halide_refuses_it():
+    """Halide requires every reader of a Func computed at a loop to run inside that loop (its "Legal
+    locations" error); a reader outside it is refused by name, the same way."""
+    f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
+    f[x, y] = x + y
+    g[x, y] = f[x, y] * 2
+    h[x, y] = g[x, y] + f[x, y]
+    g.compute_root()
+    f.compute_at(h, y)
+    with pytest.raises(hl.HalideError, match="invalid location"):
+        h.realize([8, 8])
+    kernel = ms.from_halide(hl.Pipeline([h]))
+    with pytest.raises(ms.ScheduleError, match=r"f\.compute_at\(h, y\).*also read by \['g'\]"):
+        kernel.compile("cpu")
