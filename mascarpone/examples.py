@@ -15,6 +15,25 @@ def blur():
     return f, bx, by
 
 
+def heat2d():
+    """Heat-2d: `u` diffuses A for T steps (the border keeps its values), folded to the two time steps a
+    step reads; returns the Function, u's first step and its update over time."""
+    N, T = ms.Param("N"), ms.Param("T")
+    ta, ya, xa = ms.Var("t", 0, T + 1), ms.Var("y", 0, N), ms.Var("x", 0, N)
+    t = ms.Var("t", 1, T + 1)
+    with ms.Function("heat2d") as f:
+        A = ms.Input("A", [N, N], ms.float64)
+        u = ms.Computation("u", [ta, ya, xa], A[ya, xa], where=(ta == 0))
+        interior = (ya >= 1) & (ya < N - 1) & (xa >= 1) & (xa < N - 1)
+        up, down = ms.max(ya - 1, 0), ms.min(ya + 1, N - 1)
+        left, right = ms.max(xa - 1, 0), ms.min(xa + 1, N - 1)
+        step = u.update([t, ya, xa], ms.select(
+            interior, 0.25 * (u[t - 1, up, xa] + u[t - 1, down, xa] + u[t - 1, ya, left] + u[t - 1, ya, right]),
+            u[t - 1, ya, xa]))
+    u.storage_fold("t", 2)
+    return f, u, step
+
+
 def gemm(dtype=ms.float32):
     """C = A @ B as an initialisation and a reduction update."""
     N, M, K = ms.Param("N"), ms.Param("M"), ms.Param("K")

@@ -10,7 +10,7 @@ from julia_fixtures import fixture, random_args
 from mascarpone import examples
 from mascarpone.bench.suite import halide_pipelines as pipelines
 from mascarpone.middleend.autoschedule import cache, machine
-from test_end_to_end import _row_scan, blur_reference, fibonacci, seidel
+from test_end_to_end import _row_scan, blur_reference, fibonacci, nb_fused, seidel
 
 rng = np.random.default_rng(3)
 
@@ -97,30 +97,12 @@ def test_recurrences_keep_their_order():
     np.testing.assert_allclose(f.compile("cpu")(A=a), want, rtol=1e-12)
 
 
-def _heat2d():
-    """Heat-2d over a time loop, u folded to two time steps (storage shared across t)."""
-    N, T = ms.Param("N"), ms.Param("T")
-    ta, ya, xa = ms.Var("t", 0, T + 1), ms.Var("y", 0, N), ms.Var("x", 0, N)
-    t = ms.Var("t", 1, T + 1)
-    with ms.Function("heat2d") as f:
-        A = ms.Input("A", [N, N], ms.float64)
-        u = ms.Computation("u", [ta, ya, xa], A[ya, xa], where=(ta == 0))
-        interior = (ya >= 1) & (ya < N - 1) & (xa >= 1) & (xa < N - 1)
-        up, down = ms.max(ya - 1, 0), ms.min(ya + 1, N - 1)
-        left, right = ms.max(xa - 1, 0), ms.min(xa + 1, N - 1)
-        u.update([t, ya, xa], ms.select(
-            interior, 0.25 * (u[t - 1, up, xa] + u[t - 1, down, xa] + u[t - 1, ya, left] + u[t - 1, ya, right]),
-            u[t - 1, ya, xa]))
-    u.storage_fold("t", 2)
-    return f
-
-
 def test_folded_storage_and_user_placements():
     """Tags on folded storage pass the layout check; the time loop stays serial; a computation the
     user placed keeps its placement."""
     a = rng.random((12, 12))
-    want = _heat2d().compile("cpu")(A=a, T=5)
-    f = _heat2d()
+    want = examples.heat2d()[0].compile("cpu")(A=a, T=5)
+    f = examples.heat2d()[0]
     report = f.autoschedule(sizes=dict(N=300, T=10), measure=False)
     assert "u_update0.parallelize(y)" in report.commands and not any("(t" in c for c in report.commands)
     np.testing.assert_allclose(f.compile("cpu")(A=a, T=5), want, rtol=1e-12)
@@ -130,15 +112,7 @@ def test_folded_storage_and_user_placements():
     f.autoschedule(sizes=dict(N=50), measure=False)
     assert f.compile("cpu")(N=40)[0] == 102334155
 
-    N = ms.Param("N")
-    i = ms.Var("i", 0, N)
-    with ms.Function("nb") as f:
-        a = ms.Input("a", [N], ms.float32)
-        g = ms.Computation("g", [i], a[i] * 2)
-        h = ms.Computation("h", [i], g[i] + 1, output=True)
-        k = ms.Computation("k", [i], g[i] - 1, output=True)
-    h.after(g, "i")
-    k.after(h, "i")
+    f = nb_fused()
     report = f.autoschedule(sizes=dict(N=10000), measure=False)
     assert report.commands == [] and str(f.lower()).count("for (") == 1
 

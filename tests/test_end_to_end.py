@@ -270,7 +270,8 @@ def test_illegal_interchange():
     f.compile("cpu", check=False)
 
 
-def test_fusion_with_after():
+def nb_fused():
+    """g feeding two outputs h and k, all three fused in one loop with `after`."""
     N = ms.Param("N")
     i = ms.Var("i", 0, N)
     with ms.Function("nb") as f:
@@ -280,6 +281,11 @@ def test_fusion_with_after():
         k = ms.Computation("k", [i], g[i] - 1, output=True)
     h.after(g, "i")
     k.after(h, "i")
+    return f
+
+
+def test_fusion_with_after():
+    f = nb_fused()
     text = str(f.lower())
     assert text.count("for (") == 1, text
     x = rng.random(50, dtype=np.float32)

@@ -95,19 +95,7 @@ def test_conv2d_with_weights_in_constant_memory():
 
 
 def heat2d():
-    N, T = ms.Param("N"), ms.Param("T")
-    ta, ya, xa = ms.Var("t", 0, T + 1), ms.Var("y", 0, N), ms.Var("x", 0, N)
-    t = ms.Var("t", 1, T + 1)
-    with ms.Function("heat2d") as f:
-        A = ms.Input("A", [N, N], ms.float64)
-        u = ms.Computation("u", [ta, ya, xa], A[ya, xa], where=(ta == 0))
-        interior = (ya >= 1) & (ya < N - 1) & (xa >= 1) & (xa < N - 1)
-        up, down = ms.max(ya - 1, 0), ms.min(ya + 1, N - 1)
-        left, right = ms.max(xa - 1, 0), ms.min(xa + 1, N - 1)
-        step = u.update([t, ya, xa], ms.select(
-            interior, 0.25 * (u[t - 1, up, xa] + u[t - 1, down, xa] + u[t - 1, ya, left] + u[t - 1, ya, right]),
-            u[t - 1, ya, xa]))
-    u.storage_fold("t", 2)
+    f, u, step = examples.heat2d()
     u.gpu_tile("y", "x", 8, 8)
     step.gpu_tile("y", "x", 8, 8)
     return f
