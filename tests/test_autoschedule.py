@@ -201,6 +201,8 @@ def test_bad_arguments_are_refused_by_name():
         f.autoschedule(budget_s=-1)
     with pytest.raises(ms.ScheduleError, match="'auto' or 'naive'"):
         f.compile("cpu", schedule="fastest")
+    with pytest.raises(ms.TargetError, match="unknown target 'gpu'"):
+        f.autoschedule(target="gpu", measure=False)
     assert f.history() == []
 
 

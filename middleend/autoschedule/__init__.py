@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from ..errors import DomainError, MascarponeError
+from ..targets import get_target
 from . import cache
 from .analysis import analyze
 from .apply import Applier
@@ -46,6 +47,7 @@ class Report:
 def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, measure=True, use_cache=True) -> Report:
     """Choose a schedule for the computations no command has scheduled yet and apply it (see
     `Function.autoschedule`)."""
+    get_target(target)   # a name no target has is the caller's mistake, not a reason to skip measuring
     sizes = _sizes(function, sizes)
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
         raise DomainError(f"autoschedule: budget_s must be a non-negative number of seconds, got {budget_s!r}")
