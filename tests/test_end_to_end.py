@@ -149,20 +149,7 @@ def test_conv2d():
 
 def test_heat2d_time_loop_skewed():
     """Heat-2d: a time loop whose cycle (u at t reads u at t-1 in the same storage) Halide cannot express."""
-    N, T = ms.Param("N"), ms.Param("T")
-    ta, ya, xa = ms.Var("t", 0, T + 1), ms.Var("y", 0, N), ms.Var("x", 0, N)
-    t = ms.Var("t", 1, T + 1)
-    with ms.Function("heat2d") as f:
-        A = ms.Input("A", [N, N], ms.float64)
-        u = ms.Computation("u", [ta, ya, xa], A[ya, xa], where=(ta == 0))
-        up, down = ms.max(ya - 1, 0), ms.min(ya + 1, N - 1)
-        left, right = ms.max(xa - 1, 0), ms.min(xa + 1, N - 1)
-        interior = (ya >= 1) & (ya < N - 1) & (xa >= 1) & (xa < N - 1)
-        step = u.update([t, ya, xa], ms.select(
-            interior,
-            0.25 * (u[t - 1, up, xa] + u[t - 1, down, xa] + u[t - 1, ya, left] + u[t - 1, ya, right]),
-            u[t - 1, ya, xa]))
-    u.storage_fold("t", 2)
+    f, u, step = examples.heat2d()
     step.skew("t", "y", 1)
     step.skew("t", "x", 1)
     step.parallelize("y")

@@ -173,13 +173,19 @@ def test_profile_describes_the_last_call():
     assert "5 launch(es)" in str(second)
 
 
-def test_triangular_domain():
+def triangular():
+    """L = 2 A on the lower triangle (j <= i), 4x8 GPU tiles."""
     N = ms.Param("N")
     i, j = ms.Var("i", 0, N), ms.Var("j", 0, N)
     with ms.Function("tri") as f:
         A = ms.Input("A", [N, N], ms.float64)
         L = ms.Computation("L", [i, j], A[i, j] * 2.0, where=(j <= i))
     L.gpu_tile("i", "j", 4, 8)
+    return f
+
+
+def test_triangular_domain():
+    f = triangular()
     a = np.arange(19.0 * 19).reshape(19, 19)
     _, out = run_gpu(f, A=a)
     np.testing.assert_array_equal(out, np.tril(a * 2))
@@ -192,12 +198,7 @@ def test_a_call_with_the_last_calls_device_arrays():
     import pyopencl.array as cla
     from mascarpone.backends.gpu.opencl import default_runtime
     rt = default_runtime()
-    N = ms.Param("N")
-    i, j = ms.Var("i", 0, N), ms.Var("j", 0, N)
-    with ms.Function("tri") as f:
-        A = ms.Input("A", [N, N], ms.float64)
-        L = ms.Computation("L", [i, j], A[i, j] * 2.0, where=(j <= i))
-    L.gpu_tile("i", "j", 4, 8)
+    f = triangular()
     k = f.compile("opencl")
     a = np.arange(19.0 * 19).reshape(19, 19)
     d_a, d_out = cla.to_device(rt.queue, a), cla.empty(rt.queue, (19, 19), np.float64)

@@ -231,9 +231,7 @@ class GPUKernel(Kernel):
             elif node.else_ is not None:
                 yield from self._trace(node.else_, env)
         elif isinstance(node, HostAlloc):
-            shape = [evaluate(d, env) for d in node.buffer.shape]
-            nbytes = int(np.prod([max(d, 0) for d in shape], dtype=np.int64)) * node.buffer.dtype.bytes
-            yield HostStepAlloc(node.buffer.name, nbytes)
+            yield HostStepAlloc(node.buffer.name, _elements(node.buffer, env) * node.buffer.dtype.bytes)
             yield from self._trace(node.body, env)
         elif isinstance(node, Launch):
             k = self.kernels[node.kernel.name]
@@ -252,10 +250,15 @@ class GPUKernel(Kernel):
         groups, threads = int(np.prod(grid)), int(np.prod(block))
         scratch = []
         for s in k.scratch:
-            count = int(np.prod([max(evaluate(d, env), 0) for d in s.buffer.shape], dtype=np.int64))
+            count = _elements(s.buffer, env)
             per = {"kernel": 1, "block": groups, "thread": groups * threads}[s.per]
             scratch.append((s.ident, max(count * per, 1) * s.buffer.dtype.bytes))
         return LaunchPlan(grid, block, tuple(int(env[name]) for name in k.scalars), tuple(scratch))
+
+
+def _elements(buffer, env) -> int:
+    """Elements of `buffer` at the sizes in `env` (an empty dimension counts as 0)."""
+    return int(np.prod([max(evaluate(d, env), 0) for d in buffer.shape], dtype=np.int64))
 
 
 @dataclass(frozen=True)
