@@ -92,6 +92,32 @@ def test_conv2d_with_weights_in_constant_memory():
     np.testing.assert_allclose(out, ref, rtol=1e-5)
     assert "__constant float *restrict w" in k.source("opencl")
     assert "__constant__ float w[" in check_ptx(conv2d()).source("cuda")
+    # the 3 x 3 taps are unrolled (straight-line code in each thread), the loop over CI channels is not
+    src = k.source("opencl")
+    assert unrolled(src, "ky") and unrolled(src, "kx") and not unrolled(src, "ci")
+
+
+def unrolled(source, var):
+    """Whether the loop over `var` in `source` is marked for complete unrolling."""
+    lines = [line.strip() for line in source.splitlines()]
+    heads = [k for k, line in enumerate(lines) if line.startswith(f"for (int64_t {var} =")]
+    assert heads, f"no loop over {var}"
+    return all(lines[k - 1] == "#pragma unroll" for k in heads)
+
+
+def test_only_small_constant_loop_nests_inside_threads_are_unrolled():
+    N = ms.Param("N")
+    i, r = ms.Var("i", 0, N), ms.Var("r", 0, 300)
+    with ms.Function("window") as f:
+        a = ms.Input("a", [N + 300], ms.float32)
+        s = ms.Computation("s", [i], ms.f32(0))
+        acc = s.update([i, r], s[i] + a[i + r])
+    s.gpu_tile("i", 32)
+    acc.gpu_tile("i", 32)
+    x = rng.random(70, dtype=np.float32)
+    k, out = run_gpu(f, a=np.concatenate([x, np.zeros(300, np.float32)]))
+    np.testing.assert_allclose(out, [x[j:].sum() for j in range(70)], rtol=1e-5)
+    assert not unrolled(k.source("opencl"), "r")   # 300 statements: more than UNROLL_LIMIT
 
 
 def heat2d():

@@ -119,3 +119,12 @@ def expr_range(e, env, atom=False):
 def most_iterations(lo, hi, env):
     """The largest `hi - lo` for symbols in their ranges (inf when unbounded), at least 0."""
     return max(_range_of_tree(_combine(_tree(hi, env), _tree(lo, env), -1), env)[1], 0)
+
+
+def constant_iterations(lo, hi):
+    """The trip count `hi - lo` when it is the same for every value of the symbols (`16*b` to `16*b + 16`:
+    16), else None."""
+    t = _combine(_tree(hi, {}), _tree(lo, {}), -1)
+    if isinstance(t, _Leaf) and not t.coeffs and t.rest == (0, 0):
+        return max(int(t.const), 0)
+    return None

@@ -17,7 +17,13 @@ exactly as for the "c" target); this printer adds what a launch needs:
     device memory (a scratch buffer, one slice per block or thread) when
     their size is not a constant or too large;
   * accumulators are kept in registers by the shared promotion pass, on
-    serial loops only (launches.py runs it on each kernel's body).
+    serial loops only (launches.py runs it on each kernel's body);
+  * a serial loop nest inside a thread whose trip counts are constants and
+    whose unrolled body is small (a filter's taps) is unrolled completely:
+    the thread's code is then straight-line, which PoCL needs to run a
+    block's threads in SIMD lanes (it vectorizes its loop over them only
+    where that loop is innermost) and a GPU compiler to keep the taps'
+    operands in registers. The order of the operations does not change.
 """
 from __future__ import annotations
 
@@ -27,11 +33,31 @@ from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.middleend.expr import Access, walk
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, walk_exprs, walk_stmts
 
-from .bounds import expr_range
+from .bounds import constant_iterations, expr_range
 from .launches import GPU_KINDS, has_gpu_loops
 
 #: temporaries of a constant size up to this many bytes live in private memory (registers), per thread
 PRIVATE_LIMIT = 4096
+
+#: a loop nest inside a thread is unrolled completely when it runs at most this many statements
+UNROLL_LIMIT = 256
+
+
+def unrolled_statements(s):
+    """How many statements `s` runs when every loop in it has a constant trip count, else None."""
+    if isinstance(s, For):
+        trips = constant_iterations(s.lo, s.hi)
+        inner = unrolled_statements(s.body)
+        return None if trips is None or inner is None else trips * inner
+    if isinstance(s, Block):
+        counts = [unrolled_statements(c) for c in s.body]
+        return None if None in counts else sum(counts)
+    if isinstance(s, If):
+        counts = [unrolled_statements(c) for c in (s.then, s.else_) if c is not None]
+        return None if None in counts else sum(counts)
+    if isinstance(s, Allocate):
+        return unrolled_statements(s.body)
+    return 1
 
 
 class GPUDialect(CDialect):
@@ -87,6 +113,10 @@ class GPUDialect(CDialect):
 
     def unroll_pragma(self, factor: int) -> str:
         return f"#pragma unroll {factor}"
+
+    def full_unroll_pragma(self) -> str:
+        """The line before a loop of a constant trip count to unroll completely."""
+        return "#pragma unroll"
 
 
 class Scratch:
@@ -260,7 +290,10 @@ class DevicePrinter(CPrinter):
         self._bind([(s.lo, True), (s.hi, True)], out)
         lo, hi = self.expr(s.lo, True), self.expr(s.hi, True)
         var = self.names(s.var)
-        if s.kind == "unroll" and s.factor > 1:
+        statements = unrolled_statements(s)
+        if statements is not None and statements <= UNROLL_LIMIT:
+            out(self.d.full_unroll_pragma())
+        elif s.kind == "unroll" and s.factor > 1:
             out(self.d.unroll_pragma(s.factor))
         out(f"for (int64_t {var} = {lo}; {var} < {hi}; {var}++) {{")
         self._nested(s.body, out)
