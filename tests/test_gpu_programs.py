@@ -2,6 +2,8 @@
 "cpu" bit for bit and against numpy, every kernel also compiled as CUDA to PTX for sm_80 and sm_90."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -215,6 +217,12 @@ def test_triangular_domain():
     a = np.arange(19.0 * 19).reshape(19, 19)
     _, out = run_gpu(f, A=a)
     np.testing.assert_array_equal(out, np.tril(a * 2))
+
+
+def test_guards_only_where_a_launch_runs_past_a_loops_end():
+    # i0's trip count is the grid's (sizes only); j0's depends on i0, and the thread loops end in partial tiles
+    guarded = re.findall(r"const bool ms_in\d+ = (\w+) <", triangular().compile("opencl").source("opencl"))
+    assert guarded == ["j0", "i1", "j1"]
 
 
 @needs_opencl

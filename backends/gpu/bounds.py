@@ -128,3 +128,23 @@ def constant_iterations(lo, hi):
     if isinstance(t, _Leaf) and not t.coeffs and t.rest == (0, 0):
         return max(int(t.const), 0)
     return None
+
+
+def exact_at_points(e) -> bool:
+    """Whether `expr_range` gives `e`'s value exactly when each symbol has one value: `e` is built of
+    integer constants, int64 symbols, `+ - min max`, products by a constant and divisions by a positive
+    constant (a select or another operation would make it a bound)."""
+    if isinstance(e, Const):
+        return e.dtype.is_int
+    if isinstance(e, Sym):
+        return e.dtype.is_int and e.dtype.bits == 64
+    if isinstance(e, UnOp):
+        return e.op == "neg" and exact_at_points(e.a)
+    if isinstance(e, BinOp) and e.dtype.is_int:
+        if e.op in ("add", "sub", "min", "max"):
+            return exact_at_points(e.a) and exact_at_points(e.b)
+        if e.op == "mul":
+            return any(isinstance(c, Const) and exact_at_points(o) for c, o in ((e.a, e.b), (e.b, e.a)))
+        if e.op in ("ediv", "div"):
+            return isinstance(e.b, Const) and e.b.value > 0 and exact_at_points(e.a)
+    return False

@@ -33,7 +33,7 @@ from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.middleend.expr import Access, walk
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, walk_exprs, walk_stmts
 
-from .bounds import constant_iterations, expr_range
+from .bounds import constant_iterations, exact_at_points, expr_range
 from .launches import GPU_KINDS, has_gpu_loops
 
 #: temporaries of a constant size up to this many bytes live in private memory (registers), per thread
@@ -188,7 +188,7 @@ class DevicePrinter(CPrinter):
     # sit under a condition: OpenCL and CUDA require every thread of a block to reach it. Barriers
     # separate consecutive parts, and end each iteration of a serial loop holding thread loops.
     def _leaf_guard(self):
-        conds = list(self.guards)
+        conds = [g for g in self.guards if g is not None]
         if self.has_threads:   # (dimensions no thread loop of the kernel uses have one thread)
             used = set(self.spec.thread_dims.values())
             conds += [f"{self.d.local_id(d)} == 0" for d in sorted(used - self.bound_dims)]
@@ -265,12 +265,15 @@ class DevicePrinter(CPrinter):
         else:
             dim = self.spec.thread_dims[id(s)]
             index = self.d.local_id(dim)
-        flag = self.names.fresh("in")
         out("{")   # (a scope: a sibling loop may take the same name)
         out.depth += 1
         out(f"const int64_t {var} = {self.expr(s.lo, True)} + (int64_t){index};")
-        out(f"const bool {flag} = {var} < {self.expr(s.hi, True)};")
-        self.guards.append(flag)
+        if self._fills_launch(s):
+            self.guards.append(None)   # (no condition)
+        else:
+            flag = self.names.fresh("in")
+            out(f"const bool {flag} = {var} < {self.expr(s.hi, True)};")
+            self.guards.append(flag)
         if s.kind == "gpu_thread":
             self.bound_dims.add(dim)
             self.thread_vars.add(s.var)
@@ -283,6 +286,20 @@ class DevicePrinter(CPrinter):
                 self.thread_vars.discard(s.var)
         out.depth -= 1
         out("}")
+
+    def _fills_launch(self, s) -> bool:
+        """Whether the GPU loop `s` runs exactly as many iterations as the launch has blocks or threads
+        along its dimension (launch_shape sizes them), so that no index passes its end: a block loop whose
+        bounds depend on sizes and host loops only, the host computing its trip count exactly, or a thread
+        loop of a constant trip count that every thread loop of its dimension shares."""
+        if s.kind == "gpu_block":
+            kernel_vars = {n.var for n in walk_stmts(self.spec.body) if isinstance(n, For)}
+            symbols = {n.name for e in (s.lo, s.hi) for n in walk(e) if hasattr(n, "name")}
+            return not symbols & kernel_vars and exact_at_points(s.lo) and exact_at_points(s.hi)
+        dim = self.spec.thread_dims[id(s)]
+        trips = {constant_iterations(t.lo, t.hi) for t in self.spec.thread_loops()
+                 if self.spec.thread_dims[id(t)] == dim}
+        return None not in trips and len(trips) == 1
 
     def _for(self, s, out):
         if s.kind in GPU_KINDS:
