@@ -222,7 +222,7 @@ def test_triangular_domain():
 def test_guards_only_where_a_launch_runs_past_a_loops_end():
     # i0's trip count is the grid's (sizes only); j0's depends on i0, and the thread loops end in partial tiles
     guarded = re.findall(r"const bool ms_in\d+ = (\w+) <", triangular().compile("opencl").source("opencl"))
-    assert guarded == ["j0", "i1", "j1"]
+    assert guarded == ["j0", "i1", "j1"] * 2     # (in the 64-bit and the 32-bit variant)
 
 
 @needs_opencl
@@ -272,6 +272,30 @@ def test_nb_four_stages_fused_in_one_kernel():
     np.testing.assert_array_equal(h, 255 - a + 2 * a)
     np.testing.assert_array_equal(kk, 255 - a - 2 * a)
     assert len(k.kernels) == 1
+
+
+def launched_entries(k):
+    """The entry points the host program of `k`'s last sizes launched (the 32-bit variants end in _i32)."""
+    steps = k._traces[next(reversed(k._traces))]
+    return [s.kernel.entry_point for s in steps if hasattr(s, "kernel")]
+
+
+def test_index_arithmetic_in_32_bits_where_the_sizes_prove_it_fits():
+    a = rng.integers(0, 255, (21, 70)).astype(np.int32)
+    k, _ = run_gpu(nb(), inp=a)
+    assert launched_entries(k) == ["nb_k0_i32"]
+    assert "const int32_t y1 = " in k.source("opencl") and "const int64_t y1 = " in k.source("opencl")
+    # a size beyond int32 (the kernel's sizes are int64 arguments): the launch takes the 64-bit variant
+    N, K = ms.Param("N"), ms.Param("K")
+    i = ms.Var("i", 0, N)
+    with ms.Function("offset") as f:
+        x = ms.Input("x", [N], ms.int64)
+        out = ms.Computation("out", [i], x[i] + ms.cast(ms.int64, K))   # (K is an int32 in expressions)
+    out.gpu_tile("i", 32)
+    for value, entry in ((5, "offset_k0_i32"), (2**40 + 3, "offset_k0")):
+        k, got = run_gpu(f, x=np.arange(40), K=value)
+        np.testing.assert_array_equal(got, np.arange(40) + np.int64(np.int32(value % 2**32)))
+        assert launched_entries(k) == [entry]
 
 
 def test_illegal_gpu_tag_on_a_loop_carrying_a_dependence():

@@ -61,7 +61,7 @@ class _Lines:
         self.lines.extend(other.lines)
 
 
-def _children(e, index):
+def operands_in_context(e, index):
     """The operands of `e` with whether each is in index context (as the printer evaluates them)."""
     if isinstance(e, Access):
         return [(i, True) for i in e.indices]
@@ -144,6 +144,16 @@ class CPrinter:
         """Print a statement the loop IR does not define (a dialect's own, such as communication)."""
         raise NotSupportedError(f"the C printer cannot print {type(s).__name__} statements")
 
+    def index_dtype(self) -> DType:
+        """The type int64 index arithmetic is done in (loop variables, strides, shared index sub-expressions,
+        min/max/div helpers): int64; a GPU kernel whose indices the sizes of a call prove to fit in 32 bits
+        has a variant in int32."""
+        return int64
+
+    def index_ctype(self) -> str:
+        """The C name of `index_dtype()`."""
+        return self.d.scalar(self.index_dtype())
+
     def heap_block(self, elem: str, count: str) -> tuple:
         """(C expression allocating `count` elements of type `elem` on the heap, the statement that frees
         it with `{}` for its name, or None when nothing is to be freed)."""
@@ -204,7 +214,7 @@ class CPrinter:
                     continue
                 needed = needed or s[0] in v.used
                 if needed:
-                    decls.append(f"const int64_t {s[0]} = {s[1]};")
+                    decls.append(f"const {self.index_ctype()} {s[0]} = {s[1]};")
             for line in reversed(decls):
                 out(line)
 
@@ -295,7 +305,8 @@ class CPrinter:
                 return f"({self.expr(e.a, True)} {_SYMBOL[op]} {self.expr(e.b, True)})"
             return self._wrapped(e, index)
         if op in _HELPER_OPS:
-            return self.helpers.call(op, (dt,), [self.expr(e.a, index), self.expr(e.b, index)])
+            ht = self.index_dtype() if index and dt == int64 else dt
+            return self.helpers.call(op, (ht,), [self.expr(e.a, index), self.expr(e.b, index)])
         raise NotSupportedError(f"the C printer has no rule for {op} on {dt}: {pseudo_c(e)}")
 
     def _unop(self, e, index):
@@ -352,12 +363,14 @@ class CPrinter:
                 continue
             first_context[k] = index
             stack.append((e, index, True))
-            stack.extend((c, ci, False) for c, ci in reversed(_children(e, index)))
+            stack.extend((c, ci, False) for c, ci in reversed(operands_in_context(e, index)))
         for e in order:
             if counts[id(e)] > 1 and not isinstance(e, (Const, Sym)):
-                text = self.expr(e, first_context[id(e)])
+                index = first_context[id(e)]
+                text = self.expr(e, index)
                 name = self.names.fresh("t")
-                out(f"const {self.d.scalar(e.dtype)} {name} = {text};")
+                ctype = self.index_ctype() if index and e.dtype == int64 else self.d.scalar(e.dtype)
+                out(f"const {ctype} {name} = {text};")
                 self.bound[id(e)] = name
 
     def stmt(self, s, out):
@@ -419,7 +432,7 @@ class CPrinter:
         self._bind([(s.lo, True), (s.hi, True)], out)
         lo, hi = self.expr(s.lo, True), self.expr(s.hi, True)
         var = self.names(s.var)
-        header = f"for (int64_t {var} = {lo}; {var} < {hi}; {var}++) {{"
+        header = f"for ({self.index_ctype()} {var} = {lo}; {var} < {hi}; {var}++) {{"
         if s.kind == "parallel" and not self.in_parallel and not self.in_simd:
             return self._parallel(s, var, lo, hi, out)
         if s.kind == "vector" and s.factor > 1 and not self.in_simd and self._simd_body(s.body):

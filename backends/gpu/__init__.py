@@ -28,8 +28,9 @@ def compile_opencl(lowered, *, fp_contract=True, fast_math=False):
         options += ["-cl-fast-relaxed-math"]
     program = runtime.build(source, options, f"kernel {lowered.name}")
     for k in kernels:
-        k.handle = getattr(program, k.spec.name)
-        runtime.declare_arguments(k)
+        for variant in (k, k.narrow):
+            variant.handle = getattr(program, variant.entry_point)
+            runtime.declare_arguments(variant)
     return OpenCLKernel(lowered, host, kernels, runtime, source)
 
 

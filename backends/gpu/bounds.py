@@ -105,6 +105,14 @@ def expr_range(e, env, atom=False):
         # floor for ediv; truncation differs only below zero, where floor is the lower one
         return (lo if lo in (-INF, INF) else lo // d if e.op == "ediv" or lo >= 0 else -((-lo) // d),
                 hi if hi in (-INF, INF) else hi // d if e.op == "ediv" or hi >= 0 else -((-hi) // d))
+    if isinstance(e, BinOp) and e.dtype.is_int and e.op == "mul":
+        (a, b), (c, d) = expr_range(e.a, env), expr_range(e.b, env)
+        if INF in (abs(a), abs(b), abs(c), abs(d)):
+            return e.dtype.min_value(), e.dtype.max_value()
+        products = (a * c, a * d, b * c, b * d)
+        if min(products) < e.dtype.min_value() or max(products) > e.dtype.max_value():
+            return e.dtype.min_value(), e.dtype.max_value()   # (it may wrap)
+        return min(products), max(products)
     if isinstance(e, Select):
         a, b = expr_range(e.t, env), expr_range(e.f, env)
         return min(a[0], b[0]), max(a[1], b[1])

@@ -395,7 +395,7 @@ class CUDARuntime(DeviceAdapter):
 
     def launch(self, k, grid, block, args):
         if k.handle is None:
-            k.handle = self.function(k.spec.name)
+            k.handle = self.function(k.entry_point)
         # buffers (pointers) first, then int64 sizes, then scratch pointers
         n_buf, n_scalar = len(k.buffers), len(k.scalars)
         values = [ctypes.c_uint64(int(a)) if i < n_buf or i >= n_buf + n_scalar else ctypes.c_int64(int(a))

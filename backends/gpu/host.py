@@ -27,7 +27,8 @@ from mascarpone.backends.common.kernel import Kernel
 from mascarpone.middleend.errors import ArgumentError, NotSupportedError, TargetError
 
 from .bounds import INF, expr_range, most_iterations
-from .launches import HostAlloc, HostBlock, HostFor, HostIf, Launch
+from .launches import HostAlloc, HostBlock, HostFor, HostIf, Launch, host_temporaries
+from .narrow import indices_fit_int32
 
 
 class Profile:
@@ -86,6 +87,12 @@ class CompiledKernel:
     scratch: list
     handle: object = None
     last_args: list = None       # the arguments the runtime last gave the kernel object (runtimes that keep them)
+    entry: str = None            # the name of its entry point (the spec's name where None)
+    narrow: object = None        # its variant with 32-bit index arithmetic (a CompiledKernel; see narrow.py)
+
+    @property
+    def entry_point(self) -> str:
+        return self.entry or self.spec.name
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,7 @@ class GPUKernel(Kernel):
         super().__init__(lowered)
         self.host = host
         self.kernels = {k.spec.name: k for k in kernels}
+        self._device_buffers = list(lowered.arguments) + host_temporaries(host)
         self.runtime = runtime
         self._source = source
         self._profile = Profile()
@@ -237,6 +245,8 @@ class GPUKernel(Kernel):
             k = self.kernels[node.kernel.name]
             plan = self._plan(k, env)
             if not plan.empty:
+                if k.narrow is not None and indices_fit_int32(k, self._device_buffers, env, plan.grid, plan.block):
+                    k = k.narrow
                 yield HostStepLaunch(k, plan)
         else:
             raise NotSupportedError(f"unknown host node {type(node).__name__}")

@@ -225,3 +225,24 @@ def split(lowered):
         body = Allocate(b, body)   # kernel-wide temporaries without an Allocate of their own
     host = splitter.host(body)
     return host, splitter.kernels
+
+
+def host_temporaries(host) -> list:
+    """The buffers the host program `host` allocates on the device (its HostAlloc nodes'), outermost first."""
+    out = []
+
+    def visit(n):
+        if isinstance(n, HostAlloc):
+            out.append(n.buffer)
+            visit(n.body)
+        elif isinstance(n, HostBlock):
+            for c in n.body:
+                visit(c)
+        elif isinstance(n, HostFor):
+            visit(n.body)
+        elif isinstance(n, HostIf):
+            visit(n.then)
+            if n.else_ is not None:
+                visit(n.else_)
+    visit(host)
+    return out

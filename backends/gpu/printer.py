@@ -32,6 +32,7 @@ from mascarpone.backends.c.printer import CPrinter, _Lines
 from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.middleend.expr import Access, walk
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, walk_exprs, walk_stmts
+from mascarpone.middleend.types import int32, int64
 
 from .bounds import constant_iterations, exact_at_points, expr_range
 from .launches import GPU_KINDS, has_gpu_loops
@@ -119,6 +120,11 @@ class GPUDialect(CDialect):
         return "#pragma unroll"
 
 
+def narrow_name(spec) -> str:
+    """The entry point of `spec`'s variant with 32-bit index arithmetic."""
+    return f"{spec.name}_i32"
+
+
 class Scratch:
     """A temporary kept in device memory: `per` ('kernel', 'block' or 'thread') slices of `buffer`'s size."""
 
@@ -141,12 +147,19 @@ class DevicePrinter(CPrinter):
         self.guards = []        # conditions (C booleans) the current code runs under
         self.bound_dims = set()  # thread dimensions the enclosing thread loops take
         self.thread_vars = set()
+        self.narrow = False      # index arithmetic in 32 bits (see narrow.py)
+
+    def index_dtype(self):
+        return int32 if self.narrow else int64
 
     # a kernel --------------------------------------------------------------------------------
-    def device_kernel(self, spec, globals_, scalars, constants=()) -> tuple:
+    def device_kernel(self, spec, globals_, scalars, constants=(), narrow=False) -> tuple:
         """(lines of the kernel, its buffer arguments in order, its scratch buffers) for `spec`.
         `globals_`: buffers in device memory it may use; `scalars`: names of its int64 arguments;
-        `constants`: inputs in constant memory declared at module scope (none are arguments)."""
+        `constants`: inputs in constant memory declared at module scope (none are arguments). `narrow`:
+        the variant `narrow_name(spec)` whose index arithmetic is in 32 bits, for calls whose sizes prove
+        that every index fits (narrow.py); its int64 arguments are converted once, at its start."""
+        self.narrow = narrow
         self.spec, self.shared, self.scratch, self.views, self.guards = spec, [], [], {}, []
         self.bound_dims, self.thread_vars = set(), set()
         self.has_threads = bool(spec.thread_dims)
@@ -165,19 +178,26 @@ class DevicePrinter(CPrinter):
             memory = "constant" if b.memory == "constant" else "global"
             params.append(self.d.pointer_arg(memory, self.d.memory(b.dtype), view.ident, b.kind == "input"))
             args.append(b)
+        inner, entry = _Lines(), _Lines()
         for name in scalars:
-            params.append(f"const int64_t {self.names(name)}")
-        inner = _Lines()
+            ident = self.names(name)
+            if narrow:
+                wide = self.names.fresh(f"{ident}_")
+                params.append(f"const int64_t {wide}")
+                entry(f"const int32_t {ident} = (int32_t){wide};")
+            else:
+                params.append(f"const int64_t {ident}")
         self.level = "leaf" if spec.single else "band"
         self.stmt(body, inner)
         out = _Lines()
+        out.extend(entry)
         for line in self.shared:
             out(line)
         self._declare_strides(views, out)
         out.extend(inner)
         for s in self.scratch:
             params.append(self.d.pointer_arg("global", self.d.memory(s.buffer.dtype), s.ident + "_all", False))
-        head = self.d.kernel_signature(spec.name, params)
+        head = self.d.kernel_signature(narrow_name(spec) if narrow else spec.name, params)
         return [head + " {", *out.lines, "}"], args, list(self.scratch)
 
     # statements --------------------------------------------------------------------------------
@@ -239,7 +259,8 @@ class DevicePrinter(CPrinter):
                                         f"loop(s) {varying}: threads would disagree on its barriers")
             self._bind([(s.lo, True), (s.hi, True)], out)
             var = self.names(s.var)
-            out(f"for (int64_t {var} = {self.expr(s.lo, True)}; {var} < {self.expr(s.hi, True)}; {var}++) {{")
+            out(f"for ({self.index_ctype()} {var} = {self.expr(s.lo, True)}; {var} < {self.expr(s.hi, True)}; "
+                f"{var}++) {{")
             out.depth += 1
             self.stmt(s.body, out)
             if self.has_threads:
@@ -267,7 +288,7 @@ class DevicePrinter(CPrinter):
             index = self.d.local_id(dim)
         out("{")   # (a scope: a sibling loop may take the same name)
         out.depth += 1
-        out(f"const int64_t {var} = {self.expr(s.lo, True)} + (int64_t){index};")
+        out(f"const {self.index_ctype()} {var} = {self.expr(s.lo, True)} + ({self.index_ctype()}){index};")
         if self._fills_launch(s):
             self.guards.append(None)   # (no condition)
         else:
@@ -312,7 +333,7 @@ class DevicePrinter(CPrinter):
             out(self.d.full_unroll_pragma())
         elif s.kind == "unroll" and s.factor > 1:
             out(self.d.unroll_pragma(s.factor))
-        out(f"for (int64_t {var} = {lo}; {var} < {hi}; {var}++) {{")
+        out(f"for ({self.index_ctype()} {var} = {lo}; {var} < {hi}; {var}++) {{")
         self._nested(s.body, out)
         out("}")
 

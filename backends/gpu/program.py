@@ -5,8 +5,8 @@ from mascarpone.middleend.errors import NotSupportedError
 
 from .bounds import INF, expr_range, most_iterations
 from .host import CompiledKernel
-from .launches import free_symbols, split
-from .printer import DevicePrinter
+from .launches import free_symbols, host_temporaries, split
+from .printer import DevicePrinter, narrow_name
 
 
 def size_ranges(lowered):
@@ -45,7 +45,7 @@ def build(lowered, dialect, *, pragmas=(), constants_at_module=False, check_bloc
     ranges = size_ranges(lowered)
     printer = DevicePrinter(dialect, lowered, ranges)
     sizes = list(lowered.params) + [name for name, _ in lowered.derived]
-    globals_ = list(lowered.arguments) + _host_temporaries(host)
+    globals_ = list(lowered.arguments) + host_temporaries(host)
     constants = {b.name for b in lowered.inputs if b.memory == "constant"} if constants_at_module else set()
     kernels, texts = [], []
     for spec in specs:
@@ -61,7 +61,11 @@ def build(lowered, dialect, *, pragmas=(), constants_at_module=False, check_bloc
                 check_block(spec.name, tuple(int(b) for b in block))
         lines, args, scratch = printer.device_kernel(spec, globals_, scalars, constants)
         texts.append("\n".join(lines))
-        kernels.append(CompiledKernel(spec, args, scalars, scratch))
+        kernel = CompiledKernel(spec, args, scalars, scratch)
+        lines, args, scratch = printer.device_kernel(spec, globals_, scalars, constants, narrow=True)
+        texts.append("\n".join(lines))
+        kernel.narrow = CompiledKernel(spec, args, scalars, scratch, entry=narrow_name(spec))
+        kernels.append(kernel)
     module = []
     if constants_at_module:
         module = [dialect.constant_array(dialect.memory(b.dtype), printer.names(b.name, "buffer"),
@@ -71,27 +75,6 @@ def build(lowered, dialect, *, pragmas=(), constants_at_module=False, check_bloc
     out += [t + "\n" for t in texts]
     names = {b.name: printer.names(b.name, "buffer") for b in lowered.inputs if b.name in constants}
     return "\n".join(out), host, kernels, names
-
-
-def _host_temporaries(host):
-    from .launches import HostAlloc, HostBlock, HostFor, HostIf
-    out = []
-
-    def visit(n):
-        if isinstance(n, HostAlloc):
-            out.append(n.buffer)
-            visit(n.body)
-        elif isinstance(n, HostBlock):
-            for c in n.body:
-                visit(c)
-        elif isinstance(n, HostFor):
-            visit(n.body)
-        elif isinstance(n, HostIf):
-            visit(n.then)
-            if n.else_ is not None:
-                visit(n.else_)
-    visit(host)
-    return out
 
 
 def _syms(e):
