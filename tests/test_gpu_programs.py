@@ -298,6 +298,26 @@ def test_index_arithmetic_in_32_bits_where_the_sizes_prove_it_fits():
         assert launched_entries(k) == [entry]
 
 
+def test_32_bit_proof_counts_offsets_and_blocks_past_the_end():
+    """The proof at sizes too large to allocate here: nb's offsets reach H*W - 1."""
+    from mascarpone.backends.gpu.host import launch_shape
+    from mascarpone.backends.gpu.narrow import indices_fit_int32
+    k = nb().compile("cuda" if OPENCL_MISSING else "opencl")
+    kernel = k.kernels["nb_k0"]
+    buffers = list(k.lowered.arguments)
+
+    def fits(h, w):
+        env = {"H": h, "W": w}
+        return indices_fit_int32(kernel, buffers, env, *launch_shape(kernel.spec, env))
+    assert fits(40000, 40000)                # 1.6e9 elements
+    assert not fits(50000, 50000)            # 2.5e9: past int32
+    assert fits(8, 2**28 - 32)               # offsets up to 8 W - 1 < 2^31
+    assert not fits(8, 2**28)                # 2^31 elements
+    # 9 rows: the second block's 8 rows of threads (7 past the end, whose variables the kernel computes) are
+    # counted, up to offset 16 W - 1
+    assert fits(9, 2**27 - 32) and not fits(9, 2**27 + 32)
+
+
 def test_illegal_gpu_tag_on_a_loop_carrying_a_dependence():
     N = ms.Param("N")
     i = ms.Var("i", 1, N)
