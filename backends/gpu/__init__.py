@@ -6,8 +6,9 @@
 Modules: launches (the host/device split: launches, host loops, kernels of
 one thread), bounds (grid and block sizes from loop bounds), printer (the C
 printer with block and thread indices, barriers, shared and private memory),
-program (one translation unit and the host program), host (the call: copies,
-the host program, launches, timings), opencl (dialect and pyopencl runtime),
+program (one translation unit and the host program), narrow (whether a launch
+may run a kernel's 32-bit index variant), host (the call: copies, the host
+program, launches, timings), opencl (dialect and pyopencl runtime),
 cuda (dialect, PTX through NVRTC or nvcc, the driver API), target (the
 "opencl" and "cuda" Targets the registry finds).
 """
