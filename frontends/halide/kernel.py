@@ -8,6 +8,7 @@ from mascarpone.middleend.function import Function
 
 from mascarpone.middleend.expr import Sym, pseudo_c, walk
 
+from .estimates import estimated_sizes
 from .requirements import check_output, scalar_key
 from .floatrange import cast_end
 
@@ -30,6 +31,17 @@ class HalideFunction(Function):
         if same:
             self.assume(" and ".join(same))
         return self
+
+    def estimated_sizes(self) -> dict:
+        """{size: value} from the pipeline's estimates (`Func.set_estimates` on outputs,
+        `ImageParam.set_estimates`), as Halide's autoschedulers read them."""
+        return estimated_sizes(self.translation)
+
+    def autoschedule(self, target="cpu", budget_s=20.0, seed=0, sizes=None, measure=True, cache=True):
+        """`Function.autoschedule`, timing at the pipeline's estimates where `sizes` does not say
+        otherwise (Halide's autoschedulers read the same estimates)."""
+        sizes = {**self.estimated_sizes(), **(sizes or {})}
+        return super().autoschedule(target, budget_s, seed, sizes, measure, cache)
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
         """Lower, check and compile; the result has `realize(sizes, **inputs)` like `hl.Pipeline`.
