@@ -32,6 +32,7 @@ class Applier:
         self.registers = set()  # stages given register tiles
         self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
         self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
+        self.interleaved = set()  # stages whose recurrence chains are interleaved (see _interleave)
         # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
         # may race on one element: the layout check must see each tag
         self.shared_storage = any(c.folds or c.user_buffer is not None for c in function.computations)
@@ -118,6 +119,8 @@ class Applier:
         if not (wants_registers and self._register_tile(comp, stage)):
             level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
         vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
+        if vector_outer is None and comp.tags.get(comp.loops[-1]) is None:
+            self._interleave(comp, stage, origin, choice.get("interleave", {}).get(comp.name, model.CHAINS))
         if stage.work() >= MIN_PARALLEL_WORK:
             for loop in comp.loops[:2]:
                 if comp._loop_extent_bound(comp.loops.index(loop)) == 1:
@@ -203,6 +206,46 @@ class Applier:
         if not self.attempt(lambda: comp.vectorize(inner, lanes), self.shared_storage):
             return None
         return comp.loops[-2] if len(comp.loops) > len(before) else None
+
+    def _interleave(self, comp, stage, origin, factor) -> bool:
+        """Where the innermost loop carries a dependence (a recurrence along it, as a Gauss-Seidel sweep):
+        skew it by the loop around it, by the least factor that leaves `factor` consecutive values of
+        that loop independent at one value of the inner one, and unroll those values there, so the CPU
+        runs `factor` independent chains of operations instead of one. True if applied."""
+        if factor <= 1 or len(comp.loops) < 2:
+            return False
+        outer, inner = comp.loops[-2:]
+        if any(comp.tags.get(l) is not None for l in (outer, inner)):
+            return False
+        if stage.trip(origin.get(outer, outer)) < 2 * factor or stage.trip(origin.get(inner, inner)) < 2:
+            return False
+        for skew in range(model.MAX_SKEW + 1):
+            saved = save(self.function)
+            loops = {}
+
+            def commands():
+                if skew:
+                    comp.skew(outer, inner, skew)
+                loops["chains"] = comp.split(outer, factor)[1]
+                comp.reorder(comp.loops[-3], inner, loops["chains"])
+            if self.attempt(commands) and self._carries_nothing(comp, loops["chains"]) and \
+                    self.attempt(lambda: comp.unroll(loops["chains"], factor)):
+                self.interleaved.add(comp.name)
+                return True
+            restore(self.function, saved)
+        return False
+
+    def _carries_nothing(self, comp, loop) -> bool:
+        """Whether no dependence is carried by `loop` (its iterations could run in any order), asked as
+        the parallel tag's check asks it; the schedule is left as it was."""
+        saved = save(self.function)
+        try:
+            comp.parallelize(loop)
+            return self.checker.legal(layout=False)
+        except MascarponeError:
+            return False
+        finally:
+            restore(self.function, saved)
 
     def _unroll_small_loops(self, comp):
         """Unroll whole the untagged loops among the innermost three with a small constant trip count."""

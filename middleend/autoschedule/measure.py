@@ -61,7 +61,8 @@ class Timer:
     def time(self) -> float:
         """Median seconds of one call of the function as scheduled now."""
         self.count += 1
-        kernel = self.target.compile(self.function.lower(fixed=self.sizes))
+        lowered = self.function.lower(fixed=self.sizes, caller_copies_in=self.target.binds_in_place)
+        kernel = self.target.compile(lowered)     # lowered as Function.compile lowers for this target
         kernel(**self.arguments)       # first call: page faults, lazy set-up
         times = []
         start = time.perf_counter()

@@ -33,6 +33,8 @@ def variants(applier, stages, seed) -> list:
             # tiled by the model: its sizes are measured already; untiled: so is "no tiling" ([])
             sizes = sizes[1:] if stage.name in applier.tiled else [s for s in sizes if s]
             mine += [(stage.name, "tiles", s) for s in sizes]
+        if stage.name in applier.interleaved:
+            mine += [(stage.name, "interleave", c) for c in model.CHAIN_VARIANTS]
         if stage.name in applier.unrollable:
             mine += [(stage.name, "unroll", u) for u in model.UNROLL_FACTORS if u > 1]
         if applier.placements.get(stage.name) == "compute_at":
