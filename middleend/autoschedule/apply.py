@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import schedule as sched
 from ..errors import MascarponeError
-from . import machine, model
+from . import machine, model, timetile
 from .analysis import constant_offsets, from_source, readers, untouched
 from .state import restore, save
 
@@ -33,6 +33,8 @@ class Applier:
         self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
         self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
         self.interleaved = set()  # stages whose recurrence chains are interleaved (see _interleave)
+        self.time_groups = {}  # first stage's name -> (the statements of a time step, the model's tile sizes)
+        self.time_tiled = set()  # names of the groups time-tiled
         # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
         # may race on one element: the layout check must see each tag
         self.shared_storage = any(c.folds or c.user_buffer is not None for c in function.computations)
@@ -57,9 +59,10 @@ class Applier:
         free = [c for c in f.computations if untouched(c)]
         self._distribute(free)
         deferred = self._place_producers(free, choice.get("place", {}))
+        stepped = self._time_tile_groups(free, choice.get("timetile", {}))
         tile_level = {}
         for comp in free:
-            if comp.inlined or comp in deferred or comp.name not in self.stages:
+            if comp.inlined or comp in deferred or comp in stepped or comp.name not in self.stages:
                 continue
             # a consumer of a producer to compute per tile is tiled whatever its own reuse
             tile_level[comp.name] = self._schedule_stage(comp, choice, for_producer=comp in deferred.values())
@@ -102,6 +105,51 @@ class Applier:
             else:
                 self.placements[comp.name] = "root"
         return deferred
+
+    # time-stepped stencils -----------------------------------------------------------
+    def _time_tile_groups(self, free, wanted) -> set:
+        """Time-tile each time-stepped stencil (timetile.groups) at the sizes `wanted` gives its first
+        statement ([]: not at all), else the model's where the arrays outgrow L2; the statements
+        time-tiled get their innermost loop vectorized. Returns the computations time-tiled."""
+        done = set()
+        for members in timetile.groups(self.function, self.stages, [c for c in free if not c.inlined]):
+            key = members[0].name
+            model_sizes = timetile.tile_sizes(self.stages, members)
+            self.time_groups[key] = (members, model_sizes)
+            sizes = wanted.get(key)
+            if sizes is None:
+                sizes = model_sizes if timetile.needs_time_tiling(self.stages, members) else []
+            if not sizes or not self._time_tile(members, sizes):
+                continue
+            self.time_tiled.add(key)
+            for comp in members:
+                t, space = self.stages[comp.name].vars[:2]
+                origin = {v: v for v in comp.loops}
+                origin.update(zip(comp.loops[:4], (t, space, t, space)))
+                self._vectorize_innermost(comp, self.stages[comp.name], origin)
+                self._unroll_small_loops(comp)
+                done.add(comp)
+        return done
+
+    def _time_tile(self, members, sizes) -> bool:
+        """Shift each later statement of the step along the first space loop (by the least multiple
+        of its position that is legal), skew that loop by the time loop (least factor), tile the
+        (time, space) band by `sizes` and run the statements fused in each tile. True if applied."""
+        t = members[0].loops[0]
+        for shift in range(timetile.MAX_SHIFT + 1):
+            for skew in range(1, model.MAX_SKEW + 1):
+                def commands():
+                    for k, comp in enumerate(members):
+                        space = comp.loops[1]
+                        if shift * k:
+                            comp.shift(space, shift * k)
+                        comp.skew(t, space, skew)
+                        comp.tile(t, space, *sizes)
+                    for prev, comp in zip(members, members[1:]):
+                        comp.after(prev, prev.loops[3])
+                if self.attempt(commands):
+                    return True
+        return False
 
     # one loop nest ------------------------------------------------------------------
     def _schedule_stage(self, comp, choice, for_producer=False):

@@ -8,7 +8,7 @@ import copy
 import random
 import time
 
-from . import machine, model
+from . import machine, model, timetile
 
 #: a variant must beat the best so far by this factor to replace it (timing noise)
 MARGIN = 0.97
@@ -33,6 +33,11 @@ def variants(applier, stages, seed) -> list:
             # tiled by the model: its sizes are measured already; untiled: so is "no tiling" ([])
             sizes = sizes[1:] if stage.name in applier.tiled else [s for s in sizes if s]
             mine += [(stage.name, "tiles", s) for s in sizes]
+        if stage.name in applier.time_groups:
+            sizes = timetile.tile_variants(applier.time_groups[stage.name][1])
+            if stage.name not in applier.time_tiled:     # the model left it: "none" is measured already
+                sizes = [applier.time_groups[stage.name][1]] + [s for s in sizes if s]
+            mine += [(stage.name, "timetile", s) for s in sizes]
         if stage.name in applier.interleaved:
             mine += [(stage.name, "interleave", c) for c in model.CHAIN_VARIANTS]
         if stage.name in applier.unrollable:
