@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import schedule as sched
 from ..errors import MascarponeError
 from . import machine, model, timetile
-from .analysis import constant_offsets, from_source, readers, untouched
+from .analysis import constant_lower_bound, constant_offsets, from_source, readers, untouched
 from .state import restore, save
 
 #: a stage with fewer iterations than this runs serially: a parallel region would cost more
@@ -250,6 +250,9 @@ class Applier:
             return None
         if not any(r.consecutive_in(var) for r in stage.refs):
             return None
+        first = constant_lower_bound(comp, inner) if var == inner else None
+        if first:   # whole vectors from the loop's first value on: no partial vector at its start
+            self.attempt(lambda: comp.shift(inner, -first))
         before = list(comp.loops)
         if not self.attempt(lambda: comp.vectorize(inner, lanes), self.shared_storage):
             return None
