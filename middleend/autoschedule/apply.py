@@ -80,10 +80,17 @@ class Applier:
         """Run each statement a front-end nested in another's loops in loops of its own, where the
         dependences allow: that frees its loop order (Julia's statements come nested)."""
         names = {c.name for c in free}
-        for how, comp, other, level in list(self.function._ordering):
-            if level is not None and comp.name in names and other.name in names and \
-                    from_source((how, comp, other, level), self.function):
-                self.attempt(lambda: comp.after(other, sched.root) if how == "after" else comp.before(other, sched.root))
+        tried = set()
+        progress = True
+        while progress:     # one statement can leave only once those placed after it have left
+            progress = False
+            for how, comp, other, level in list(self.function._ordering):
+                if level is not None and comp.name in names and other.name in names and (comp, other) not in tried \
+                        and from_source((how, comp, other, level), self.function):
+                    if self.attempt(lambda: comp.after(other, sched.root) if how == "after"
+                                    else comp.before(other, sched.root)):
+                        tried.add((comp, other))
+                        progress = True
 
     def _place_producers(self, free, wanted) -> dict:
         """Inline the producers read once; {producer: consumer} of those to compute at their
@@ -251,10 +258,13 @@ class Applier:
         if not any(r.consecutive_in(var) for r in stage.refs):
             return None
         first = constant_lower_bound(comp, inner) if var == inner else None
-        if first:   # whole vectors from the loop's first value on: no partial vector at its start
-            self.attempt(lambda: comp.shift(inner, -first))
         before = list(comp.loops)
-        if not self.attempt(lambda: comp.vectorize(inner, lanes), self.shared_storage):
+
+        def commands():
+            if first:   # whole vectors from the loop's first value on: no partial vector at its start
+                comp.shift(inner, -first)
+            comp.vectorize(inner, lanes)
+        if not self.attempt(commands, self.shared_storage):
             return None
         return comp.loops[-2] if len(comp.loops) > len(before) else None
 
@@ -270,6 +280,8 @@ class Applier:
             return False
         if stage.trip(origin.get(outer, outer)) < 2 * factor or stage.trip(origin.get(inner, inner)) < 2:
             return False
+        if self._carries_nothing(comp, inner):
+            return False     # no chain along the inner loop: its iterations overlap already
         for skew in range(model.MAX_SKEW + 1):
             saved = save(self.function)
             loops = {}
