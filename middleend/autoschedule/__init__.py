@@ -3,6 +3,7 @@ scheduling commands (`f.history()` lists them), each checked like a hand-written
 
 analysis  loops, trip counts and memory references of each computation
 model     loop order by memory cost, tile sizes by cache capacity, variants for the search
+timetile  the time-stepped stencils and their (time, space) tiles
 apply     a choice given as commands, each kept only if the schedule stays legal (legal)
 measure   compile by target name and time on random inputs of the sizes
 search    coordinate descent over tile sizes, unroll factors and compute_at or root

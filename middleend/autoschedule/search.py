@@ -17,7 +17,8 @@ NAIVE = {"naive": True}
 
 def variants(applier, stages, seed) -> list:
     """[(stage name, knob, value)] to try, in a fixed order for a given seed: other tile sizes (or
-    none) of each band with reuse, unroll factors around the vector loop, root for producers
+    none) of each band with reuse, other time tiles (or none) of a time-stepped stencil, other
+    numbers of interleaved chains, unroll factors around the vector loop, root for producers
     computed at tiles."""
     out = []
     order = sorted(stages.values(), key=lambda s: (-s.work(), s.name))
