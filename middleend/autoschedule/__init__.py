@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
+from ..copy_in import copied_inputs
 from ..errors import DomainError, MascarponeError
 from ..targets import get_target
 from . import cache
@@ -49,7 +50,7 @@ class Report:
 def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, measure=True, use_cache=True) -> Report:
     """Choose a schedule for the computations no command has scheduled yet and apply it (see
     `Function.autoschedule`)."""
-    get_target(target)   # a name no target has is the caller's mistake, not a reason to skip measuring
+    binds_in_place = get_target(target).binds_in_place   # (an unknown name is the caller's mistake)
     sizes = _sizes(function, sizes)
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
         raise DomainError(f"autoschedule: budget_s must be a non-negative number of seconds, got {budget_s!r}")
@@ -57,10 +58,12 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     key = cache.key(function, sizes, target, seed, measure)
     stages = analyze(function, function.context(sizes))
     checker = Checker(function)
+    # the copies of inputs into outputs that such a target's call makes instead of the kernel
+    copies = set(copied_inputs(function, function._prepare(sizes))) if binds_in_place else set()
 
     def apply(choice):
         restore(function, start)
-        applier = Applier(function, stages, checker)
+        applier = Applier(function, stages, checker, leave=copies)
         if not choice.get("naive"):
             applier.apply(choice)
         return applier

@@ -23,10 +23,11 @@ class Applier:
     """Applies choices to one function; `decisions` records, per stage, what the model decided
     (the band it tiled, the producers' placement) for the search to vary."""
 
-    def __init__(self, function, stages, checker):
+    def __init__(self, function, stages, checker, leave=()):
         self.function = function
         self.stages = stages
         self.checker = checker
+        self.leave = set(leave)   # computations to leave unscheduled (copies the target's call makes)
         self.bands = {}       # stage name -> the variables of the band it may tile (it has reuse)
         self.tiled = set()    # stages whose band is tiled
         self.registers = set()  # stages given register tiles
@@ -56,7 +57,7 @@ class Applier:
         """Give the commands of `choice` ({"tiles": {stage: sizes}, "unroll": {stage: factor},
         "place": {producer: "compute_at" | "root"}}, any part missing: the model's)."""
         f = self.function
-        free = [c for c in f.computations if untouched(c)]
+        free = [c for c in f.computations if untouched(c) and c not in self.leave]
         self._distribute(free)
         deferred = self._place_producers(free, choice.get("place", {}))
         stepped = self._time_tile_groups(free, choice.get("timetile", {}))
