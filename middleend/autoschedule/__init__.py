@@ -81,7 +81,7 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
             best, best_t, seen = search(lambda c: (apply(c), timer.time())[1],
                                         variants(model_applier, stages, seed), budget_s)
             naive_t = seen.get(repr(NAIVE))
-            if best != NAIVE and naive_t is not None:
+            if best != NAIVE:      # also when the budget ran out before the naive loops were timed
                 best, best_t, naive_t = _side_by_side(best, apply, timer)
             report = Report(best, [], timer.count, seconds=best_t, naive_seconds=naive_t, sizes=sizes)
         except MascarponeError as err:
@@ -103,8 +103,8 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
 def _side_by_side(best, apply, timer):
     """(choice, its seconds, the naive loops' seconds): the search's best and the naive loops timed
     again with their calls interleaved, the naive loops kept unless the best is clearly faster. The
-    search timed them minutes apart, and a shared machine's load (which stalls parallel regions most)
-    may have changed in between."""
+    search timed them minutes apart (or not the naive loops, when the budget ran out first), and a
+    shared machine's load (which stalls parallel regions most) may have changed in between."""
     apply(best)
     chosen = timer.kernel()
     apply(NAIVE)
