@@ -1,6 +1,7 @@
 """The automatic scheduler against the naive loops and the hand schedules of the suite.
 
     .venv/bin/python benchmarks/autoschedule.py [--budget 20] [--threads N] [--quick] [--no-append]
+                                                [--only sgemm,blur,jacobi-2d,...]
 
 Kernels: gemm (mascarpone/examples.py, float32; hand: schedule_gemm_two_level), the two-stage blur
 (examples.py; hand: the README's 32x256 tiles with bx computed per tile), and Julia kernels of
@@ -145,15 +146,26 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller gemm and blur, two Julia kernels")
     ap.add_argument("--threads", type=int, default=None, help="threads of parallel loops (default: all cores)")
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated kernels to run: sgemm (the float32 gemm), blur and names of "
+                         "julia_kernels.KERNELS (Julia kernels outside the default six too, such as jacobi-1d)")
     args = ap.parse_args()
     os.environ[cache.ENV] = tempfile.mkdtemp(prefix="autoschedule-bench-")
     if args.threads:
         ms.set_num_threads(args.threads)
     sys.path.insert(0, str(FIXTURES.parent))
-    cases = [lambda: gemm_case(256 if args.quick else 512, args.budget),
-             lambda: blur_case(*((256, 512) if args.quick else (1024, 1024)), args.budget)]
     names = ["gemm", "jacobi-2d"] if args.quick else ["gemm", "2mm", "covariance", "mttkrp", "jacobi-2d", "seidel-2d"]
-    cases += [lambda n=n: julia_case(n, args.budget) for n in names]
+    wanted = None if args.only is None else [w.strip() for w in args.only.split(",") if w.strip()]
+    unknown = sorted(set(wanted or []) - {"sgemm", "blur"} - set(jk.KERNELS))
+    if unknown:
+        ap.error(f"--only: no kernel {', '.join(unknown)}; kernels: sgemm, blur, {', '.join(jk.KERNELS)}")
+    cases = []
+    if wanted is None or "sgemm" in wanted:
+        cases.append(lambda: gemm_case(256 if args.quick else 512, args.budget))
+    if wanted is None or "blur" in wanted:
+        cases.append(lambda: blur_case(*((256, 512) if args.quick else (1024, 1024)), args.budget))
+    julia = names if wanted is None else [w for w in wanted if w in jk.KERNELS]
+    cases += [lambda n=n: julia_case(n, args.budget) for n in julia]
     rows = ["| kernel | naive ms | hand ms | auto ms | numba ms | naive/auto | hand/auto | numba/auto | search s "
             "| timed | commands |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -106,6 +106,9 @@ class Buffer:
         #: (dim, factor, kind) per partitioned dimension (see `partition`), for back-ends with banked memories
         self.partitions = []
         self.memory = "global"
+        #: the input whose values an output starts with, copied in (or bound in place) by the call,
+        #: not by the kernel (see middleend/copy_in.py); None: the kernel writes all it holds
+        self.initial_input = None
         #: {dimension: (variable, depth, offset)}: rings (storage_fold). The value at coordinate v of
         #: the variable lies at `offset mod depth` (offset: an expression of v, v itself for an output
         #: starting at 0; None for a tile), so the last `depth` values along it remain

@@ -11,6 +11,7 @@ from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
 from .affine import pwaff_to_expr
 from .expr import Access, walk
+from .copy_in import copied_inputs
 from .layout import assign_storage
 from .statements import build_statements
 from .targets import get_target
@@ -283,7 +284,7 @@ class Function:
         return compute_dependences(self.computations, context)
 
     # lowering ------------------------------------------------------------------------
-    def lower(self, check=True, fixed=None) -> L.LoweredFunction:
+    def lower(self, check=True, fixed=None, caller_copies_in=False) -> L.LoweredFunction:
         """The loop IR of the scheduled function, after checking the schedule against the dependences
         and the layout against the accesses it makes (layout_check; `check=False` skips both).
 
@@ -291,6 +292,10 @@ class Function:
         constants, full tiles need no guards; the kernel then accepts only those sizes. Sizes for
         which a computation reads beyond what another writes are refused on each call (they join
         the `assume`d relations of the lowered function).
+
+        `caller_copies_in` (for targets whose call binds arguments in place: "cpu", "c") leaves out
+        the copies of whole inputs into outputs (middleend/copy_in.py), which the call then makes,
+        or skips where the caller passes the input's own memory as the output.
         """
         fixed = self._checked_fixed(fixed)
         context = self._prepare(fixed)
@@ -305,7 +310,11 @@ class Function:
             deps = deps or compute_dependences(self.computations, context)
             pipelines = pipelining.pipelined_loops(stmts, deps, self, context)
         plan = dataflow.plan(self, stmts, context) if self._dataflow else None
-        body = codegen.generate(stmts, context, sorted(self.param_names))
+        copied = copied_inputs(self, context) if caller_copies_in else {}
+        for comp, source in copied.items():
+            comp.buffer.initial_input = source.buffer.name
+        generated = [s for s in stmts if s.comp not in copied]
+        body = codegen.generate(generated, context, sorted(self.param_names))
         outputs, temps = [], []
         for c in self.computations:
             at_root = c.compute_at_target is None or c.stored_at_root
@@ -382,7 +391,7 @@ class Function:
         t = get_target(target)
         t.check_options(options)
         t.require()
-        return t.compile(self.lower(check=check, fixed=fixed), **options)
+        return t.compile(self.lower(check=check, fixed=fixed, caller_copies_in=t.binds_in_place), **options)
 
     def compile_to_object(self, path, check=True, fixed=None, **options):
         """Write an object file for this machine's CPU (or `arch=`'s) and a C header (path with .h) for

@@ -36,6 +36,9 @@ class Target:
     options: dict = {}
     write_options: dict = {}
     install = ""
+    #: whether the target's call binds outputs in place and makes the copies of whole inputs into
+    #: outputs itself (Binder's `initial_input`), so the kernel is lowered without them
+    binds_in_place = False
 
     def missing(self) -> str | None:
         """What this machine lacks to run the target's kernels (a compiler, a runtime), or None."""

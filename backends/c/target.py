@@ -18,6 +18,7 @@ class CTarget(Target):
     }
     write_options = {"fp_contract": options["fp_contract"]}
     install = "apt-get install gcc"
+    binds_in_place = True   # the call copies in-place arrays' inputs (Binder), not the kernel
 
     def missing(self):
         return missing_compiler()

@@ -9,6 +9,11 @@ assumes its buffers do not alias); outputs not given are allocated (zeroed
 when the buffer's `zero_init` says the kernel may leave elements unwritten,
 else `np.empty`), and given ones must be C-contiguous, aligned and writeable
 because they are filled in place (zeroed first in the `zero_init` case).
+An output whose buffer names an `initial_input` (an array the function updates in
+place, lowered without its copy-in: middleend/copy_in.py) starts with that input's
+values: nothing is done when the caller passes the input's own memory as the
+output (the input is then not read by the kernel, so it needs no copy), else
+they are copied in (into a new array when the output is not given).
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ class _Shaped:
 
 
 class _Spec:
-    __slots__ = ("name", "ndim", "dtype", "dtype_name", "shape", "output", "zero_init")
+    __slots__ = ("name", "ndim", "dtype", "dtype_name", "shape", "output", "zero_init", "initial")
 
     def __init__(self, buf, output):
         self.name = buf.name
@@ -47,6 +52,7 @@ class _Spec:
         self.shape = [compile_int(d) for d in buf.shape]
         self.output = output
         self.zero_init = output and getattr(buf, "zero_init", False)
+        self.initial = getattr(buf, "initial_input", None) if output else None   # a name, then a position
 
 
 class Binder:
@@ -62,6 +68,10 @@ class Binder:
         self.derived = [(n, compile_int(e)) for n, e in derived]
         self.specs = [_Spec(b, False) for b in inputs] + [_Spec(b, True) for b in outputs]
         self.n_in = len(inputs)
+        positions = {b.name: k for k, b in enumerate(inputs)}
+        for s in self.specs:
+            if s.initial is not None:
+                s.initial = positions[s.initial]
         self._shapes = {}  # parameter values -> every buffer's shape (calls repeat the same sizes)
         buffers = [s.name for s in self.specs]
         self.known = frozenset(buffers) | frozenset(self.params)
@@ -163,7 +173,7 @@ class Binder:
         return shapes
 
     def _check(self, given, values, device=None):
-        arrays, outputs, to_zero = [], [], []
+        arrays, outputs, to_zero, to_copy = [], [], [], []
         shapes = self._buffer_shapes(values)
         foreign = [a is not None and device is not None and device.owns(a) for a in given]
         for pos, s in enumerate(self.specs):
@@ -172,7 +182,10 @@ class Binder:
             if a is None:
                 if any(d < 0 for d in shape):
                     raise ArgumentError(f"{s.name}: the parameters {values} give it a negative shape {shape}")
-                if any(foreign):
+                if s.initial is not None and not any(foreign):
+                    a = np.empty(shape, s.dtype)
+                    to_copy.append((s.initial, a))
+                elif any(foreign):
                     a = device.empty(shape, s.dtype, s.zero_init)
                 else:
                     a = (np.zeros if s.zero_init else np.empty)(shape, s.dtype)
@@ -195,7 +208,9 @@ class Binder:
                     if not (flags.c_contiguous and flags.aligned and flags.writeable):
                         raise ArgumentError(f"{s.name}: an output array must be C-contiguous, aligned and "
                                             f"writeable (it is filled in place)")
-                    if s.zero_init:  # the same result as with an output the wrapper allocates
+                    if s.initial is not None:
+                        to_copy.append((s.initial, a))
+                    elif s.zero_init:  # the same result as with an output the wrapper allocates
                         to_zero.append(a)
                 elif not (flags.c_contiguous and flags.aligned):
                     a = np.ascontiguousarray(a) if flags.aligned else np.array(a, order="C", copy=True)
@@ -204,6 +219,8 @@ class Binder:
                 outputs.append(a)
         if any(given[p] is not None and not foreign[p] for p in range(self.n_in, len(given))):
             self._separate(arrays)  # before zeroing: an input may be an output's memory
+        for source, out in to_copy:   # after _separate: a source another output overlaps is a copy by now
+            _copy_in(arrays[source], out)
         for a in to_zero:
             a.fill(0)
         return arrays, [values[p] for p in self.params], outputs
@@ -219,6 +236,32 @@ class Binder:
                                         f"{self.specs[self.n_in + i].name} share memory")
         for i in range(self.n_in):
             a = arrays[i]
-            if isinstance(a, np.ndarray) and a.size and any(o is not None and o.size and np.may_share_memory(a, o)
-                                                            for o in outs):
+            if not isinstance(a, np.ndarray) or not a.size:
+                continue
+            for k, o in enumerate(outs):
+                if o is None or not o.size or not np.may_share_memory(a, o):
+                    continue
+                if self.specs[self.n_in + k].initial == i and _same_memory(a, o):
+                    continue    # bound in place: only the output is used
                 arrays[i] = a.copy()
+                break
+
+
+def _same_memory(a, b) -> bool:
+    """Whether two arrays are the same elements in the same places (an array bound in place)."""
+    if a is b:
+        return True
+    return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape and a.dtype == b.dtype
+            and a.strides == b.strides and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
+def _copy_in(source, out) -> None:
+    """Start `out` with the values of `source` (nothing to do when they are one array); where the output
+    is larger (sizes for which the kernel writes beyond the input's box), the rest is zeroed."""
+    if _same_memory(source, out):
+        return
+    if source.shape == out.shape:
+        np.copyto(out, source)
+        return
+    out.fill(0)
+    out[tuple(slice(0, n) for n in source.shape)] = source

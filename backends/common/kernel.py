@@ -114,4 +114,5 @@ class NativeKernel(Kernel):
 
     def launch(self, arrays, values) -> int:
         self._threads.value = self.num_threads or get_num_threads()
-        return self._fn(*[a.ctypes.data for a in arrays], *values)
+        # (the array interface's address: a.ctypes builds a ctypes object per array, which shows on short calls)
+        return self._fn(*[a.__array_interface__["data"][0] for a in arrays], *values)

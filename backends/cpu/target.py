@@ -18,6 +18,7 @@ class CpuTarget(Target):
                **_CODE_OPTIONS}
     write_options = dict(_CODE_OPTIONS)
     install = "pip install llvmlite"
+    binds_in_place = True   # the call copies in-place arrays' inputs (Binder), not the kernel
 
     def compile(self, lowered, **options):
         from . import compile_cpu

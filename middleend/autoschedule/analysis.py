@@ -101,6 +101,16 @@ def analyze(function, context) -> dict:
     return stages
 
 
+def constant_lower_bound(comp, var):
+    """The first value of `comp`'s variable `var` when it is the same constant for all sizes, else None."""
+    names = [v.name for v in comp.vars]
+    if var not in names or comp.domain.is_empty():
+        return None
+    values = {piece.get_constant_val().to_python() if piece.is_cst() else None
+              for _, piece in comp.domain.dim_min(names.index(var)).get_pieces()}
+    return values.pop() if len(values) == 1 else None
+
+
 def from_source(entry, function) -> bool:
     """Whether the placement `entry` (how, computation, other, level) is the front-end's nesting of
     the source program (`original_ordering`) rather than a command (compared by identity)."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from .. import schedule as sched
 from ..errors import MascarponeError
-from . import machine, model
-from .analysis import constant_offsets, from_source, readers, untouched
+from . import machine, model, timetile
+from .analysis import constant_lower_bound, constant_offsets, from_source, readers, untouched
 from .state import restore, save
 
 #: a stage with fewer iterations than this runs serially: a parallel region would cost more
@@ -23,15 +23,19 @@ class Applier:
     """Applies choices to one function; `decisions` records, per stage, what the model decided
     (the band it tiled, the producers' placement) for the search to vary."""
 
-    def __init__(self, function, stages, checker):
+    def __init__(self, function, stages, checker, leave=()):
         self.function = function
         self.stages = stages
         self.checker = checker
+        self.leave = set(leave)   # computations to leave unscheduled (copies the target's call makes)
         self.bands = {}       # stage name -> the variables of the band it may tile (it has reuse)
         self.tiled = set()    # stages whose band is tiled
         self.registers = set()  # stages given register tiles
         self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
         self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
+        self.interleaved = set()  # stages whose recurrence chains are interleaved (see _interleave)
+        self.time_groups = {}  # first stage's name -> (the statements of a time step, the model's tile sizes)
+        self.time_tiled = set()  # names of the groups time-tiled
         # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
         # may race on one element: the layout check must see each tag
         self.shared_storage = any(c.folds or c.user_buffer is not None for c in function.computations)
@@ -53,12 +57,13 @@ class Applier:
         """Give the commands of `choice` ({"tiles": {stage: sizes}, "unroll": {stage: factor},
         "place": {producer: "compute_at" | "root"}}, any part missing: the model's)."""
         f = self.function
-        free = [c for c in f.computations if untouched(c)]
+        free = [c for c in f.computations if untouched(c) and c not in self.leave]
         self._distribute(free)
         deferred = self._place_producers(free, choice.get("place", {}))
+        stepped = self._time_tile_groups(free, choice.get("timetile", {}))
         tile_level = {}
         for comp in free:
-            if comp.inlined or comp in deferred or comp.name not in self.stages:
+            if comp.inlined or comp in deferred or comp in stepped or comp.name not in self.stages:
                 continue
             # a consumer of a producer to compute per tile is tiled whatever its own reuse
             tile_level[comp.name] = self._schedule_stage(comp, choice, for_producer=comp in deferred.values())
@@ -76,10 +81,17 @@ class Applier:
         """Run each statement a front-end nested in another's loops in loops of its own, where the
         dependences allow: that frees its loop order (Julia's statements come nested)."""
         names = {c.name for c in free}
-        for how, comp, other, level in list(self.function._ordering):
-            if level is not None and comp.name in names and other.name in names and \
-                    from_source((how, comp, other, level), self.function):
-                self.attempt(lambda: comp.after(other, sched.root) if how == "after" else comp.before(other, sched.root))
+        tried = set()
+        progress = True
+        while progress:     # one statement can leave only once those placed after it have left
+            progress = False
+            for how, comp, other, level in list(self.function._ordering):
+                if level is not None and comp.name in names and other.name in names and (comp, other) not in tried \
+                        and from_source((how, comp, other, level), self.function):
+                    if self.attempt(lambda: comp.after(other, sched.root) if how == "after"
+                                    else comp.before(other, sched.root)):
+                        tried.add((comp, other))
+                        progress = True
 
     def _place_producers(self, free, wanted) -> dict:
         """Inline the producers read once; {producer: consumer} of those to compute at their
@@ -102,6 +114,51 @@ class Applier:
                 self.placements[comp.name] = "root"
         return deferred
 
+    # time-stepped stencils -----------------------------------------------------------
+    def _time_tile_groups(self, free, wanted) -> set:
+        """Time-tile each time-stepped stencil (timetile.groups) at the sizes `wanted` gives its first
+        statement ([]: not at all), else the model's where the arrays outgrow L2; the statements
+        time-tiled get their innermost loop vectorized. Returns the computations time-tiled."""
+        done = set()
+        for members in timetile.groups(self.function, self.stages, [c for c in free if not c.inlined]):
+            key = members[0].name
+            model_sizes = timetile.tile_sizes(self.stages, members)
+            self.time_groups[key] = (members, model_sizes)
+            sizes = wanted.get(key)
+            if sizes is None:
+                sizes = model_sizes if timetile.needs_time_tiling(self.stages, members) else []
+            if not sizes or not self._time_tile(members, sizes):
+                continue
+            self.time_tiled.add(key)
+            for comp in members:
+                t, space = self.stages[comp.name].vars[:2]
+                origin = {v: v for v in comp.loops}
+                origin.update(zip(comp.loops[:4], (t, space, t, space)))
+                self._vectorize_innermost(comp, self.stages[comp.name], origin)
+                self._unroll_small_loops(comp)
+                done.add(comp)
+        return done
+
+    def _time_tile(self, members, sizes) -> bool:
+        """Shift each later statement of the step along the first space loop (by the least multiple
+        of its position that is legal), skew that loop by the time loop (least factor), tile the
+        (time, space) band by `sizes` and run the statements fused in each tile. True if applied."""
+        t = members[0].loops[0]
+        for shift in range(timetile.MAX_SHIFT + 1):
+            for skew in range(1, model.MAX_SKEW + 1):
+                def commands():
+                    for k, comp in enumerate(members):
+                        space = comp.loops[1]
+                        if shift * k:
+                            comp.shift(space, shift * k)
+                        comp.skew(t, space, skew)
+                        comp.tile(t, space, *sizes)
+                    for prev, comp in zip(members, members[1:]):
+                        comp.after(prev, prev.loops[3])
+                if self.attempt(commands):
+                    return True
+        return False
+
     # one loop nest ------------------------------------------------------------------
     def _schedule_stage(self, comp, choice, for_producer=False):
         """Order, tile, vectorize, parallelize and unroll one computation's loops; returns the loop
@@ -118,6 +175,8 @@ class Applier:
         if not (wants_registers and self._register_tile(comp, stage)):
             level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
         vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
+        if vector_outer is None and comp.tags.get(comp.loops[-1]) is None:
+            self._interleave(comp, stage, origin, choice.get("interleave", {}).get(comp.name, model.CHAINS))
         if stage.work() >= MIN_PARALLEL_WORK:
             for loop in comp.loops[:2]:
                 if comp._loop_extent_bound(comp.loops.index(loop)) == 1:
@@ -199,10 +258,58 @@ class Applier:
             return None
         if not any(r.consecutive_in(var) for r in stage.refs):
             return None
+        first = constant_lower_bound(comp, inner) if var == inner else None
         before = list(comp.loops)
-        if not self.attempt(lambda: comp.vectorize(inner, lanes), self.shared_storage):
+
+        def commands():
+            if first:   # whole vectors from the loop's first value on: no partial vector at its start
+                comp.shift(inner, -first)
+            comp.vectorize(inner, lanes)
+        if not self.attempt(commands, self.shared_storage):
             return None
         return comp.loops[-2] if len(comp.loops) > len(before) else None
+
+    def _interleave(self, comp, stage, origin, factor) -> bool:
+        """Where the innermost loop carries a dependence (a recurrence along it, as a Gauss-Seidel sweep):
+        skew it by the loop around it, by the least factor that leaves `factor` consecutive values of
+        that loop independent at one value of the inner one, and unroll those values there, so the CPU
+        runs `factor` independent chains of operations instead of one. True if applied."""
+        if factor <= 1 or len(comp.loops) < 2:
+            return False
+        outer, inner = comp.loops[-2:]
+        if any(comp.tags.get(l) is not None for l in (outer, inner)):
+            return False
+        if stage.trip(origin.get(outer, outer)) < 2 * factor or stage.trip(origin.get(inner, inner)) < 2:
+            return False
+        if self._carries_nothing(comp, inner):
+            return False     # no chain along the inner loop: its iterations overlap already
+        for skew in range(model.MAX_SKEW + 1):
+            saved = save(self.function)
+            loops = {}
+
+            def commands():
+                if skew:
+                    comp.skew(outer, inner, skew)
+                loops["chains"] = comp.split(outer, factor)[1]
+                comp.reorder(comp.loops[-3], inner, loops["chains"])
+            if self.attempt(commands) and self._carries_nothing(comp, loops["chains"]) and \
+                    self.attempt(lambda: comp.unroll(loops["chains"], factor)):
+                self.interleaved.add(comp.name)
+                return True
+            restore(self.function, saved)
+        return False
+
+    def _carries_nothing(self, comp, loop) -> bool:
+        """Whether no dependence is carried by `loop` (its iterations could run in any order), asked as
+        the parallel tag's check asks it; the schedule is left as it was."""
+        saved = save(self.function)
+        try:
+            comp.parallelize(loop)
+            return self.checker.legal(layout=False)
+        except MascarponeError:
+            return False
+        finally:
+            restore(self.function, saved)
 
     def _unroll_small_loops(self, comp):
         """Unroll whole the untagged loops among the innermost three with a small constant trip count."""

@@ -58,15 +58,27 @@ class Timer:
         self.arguments = {**input_values(function, sizes, seed), **self.sizes}
         self.count = 0
 
+    def kernel(self):
+        """The function as scheduled now, compiled as `Function.compile` compiles it for this target."""
+        lowered = self.function.lower(fixed=self.sizes, caller_copies_in=self.target.binds_in_place)
+        return self.target.compile(lowered)
+
     def time(self) -> float:
         """Median seconds of one call of the function as scheduled now."""
         self.count += 1
-        kernel = self.target.compile(self.function.lower(fixed=self.sizes))
-        kernel(**self.arguments)       # first call: page faults, lazy set-up
-        times = []
+        return self.medians([self.kernel()])[0]
+
+    def medians(self, kernels) -> list:
+        """Median seconds of one call of each kernel, their calls interleaved round by round (so that a
+        change of the machine's load moves them all alike)."""
+        for kernel in kernels:
+            kernel(**self.arguments)       # first call: page faults, lazy set-up
+        times = [[] for _ in kernels]
         start = time.perf_counter()
-        while len(times) < MIN_RUNS or (len(times) < MAX_RUNS and time.perf_counter() - start < ENOUGH_S):
-            t0 = time.perf_counter()
-            kernel(**self.arguments)
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times)
+        while len(times[0]) < MIN_RUNS or (len(times[0]) < MAX_RUNS and
+                                           time.perf_counter() - start < ENOUGH_S * len(kernels)):
+            for kernel, ts in zip(kernels, times):
+                t0 = time.perf_counter()
+                kernel(**self.arguments)
+                ts.append(time.perf_counter() - t0)
+        return [statistics.median(ts) for ts in times]

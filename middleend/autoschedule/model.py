@@ -18,6 +18,11 @@ TILE_EDGES = (8, 16, 32, 64, 128, 256)
 UNROLL_FACTORS = (1, 2, 4)
 #: loops of at most this constant trip count are unrolled whole
 SMALL_LOOP = 8
+#: independent chains a recurrence along the innermost loop is interleaved into (enough to cover the
+#: latency of a floating-point add several times over), and the variants the search tries
+CHAINS, CHAIN_VARIANTS = 8, (1, 4, 16)
+#: the largest skew factor tried to make a loop's values independent (a stencil's reach per step)
+MAX_SKEW = 3
 #: permutations tried, best first, before keeping the original order
 MAX_ORDERS = 6
 

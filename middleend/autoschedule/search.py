@@ -8,7 +8,7 @@ import copy
 import random
 import time
 
-from . import machine, model
+from . import machine, model, timetile
 
 #: a variant must beat the best so far by this factor to replace it (timing noise)
 MARGIN = 0.97
@@ -17,7 +17,8 @@ NAIVE = {"naive": True}
 
 def variants(applier, stages, seed) -> list:
     """[(stage name, knob, value)] to try, in a fixed order for a given seed: other tile sizes (or
-    none) of each band with reuse, unroll factors around the vector loop, root for producers
+    none) of each band with reuse, other time tiles (or none) of a time-stepped stencil, other
+    numbers of interleaved chains, unroll factors around the vector loop, root for producers
     computed at tiles."""
     out = []
     order = sorted(stages.values(), key=lambda s: (-s.work(), s.name))
@@ -33,6 +34,13 @@ def variants(applier, stages, seed) -> list:
             # tiled by the model: its sizes are measured already; untiled: so is "no tiling" ([])
             sizes = sizes[1:] if stage.name in applier.tiled else [s for s in sizes if s]
             mine += [(stage.name, "tiles", s) for s in sizes]
+        if stage.name in applier.time_groups:
+            sizes = timetile.tile_variants(applier.time_groups[stage.name][1])
+            if stage.name not in applier.time_tiled:     # the model left it: "none" is measured already
+                sizes = [applier.time_groups[stage.name][1]] + [s for s in sizes if s]
+            mine += [(stage.name, "timetile", s) for s in sizes]
+        if stage.name in applier.interleaved:
+            mine += [(stage.name, "interleave", c) for c in model.CHAIN_VARIANTS]
         if stage.name in applier.unrollable:
             mine += [(stage.name, "unroll", u) for u in model.UNROLL_FACTORS if u > 1]
         if applier.placements.get(stage.name) == "compute_at":

@@ -1,0 +1,109 @@
+"""Time tiling of stencils: the loop nests a time loop repeats over the same arrays (Jacobi, heat).
+
+A group is the statements a front-end nested in one outer loop `t` that no index of theirs uses (each
+step rewrites the same elements) and whose other indices are the loop variables plus constants: a
+stencil applied `t` times. The dependences of step t+1 on step t keep `t` outermost, so each step
+sweeps all the arrays and, once they outgrow the caches, runs at memory speed. Time tiling, as Pluto
+and PPCG do it: shift the later statements of a step along the first space loop so they read only
+values already computed at that position, skew that loop by `t` (by the least factor that makes the
+(t, space) band permutable), tile the band, and run the statements of a step fused in each tile;
+a tile's columns then stay in cache over several steps. Every candidate is checked like any other
+schedule (the exact dependences decide the shifts and the skew).
+"""
+from __future__ import annotations
+
+from . import machine, model
+from .analysis import from_source
+
+#: the largest shift tried between consecutive statements of a step (a stencil's reach)
+MAX_SHIFT = 2
+#: time-tile depths the model picks from and the search tries
+TIME_EDGES = (4, 8, 16)
+#: the model's depth: enough steps per tile to reuse each column several times
+TIME_EDGE = 8
+
+
+def groups(function, stages, free) -> list:
+    """[[computations of one step, in program order]] of the time-stepped stencils among `free`
+    (untouched computations, see `qualifies`), grouped by the front-end's nesting in their time loop."""
+    names = {c.name for c in free}
+    parent = {c: c for c in free}
+
+    def root(c):
+        while parent[c] is not c:
+            c = parent[c]
+        return c
+    for entry in function._ordering:
+        how, comp, other, level = entry
+        # nested in the time loop alone: the front-end's depth 1, or that loop's name
+        if comp.name in names and other.name in names and from_source(entry, function) and \
+                comp.loops[:1] == other.loops[:1] and level in (1, comp.loops[0]):
+            parent[root(comp)] = root(other)
+    order = {c: k for k, c in enumerate(function.computations)}
+    out = {}
+    for c in free:
+        out.setdefault(root(c), []).append(c)
+    found = []
+    for members in out.values():
+        members.sort(key=order.get)
+        if all(qualifies(stages.get(c.name)) for c in members) and _rewrites_its_input(members, stages):
+            found.append(members)
+    return found
+
+
+def qualifies(stage) -> bool:
+    """Whether a stage is a stencil step in a time loop: two loops at least, the outermost used by no
+    index, the others in affine indices with unit coefficients (constant offsets)."""
+    if stage is None or len(stage.vars) < 2:
+        return False
+    t = stage.vars[0]
+    for ref in stage.refs:
+        for coeffs in ref.dims:
+            if coeffs is None or coeffs.get(t, 0) != 0 or any(abs(c) > 1 for c in coeffs.values()):
+                return False
+    return stage.trip(t) >= 2
+
+
+def _rewrites_its_input(members, stages) -> bool:
+    """Whether the step reads an array the step writes (so step t+1 depends on step t)."""
+    written = {stages[c.name].refs[0].array for c in members}
+    return any(r.array in written for c in members for r in stages[c.name].refs[1:])
+
+
+def tile_sizes(stages, members) -> list:
+    """[time edge, space edge] of the model: TIME_EDGE steps, and the widest space edge for which the
+    columns a tile touches over its steps (its width plus the skew's drift) fit half of L2."""
+    column = 0
+    for c in members:
+        stage = stages[c.name]
+        inner = 1
+        for v in stage.vars[2:]:
+            inner *= max(1, stage.trip(v))
+        column += inner * stage.refs[0].elem_bytes
+    space = model.TILE_EDGES[0]
+    for edge in model.TILE_EDGES:
+        if (edge + 2 * TIME_EDGE) * 2 * column <= machine.cache_bytes(2) // 2:
+            space = edge
+    return [TIME_EDGE, space]
+
+
+def tile_variants(model_sizes) -> list:
+    """Sizes the search tries beside the model's: other depths, half and double the width, none ([])."""
+    t, s = model_sizes
+    out = [[d, s] for d in TIME_EDGES if d != t] + [[t, e] for e in (s // 2, s * 2) if e >= 4] + [[]]
+    return [v for k, v in enumerate(out) if v not in out[:k]]
+
+
+def needs_time_tiling(stages, members) -> bool:
+    """Whether the arrays a step touches outgrow L2 (else every step finds them in cache already)."""
+    seen, total = set(), 0
+    for c in members:
+        stage = stages[c.name]
+        for ref in stage.refs:
+            if ref.array not in seen:
+                seen.add(ref.array)
+                n = ref.elem_bytes
+                for v in stage.vars[1:]:
+                    n *= max(1, stage.trip(v))
+                total += n
+    return total > machine.cache_bytes(2)

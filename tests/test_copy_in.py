@@ -1,0 +1,62 @@
+"""Arrays a function updates in place (an output that starts as a copy of an input): the "cpu" and "c"
+targets lower without that copy and bind the output in place, or copy the input in when the caller
+passes other memory; the results match numpy in every way of calling."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mascarpone as ms
+from mascarpone.middleend.copy_in import copied_inputs
+
+
+def prefix_sum(read_input_again=False):
+    """a = a_in, then a[i] += a[i - 1] for i = 1..N-1 (a recurrence on the array itself)."""
+    N = ms.Param("N")
+    with ms.Function("prefix") as f:
+        i, k = ms.Var("i", 0, N), ms.Var("k", 1, N)
+        a_in = ms.Input("a_in", [N], ms.float64)
+        a = ms.Computation("a", [i], a_in[i], output=True)
+        extra = a_in[k] * 0.0 if read_input_again else ms.f64(0.0)
+        a.update([k], a[k - 1] + a[k] + extra, at=[k])
+    return f
+
+
+@pytest.mark.parametrize("target", ["cpu", "c"])
+def test_in_place_and_apart(target):
+    f = prefix_sum()
+    kernel = f.compile(target)
+    x = np.random.default_rng(0).random(100)
+    want = np.cumsum(x)
+    same = x.copy()
+    kernel(a_in=same, a=same)                     # bound in place
+    np.testing.assert_allclose(same, want)
+    source, out = x.copy(), np.full(100, 7.0)
+    kernel(a_in=source, a=out)                    # other memory: copied in, the input left as it was
+    np.testing.assert_allclose(out, want)
+    np.testing.assert_array_equal(source, x)
+    np.testing.assert_allclose(kernel(a_in=x), want)   # an output not given starts as a copy of the input
+    np.testing.assert_array_equal(kernel(a_in=x[:0]), np.zeros(0))
+    overlap = np.concatenate([x, [0.0]])          # an input overlapping its output without being it
+    kernel(a_in=overlap[1:], a=overlap[:-1])
+    np.testing.assert_allclose(overlap[:-1], np.cumsum(np.concatenate([x[1:], [0.0]])))
+
+
+def test_lowered_without_the_copy():
+    f = prefix_sum()
+    assert "a_in[" in str(f.lower())
+    lowered = f.lower(caller_copies_in=True)
+    assert "a_in[" not in str(lowered)
+    assert [b.initial_input for b in lowered.outputs] == ["a_in"]
+
+
+def test_input_read_again_keeps_its_copy():
+    f = prefix_sum(read_input_again=True)
+    f.lower()
+    assert copied_inputs(f, f.context()) == {}
+    lowered = f.lower(caller_copies_in=True)
+    assert "a_in[" in str(lowered) and lowered.outputs[0].initial_input is None
+    x = np.random.default_rng(1).random(50)
+    same = x.copy()
+    f.compile("cpu")(a_in=same, a=same)
+    np.testing.assert_allclose(same, np.cumsum(x))
