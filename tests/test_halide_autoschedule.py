@@ -47,7 +47,7 @@ def test_a_param_that_bounds_an_rdom_is_given_by_sizes():
     n = hl.Param(hl.Int(32), "n")
     n.set_estimate(7)
     r = hl.RDom([(0, n)], "r")
-    box = hl.Func("box")
+    box = hl.Func("window_sum")
     box[x] = hl.f32(0)
     box[x] += inp[x + r.x]
     box.set_estimates([(0, 300)])

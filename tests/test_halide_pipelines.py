@@ -8,6 +8,7 @@ import mascarpone as ms
 from halide_check import hl, realize_both
 from mascarpone.bench.suite import halide_pipelines as pipelines  # the benchmarks' builders, at small sizes
 from mascarpone.bench.suite.tiramisu import fuse_nb
+from mascarpone.frontends.halide.names import sanitize
 from mascarpone.middleend.expr import Select, walk
 
 rng = np.random.default_rng(1)
@@ -258,7 +259,7 @@ def test_compute_at_of_a_func_with_updates():
     box.compute_at(out, xo).vectorize(x, 8)
     box.update(0).vectorize(x, 8)
     f = ms.from_halide(out)
-    assert any("box_tile" in line for line in str(f.lower()).splitlines())
+    assert any(f"{sanitize(box.name())}_tile" in line for line in str(f.lower()).splitlines())
     realize_both(out, [37, 19], {inp: f32(20, 41)}, rtol=1e-6)
 
 

@@ -12,6 +12,7 @@ bounds (isl bounds inference), builder (inputs and computations), schedule
 from __future__ import annotations
 
 from mascarpone.middleend.algorithm import current_function
+from mascarpone.middleend.autoschedule.state import save
 
 from .builder import PipelineTranslation
 from .errors import HalideFormatError, HalideVersionError
@@ -62,6 +63,9 @@ def from_halide(pipeline_or_func, name=None, output_mins=None) -> HalideFunction
     context = tr.context()
     apply_loop_schedules(tr, context)
     apply_placements(tr, context)
+    tr.before_default_inlines = save(f)
+    for comp in tr.default_inlines:
+        comp.inline()
     tr.commands = len(f.history())
     return f
 

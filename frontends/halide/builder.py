@@ -155,6 +155,9 @@ class PipelineTranslation:
         self._nests = {}       # (Func index, stage) -> (box, its loop nest), see _stage_nest
         self.pending_widths = []   # vector and unrolled loops whose extent one tile gives (schedule.resolve_widths)
         self.tile_readers = TileReaders(self, placement)
+        # Funcs Halide inlines because nothing schedules them (its default, not a choice), and the
+        # schedule before they are inlined: an autoscheduler places them itself (HalideFunction.autoschedule)
+        self.default_inlines, self.before_default_inlines = [], None
 
     def _declare_sizes(self):
         """Make sizes of the integer Params that bound an RDom, and of those an index, an RDom

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from mascarpone.middleend.errors import ArgumentError
+from mascarpone.middleend.autoschedule.state import restore
 from mascarpone.middleend.function import Function
 
 from mascarpone.middleend.expr import Sym, pseudo_c, walk
@@ -39,8 +40,14 @@ class HalideFunction(Function):
 
     def autoschedule(self, target="cpu", budget_s=20.0, seed=0, sizes=None, measure=True, cache=True):
         """`Function.autoschedule`, timing at the pipeline's estimates where `sizes` does not say
-        otherwise (Halide's autoschedulers read the same estimates)."""
+        otherwise (Halide's autoschedulers read the same estimates). Funcs that Halide would inline
+        only because nothing schedules them are placed by the autoscheduler (inline, per tile or at
+        the root), unless commands were given since translation."""
         sizes = {**self.estimated_sizes(), **(sizes or {})}
+        tr = self.translation
+        if tr.default_inlines and len(self.history()) == tr.commands:
+            # the Funcs inlined only because nothing scheduled them are the autoscheduler's to place
+            restore(self, tr.before_default_inlines)
         return super().autoschedule(target, budget_s, seed, sizes, measure, cache)
 
     def compile(self, target="cpu", check=True, fixed=None, **options):

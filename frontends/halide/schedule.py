@@ -324,8 +324,7 @@ def _place(tr, info, level):
     if level is None or (not level.func_name and level.var_name in ("", "__inlined")):
         if len(info.stages) > 1:
             return  # Halide computes an unscheduled Func with updates where it is used; root gives the same values
-        for comp in info.comps[0]:
-            comp.inline()
+        tr.default_inlines.extend(info.comps[0])   # inlined last, see from_halide
         return
     if level.var_name == "__root" or level.var_name == "__outermost":
         return

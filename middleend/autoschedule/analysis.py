@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from ..affine import affine_text
-from ..expr import Access, walk
+from ..expr import Access, Cast, walk
 from ..layout import inline_reads, logical_read, logical_write
 
 #: bytes of one cache line: a stride below it still reuses each line it touches
@@ -130,6 +130,15 @@ def readers(function, producer) -> list:
         if nodes:
             out.append((comp, nodes))
     return out
+
+
+def is_copy(comp) -> bool:
+    """Whether the computation's value is one read of another array, converted or not (an input's
+    wrapper): reading it where it is used costs what reading a stored copy would."""
+    e = comp.expr
+    while isinstance(e, Cast):
+        e = e.a
+    return isinstance(e, Access) and comp.predicate is None
 
 
 def constant_offsets(nodes, reader) -> bool:

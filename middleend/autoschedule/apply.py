@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import schedule as sched
 from ..errors import MascarponeError
 from . import machine, model, timetile
-from .analysis import constant_lower_bound, constant_offsets, from_source, readers, untouched
+from .analysis import constant_lower_bound, constant_offsets, from_source, is_copy, readers, untouched
 from .state import restore, save
 
 #: a stage with fewer iterations than this runs serially: a parallel region would cost more
@@ -94,7 +94,7 @@ class Applier:
                         progress = True
 
     def _place_producers(self, free, wanted) -> dict:
-        """Inline the producers read once; {producer: consumer} of those to compute at their
+        """Inline the producers read once and the copies of other arrays; {producer: consumer} of those to compute at their
         consumer's tile (a stencil read by one consumer), unless the choice says root."""
         deferred = {}
         for comp in free:
@@ -103,7 +103,8 @@ class Applier:
             reads = readers(self.function, comp)
             if not reads:
                 continue
-            if len(reads) == 1 and len(reads[0][1]) == 1 and self.attempt(comp.inline, layout=True):
+            read_once = len(reads) == 1 and len(reads[0][1]) == 1
+            if (read_once or is_copy(comp)) and self.attempt(comp.inline, layout=True):
                 self.placements[comp.name] = "inline"
                 continue
             consumer, nodes = reads[0]
