@@ -220,7 +220,7 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
         need = part if need is None else need.union(part)
     if need is None:
         raise ScheduleError(f"{cmd}: {consumer_stmt.name} does not read {comp.name}")
-    need = need.coalesce()
+    need = without_needless_divs(need.coalesce())
     store = lvl   # the loop the tile buffer lives in
     if comp.store_level is not None:
         if comp.store_level not in consumer_stmt.loops[:lvl + 1]:
@@ -229,7 +229,7 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
         store = consumer_stmt.loops.index(comp.store_level)
     sliding = comp.stored_at_root or store < lvl
     if sliding:
-        need = _first_needed(need, 0 if comp.stored_at_root else store + 1)
+        need = without_needless_divs(_first_needed(need, 0 if comp.stored_at_root else store + 1))
     prefix_names = [fresh_name(level_name, {v.name for v in comp.vars})
                     for level_name in consumer_stmt.loops[:lvl + 1]]
     # (a sliding window runs only the points not computed before, whatever its splits' tails reach)
@@ -293,6 +293,23 @@ def _first_needed(need, depth=0):
         earlier = earlier.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
     seen = earlier.intersect_domain(need.domain()).apply_range(need)
     return need.subtract(seen).coalesce()
+
+
+def without_needless_divs(m):
+    """`m` written without existential variables where dropping them adds no point.
+
+    A subtraction or a union of strided reads (`2x - 1`, `2x`, `2x + 1`) can come out of isl as pieces
+    with parity conditions whose union is a plain interval; scanned as they are, they make loops of
+    stride 2, which the code generator cannot give a vector loop. Which form isl picks depends on the
+    order the pieces were built in, so the exact plain form is taken whenever there is one."""
+    if all(b.dim(isl.dim_type.div) == 0 for b in m.get_basic_maps()):
+        return m
+    # (divisions of the sizes alone, implied by the context, stay)
+    plain = m
+    for kind in (isl.dim_type.in_, isl.dim_type.out):
+        plain = plain.remove_divs_involving_dims(kind, 0, m.dim(kind))
+    plain = plain.coalesce()
+    return plain if plain.is_subset(m) else m
 
 
 def _expand_update(update, base, context):
