@@ -221,6 +221,10 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
     if need is None:
         raise ScheduleError(f"{cmd}: {consumer_stmt.name} does not read {comp.name}")
     need = without_needless_divs(need.coalesce())
+    scattered = scattered_dims(comp)
+    if scattered:
+        # an update writes these dimensions at indices computed from data: each tile spans them whole
+        need = need.apply_range(_free_along(comp, scattered)).coalesce()
     store = lvl   # the loop the tile buffer lives in
     if comp.store_level is not None:
         if comp.store_level not in consumer_stmt.loops[:lvl + 1]:
@@ -312,15 +316,30 @@ def without_needless_divs(m):
     return plain if plain.is_subset(m) else m
 
 
+def scattered_dims(comp):
+    """The dimensions of `comp` that one of its updates writes at an index that is not affine (a
+    histogram's bin, computed from data)."""
+    return sorted({d for u in comp.updates for d, a in enumerate(u.update_at)
+                   if affine_text(as_index_expr(a)) is None})
+
+
+def _free_along(comp, dims):
+    """`comp`'s points -> its points equal to them except in `dims` (any value of its domain there)."""
+    own = [v.name for v in comp.vars]
+    other = [f"{name}_any" if d in dims else name for d, name in enumerate(own)]
+    params = ", ".join(sorted(comp.function.param_names))
+    free = isl.Map(f"[{params}] -> {{ {comp.name}[{', '.join(own)}] -> {comp.name}[{', '.join(other)}] }}")
+    return free.intersect_domain(comp.domain).intersect_range(comp.domain)
+
+
 def _expand_update(update, base, context):
     """The statement of an update of `base`'s computation, computed with it: for each consumer prefix,
     the update instances that write a point of the base's tile."""
     comp = base.comp
     cmd = f"{comp.name}.compute_at(...)"
-    at = [affine_text(as_index_expr(a)) for a in update.update_at]
-    if None in at:
-        raise ScheduleError(f"{cmd}: its update {update.name} writes at a non-affine index, "
-                            f"which could fall outside the tile; compute {comp.name} at the root")
+    # (an index computed from data may be any point of the tile, which spans that dimension whole:
+    # see scattered_dims; the layout check proves the index stays inside)
+    at = [affine_text(as_index_expr(a)) or f"any{d}" for d, a in enumerate(update.update_at)]
     n_prefix = base.prefix_depth
     own = [v.name for v in update.vars]
     prefix = [fresh_name(f"{name}_", set(own)) for name in base.loops[:n_prefix]]

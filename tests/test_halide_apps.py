@@ -1,6 +1,8 @@
 """What Halide's apps need of the middle-end at their sizes: dependences by composition where a
 buffer has one writer, each reproduced in a small pipeline of our own and checked against an
 independent reference (isl's flow analysis, Halide's realize)."""
+import warnings
+
 import islpy as isl
 import numpy as np
 import pytest
@@ -158,4 +160,35 @@ def test_interpolate_with_its_hand_schedule_at_4_levels_matches_halide():
     sliding window read at 2x - 1, 2x, 2x + 1): it was refused with "a loop with stride 2" under
     most hash seeds, as the window's points came out of isl in odd and even pieces."""
     spec, pipeline = _app("interpolate", "hand", 64, 48, levels=4)
+    _app_matches_halide(spec, pipeline)
+
+
+def test_histogram_computed_per_row_of_its_consumer_as_the_bilateral_grid_schedules_it():
+    """A Func whose update scatters into a bin computed from data (the bilateral grid's histogram),
+    computed at a loop of its consumer: each tile spans the bins whole, so the histogram is made per
+    row inside the consumer's parallel loop, as Halide's is, not once at the root."""
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    sigma = hl.Param(hl.Float(32), "sigma")
+    z = hl.Var("z")
+    r = hl.RDom([(0, 4), (0, 4)], "r")
+    sample = hl.clamp(inp[4 * x + r.x, 4 * y + r.y], 0.0, 1.0)
+    hist, blur = hl.Func("hist"), hl.Func("blur")
+    hist[x, y, z, c] = 0.0
+    hist[x, y, hl.i32(sample / sigma + 0.5), c] += hl.mux(c, [sample, 1.0])
+    blur[x, y, z, c] = hist[x, y, z - 1, c] + 2 * hist[x, y, z, c] + hist[x, y, z + 1, c]
+    blur.bound(c, 0, 2).reorder(c, z, x, y).parallel(y).vectorize(x, 4).unroll(c)
+    hist.compute_at(blur, y)
+    hist.update().reorder(c, r.x, r.y, x, y).unroll(c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # (no fallback to the root)
+        f = ms.from_halide(hl.Pipeline([blur]))
+    shapes = _tile_shapes(f.lower().body)
+    assert list(shapes) == [sanitize(hist.name()) + "_tile"]
+    assert shapes[sanitize(hist.name()) + "_tile"][2] == 1   # one row of the histogram per tile
+    image = rng.random((36, 52), dtype=np.float32)
+    realize_both(blur, [13, 9, 6, 2], {inp: image}, [(sigma, 0.25)], rtol=1e-5, atol=1e-5)
+
+
+def test_bilateral_grid_with_its_hand_schedule_matches_halide():
+    spec, pipeline = _app("bilateral_grid", "hand", 64, 48)
     _app_matches_halide(spec, pipeline)
