@@ -192,3 +192,29 @@ def test_histogram_computed_per_row_of_its_consumer_as_the_bilateral_grid_schedu
 def test_bilateral_grid_with_its_hand_schedule_matches_halide():
     spec, pipeline = _app("bilateral_grid", "hand", 64, 48)
     _app_matches_halide(spec, pipeline)
+
+
+@pytest.mark.parametrize("bounded", ["clamped", None])
+def test_rows_of_a_histogram_computed_at_their_consumer_are_checked_like_the_root_histogram(bounded):
+    """The middle-end's side of the bilateral grid's histogram: per row of the consumer, a tile over
+    every bin; a bin clamped into the bins fills it, an unbounded one is refused, not written past
+    the tile."""
+    R, N = ms.Param("R"), ms.Param("N")
+    r, i, b = ms.Var("r", 0, R), ms.Var("i", 0, N), ms.Var("b", 0, 16)
+    with ms.Function("rows") as f:
+        v = ms.Input("v", [R, N], ms.int32)
+        h = ms.Computation("h", [r, b], ms.i32(0))
+        at = ms.clamp(v[r, i], 0, 15) if bounded else v[r, i]
+        h.update([r, i], h[r, at] + 1, at=[r, at])
+        out = ms.Computation("out", [r, b], h[r, b] * 2)
+        out.parallelize(r)
+        h.compute_at(out, r)
+    if not bounded:
+        with pytest.raises(ms.OutOfBoundsError):
+            f.lower()
+        return
+    data = rng.integers(-5, 25, (7, 40)).astype(np.int32)
+    expected = 2 * np.stack([np.bincount(np.clip(row, 0, 15), minlength=16) for row in data])
+    np.testing.assert_array_equal(f.compile("cpu")(v=data), expected)
+    tiles = _tile_shapes(f.lower().body)
+    assert tiles == {"h_tile": [1, 16]}
