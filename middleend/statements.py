@@ -336,11 +336,15 @@ def _expand_update(update, base, context):
     """The statement of an update of `base`'s computation, computed with it: for each consumer prefix,
     the update instances that write a point of the base's tile."""
     comp = base.comp
-    cmd = f"{comp.name}.compute_at(...)"
-    # (an index computed from data may be any point of the tile, which spans that dimension whole:
-    # see scattered_dims; the layout check proves the index stays inside)
-    at = [affine_text(as_index_expr(a)) or f"any{d}" for d, a in enumerate(update.update_at)]
+    # an index computed from data may be any point of the tile, which spans that dimension whole (see
+    # scattered_dims; the layout check proves the index stays inside): the instances that write the
+    # tile are those whose other indices are in it
+    at = [affine_text(as_index_expr(a)) for a in update.update_at]
     n_prefix = base.prefix_depth
+    points = base.points
+    for d in reversed([d for d, a in enumerate(at) if a is None]):
+        points = points.project_out(isl.dim_type.set, n_prefix + d, 1).set_tuple_name(comp.name)
+    at = [a for a in at if a is not None]
     own = [v.name for v in update.vars]
     prefix = [fresh_name(f"{name}_", set(own)) for name in base.loops[:n_prefix]]
     dims = ", ".join(prefix + own)
@@ -348,7 +352,7 @@ def _expand_update(update, base, context):
     to_original = isl.Map(f"[{params}] -> {{ {update.name}[{dims}] -> {update.name}[{', '.join(own)}] }}")
     to_original = to_original.intersect_range(update.domain)
     writes = isl.Map(f"[{params}] -> {{ {update.name}[{dims}] -> {comp.name}[{', '.join(prefix + at)}] }}")
-    domain = writes.intersect_domain(to_original.domain()).intersect_range(base.points).domain()
+    domain = writes.intersect_domain(to_original.domain()).intersect_range(points.coalesce()).domain()
     domain = domain.intersect_params(context).coalesce()
     to_original = to_original.intersect_domain(domain)
     pref = isl.Map(f"{{ {update.name}[{dims}] -> [{', '.join(prefix)}] }}").intersect_domain(domain)
