@@ -304,7 +304,7 @@ def without_needless_divs(m):
 
     A subtraction or a union of strided reads (`2x - 1`, `2x`, `2x + 1`) can come out of isl as pieces
     with parity conditions whose union is a plain interval; scanned as they are, they make loops of
-    stride 2, which the code generator cannot give a vector loop. Which form isl picks depends on the
+    stride 2, which the code generator refuses. Which form isl picks depends on the
     order the pieces were built in, so the exact plain form is taken whenever there is one."""
     if all(b.dim(isl.dim_type.div) == 0 for b in m.get_basic_maps()):
         return m
