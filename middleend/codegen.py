@@ -292,7 +292,9 @@ class _Converter:
             hi = simplify(self._upper(node, iterator, scope))
             step = from_ast_expr(node.for_get_inc()).value
             if step != 1:
-                raise ScheduleError(f"the schedule produced a loop with stride {step}; use a unimodular schedule")
+                names = sorted(_pieces_under(node, self.leaves))
+                raise ScheduleError(f"the schedule produced a loop with stride {step} (time dimension {dim}) over "
+                                    f"{names}; use a unimodular schedule")
         kind, factor = self._kind(stmts, dim)
         k = (dim - 1) // 2
         origin = tuple(dict.fromkeys((s.name, s.loops[k]) for s in stmts if k < len(s.loops)))

@@ -220,7 +220,11 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
         need = part if need is None else need.union(part)
     if need is None:
         raise ScheduleError(f"{cmd}: {consumer_stmt.name} does not read {comp.name}")
-    need = need.coalesce()
+    need = without_needless_divs(need.coalesce())
+    scattered = scattered_dims(comp)
+    if scattered:
+        # an update writes these dimensions at indices computed from data: each tile spans them whole
+        need = need.apply_range(_free_along(comp, scattered)).coalesce()
     store = lvl   # the loop the tile buffer lives in
     if comp.store_level is not None:
         if comp.store_level not in consumer_stmt.loops[:lvl + 1]:
@@ -229,7 +233,7 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
         store = consumer_stmt.loops.index(comp.store_level)
     sliding = comp.stored_at_root or store < lvl
     if sliding:
-        need = _first_needed(need, 0 if comp.stored_at_root else store + 1)
+        need = without_needless_divs(_first_needed(need, 0 if comp.stored_at_root else store + 1))
     prefix_names = [fresh_name(level_name, {v.name for v in comp.vars})
                     for level_name in consumer_stmt.loops[:lvl + 1]]
     # (a sliding window runs only the points not computed before, whatever its splits' tails reach)
@@ -295,16 +299,52 @@ def _first_needed(need, depth=0):
     return need.subtract(seen).coalesce()
 
 
+def without_needless_divs(m):
+    """`m` written without existential variables where dropping them adds no point.
+
+    A subtraction or a union of strided reads (`2x - 1`, `2x`, `2x + 1`) can come out of isl as pieces
+    with parity conditions whose union is a plain interval; scanned as they are, they make loops of
+    stride 2, which the code generator refuses. Which form isl picks depends on the
+    order the pieces were built in, so the exact plain form is taken whenever there is one."""
+    if all(b.dim(isl.dim_type.div) == 0 for b in m.get_basic_maps()):
+        return m
+    # (divisions of the sizes alone, implied by the context, stay)
+    plain = m
+    for kind in (isl.dim_type.in_, isl.dim_type.out):
+        plain = plain.remove_divs_involving_dims(kind, 0, m.dim(kind))
+    plain = plain.coalesce()
+    return plain if plain.is_subset(m) else m
+
+
+def scattered_dims(comp):
+    """The dimensions of `comp` that one of its updates writes at an index that is not affine (a
+    histogram's bin, computed from data)."""
+    return sorted({d for u in comp.updates for d, a in enumerate(u.update_at)
+                   if affine_text(as_index_expr(a)) is None})
+
+
+def _free_along(comp, dims):
+    """`comp`'s points -> its points equal to them except in `dims` (any value of its domain there)."""
+    own = [v.name for v in comp.vars]
+    other = [f"{name}_any" if d in dims else name for d, name in enumerate(own)]
+    params = ", ".join(sorted(comp.function.param_names))
+    free = isl.Map(f"[{params}] -> {{ {comp.name}[{', '.join(own)}] -> {comp.name}[{', '.join(other)}] }}")
+    return free.intersect_domain(comp.domain).intersect_range(comp.domain)
+
+
 def _expand_update(update, base, context):
     """The statement of an update of `base`'s computation, computed with it: for each consumer prefix,
     the update instances that write a point of the base's tile."""
     comp = base.comp
-    cmd = f"{comp.name}.compute_at(...)"
+    # an index computed from data may be any point of the tile, which spans that dimension whole (see
+    # scattered_dims; the layout check proves the index stays inside): the instances that write the
+    # tile are those whose other indices are in it
     at = [affine_text(as_index_expr(a)) for a in update.update_at]
-    if None in at:
-        raise ScheduleError(f"{cmd}: its update {update.name} writes at a non-affine index, "
-                            f"which could fall outside the tile; compute {comp.name} at the root")
     n_prefix = base.prefix_depth
+    points = base.points
+    for d in reversed([d for d, a in enumerate(at) if a is None]):
+        points = points.project_out(isl.dim_type.set, n_prefix + d, 1).set_tuple_name(comp.name)
+    at = [a for a in at if a is not None]
     own = [v.name for v in update.vars]
     prefix = [fresh_name(f"{name}_", set(own)) for name in base.loops[:n_prefix]]
     dims = ", ".join(prefix + own)
@@ -312,7 +352,7 @@ def _expand_update(update, base, context):
     to_original = isl.Map(f"[{params}] -> {{ {update.name}[{dims}] -> {update.name}[{', '.join(own)}] }}")
     to_original = to_original.intersect_range(update.domain)
     writes = isl.Map(f"[{params}] -> {{ {update.name}[{dims}] -> {comp.name}[{', '.join(prefix + at)}] }}")
-    domain = writes.intersect_domain(to_original.domain()).intersect_range(base.points).domain()
+    domain = writes.intersect_domain(to_original.domain()).intersect_range(points.coalesce()).domain()
     domain = domain.intersect_params(context).coalesce()
     to_original = to_original.intersect_domain(domain)
     pref = isl.Map(f"{{ {update.name}[{dims}] -> [{', '.join(prefix)}] }}").intersect_domain(domain)

@@ -46,7 +46,8 @@ from mascarpone.middleend.errors import NotSupportedError, ScheduleError
 from mascarpone.middleend.schedule import root
 
 from .names import NameTable
-from .schema import FOR_TYPES
+from .pipeline import walk_nodes
+from .schema import CALL_TYPES, FOR_TYPES
 from .splits import Variable, constant_value, loop_nest
 
 #: the widest vector loop and the longest unrolled loop a schedule may ask for: every lane and copy
@@ -93,8 +94,22 @@ def placement(tr, info):
 
 
 def _scans(tr, info):
-    """The updates that write at reduction variables (fewer pure variables than dimensions)."""
-    return [info.stage_name(j) for j in range(1, len(info.stages)) if len(tr.stage_vars(info, j)[0]) < info.ndim]
+    """The updates that write at reduction variables (fewer pure variables than dimensions), except
+    those whose other indices are all read from data (a histogram's bin): a tile of those spans the
+    dimensions they scatter into (the middle-end's compute_at), as Halide's grows to the written range."""
+    out = []
+    for j in range(1, len(info.stages)):
+        pure = {d for _, d in tr.stage_vars(info, j)[0]}
+        others = [a for d, a in enumerate(info.stages[j].args) if d not in pure]
+        if others and not all(_reads_data(a) for a in others):
+            out.append(info.stage_name(j))
+    return out
+
+
+def _reads_data(index):
+    """Whether an index expression loads from a Func or an image (its value depends on data)."""
+    return any(n.kind == "Call" and n.call_type < len(CALL_TYPES) and CALL_TYPES[n.call_type] in ("Halide", "Image")
+               for n in walk_nodes(index))
 
 
 def _constant_extent(lo, hi):
