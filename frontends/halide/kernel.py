@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from mascarpone.middleend.errors import ArgumentError
+from mascarpone.middleend.autoschedule import complete_sizes
 from mascarpone.middleend.autoschedule.state import restore
 from mascarpone.middleend.function import Function
 
@@ -43,8 +44,13 @@ class HalideFunction(Function):
         otherwise (Halide's autoschedulers read the same estimates). Funcs that Halide would inline
         only because nothing schedules them are placed by the autoscheduler (inline, per tile or at
         the root), unless commands were given since translation."""
-        sizes = {**self.estimated_sizes(), **(sizes or {})}
         tr = self.translation
+        given = {**self.estimated_sizes(), **(sizes or {})}
+        # a size that names a bound of other sizes (PipelineTranslation._named_bounds) follows from them
+        derived = [(name, pa) for name, pa in tr.bound_sizes if name not in given]
+        sizes = complete_sizes(self, given)
+        for name, pa in derived:
+            sizes[name] = _value_at(pa, sizes)
         if tr.default_inlines and len(self.history()) == tr.commands:
             # the Funcs inlined only because nothing scheduled them are the autoscheduler's to place
             restore(self, tr.before_default_inlines)

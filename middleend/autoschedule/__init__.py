@@ -51,7 +51,7 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     """Choose a schedule for the computations no command has scheduled yet and apply it (see
     `Function.autoschedule`)."""
     binds_in_place = get_target(target).binds_in_place   # (an unknown name is the caller's mistake)
-    sizes = _sizes(function, sizes)
+    sizes = complete_sizes(function, sizes)
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
         raise DomainError(f"autoschedule: budget_s must be a non-negative number of seconds, got {budget_s!r}")
     start = save(function)
@@ -117,7 +117,7 @@ def _added(function, start):
     return function.history()[start.history_length:]
 
 
-def _sizes(function, sizes) -> dict:
+def complete_sizes(function, sizes) -> dict:
     """Every size of the function: those given, the others DEFAULT_SIZE, or less for deep nests so that
     a nest runs at most about DEFAULT_WORK iterations (within each size's declared range)."""
     sizes = dict(sizes or {})
