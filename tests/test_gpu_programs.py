@@ -280,8 +280,15 @@ def launched_entries(k):
     return [s.kernel.entry_point for s in steps if hasattr(s, "kernel")]
 
 
-def test_index_arithmetic_in_32_bits_where_the_sizes_prove_it_fits():
+def test_index_arithmetic_in_32_bits_where_the_sizes_prove_it_fits(monkeypatch):
+    from mascarpone.backends.gpu.opencl import default_runtime
     a = rng.integers(0, 255, (21, 70)).astype(np.int32)
+    k, _ = run_gpu(nb(), inp=a)
+    runtime = default_runtime()
+    # a CPU device (PoCL) keeps 64-bit index arithmetic, a GPU takes the 32-bit variant
+    assert runtime.narrow_indices == (not runtime.device.type & runtime.cl.device_type.CPU)
+    assert launched_entries(k) == ["nb_k0_i32" if runtime.narrow_indices else "nb_k0"]
+    monkeypatch.setattr(runtime, "narrow_indices", True)     # as on a GPU: the 32-bit variant runs here too
     k, _ = run_gpu(nb(), inp=a)
     assert launched_entries(k) == ["nb_k0_i32"]
     assert "const int32_t y1 = " in k.source("opencl") and "const int64_t y1 = " in k.source("opencl")

@@ -245,7 +245,7 @@ class GPUKernel(Kernel):
             k = self.kernels[node.kernel.name]
             plan = self._plan(k, env)
             if not plan.empty:
-                if k.narrow is not None and indices_fit_int32(k, self._device_buffers, env, plan.grid, plan.block):
+                if k.narrow is not None and self.runtime.narrow_indices and indices_fit_int32(k, self._device_buffers, env, plan.grid, plan.block):
                     k = k.narrow
                 yield HostStepLaunch(k, plan)
         else:
@@ -326,6 +326,10 @@ def check_block_size(name, block, max_threads, max_dims):
 
 class DeviceAdapter:
     """What a runtime offers Binder for its device arrays (see Binder.bind); subclasses fill it in."""
+
+    #: whether launches take a kernel's 32-bit index variant where the sizes allow (narrow.py): a GPU
+    #: computes 64-bit integers in several instructions, a CPU device addresses memory in 64 bits
+    narrow_indices = True
 
     def owns(self, a) -> bool:
         return False
