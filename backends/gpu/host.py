@@ -245,7 +245,8 @@ class GPUKernel(Kernel):
             k = self.kernels[node.kernel.name]
             plan = self._plan(k, env)
             if not plan.empty:
-                if k.narrow is not None and self.runtime.narrow_indices and indices_fit_int32(k, self._device_buffers, env, plan.grid, plan.block):
+                if k.narrow is not None and self.runtime.narrow_indices and \
+                        indices_fit_int32(k, self._device_buffers, env, plan.grid, plan.block):
                     k = k.narrow
                 yield HostStepLaunch(k, plan)
         else:

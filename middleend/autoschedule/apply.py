@@ -94,8 +94,8 @@ class Applier:
                         progress = True
 
     def _place_producers(self, free, wanted) -> dict:
-        """Inline the producers read once and the copies of other arrays; {producer: consumer} of those to compute at their
-        consumer's tile (a stencil read by one consumer), unless the choice says root."""
+        """Inline the producers read once and the copies of other arrays; {producer: consumer} of those
+        to compute at their consumer's tile (a stencil read by one consumer), unless the choice says root."""
         deferred = {}
         for comp in free:
             if comp.is_output or comp.updated is not None or comp.updates:
