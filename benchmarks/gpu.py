@@ -1,7 +1,9 @@
 """mascarpone's "opencl" target beside Halide's own OpenCL target, on the same OpenCL device (PoCL on this
-machine's CPU), with the same schedules, timed in one process.
+machine's CPU), with the same schedules, timed in one process; with --target cuda, mascarpone's "cuda"
+target beside Halide's CUDA target on an NVIDIA GPU, at sizes that fill it, with the device's measured
+copy bandwidth and each memory-bound kernel's fraction of it.
 
-    python benchmarks/gpu.py [--quick] [--only NAME ...] [--no-append]
+    python benchmarks/gpu.py [--target opencl|cuda] [--quick] [--only NAME ...] [--no-append]
 
 Programs: a two-stage blur (each tile's producer computed by the block's threads in shared memory),
 conv2D (weights in constant memory on our side), a separable 5-tap gaussian (weights in constant memory
@@ -32,12 +34,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import halide as hl  # noqa: E402
-import pyopencl.array as cla  # noqa: E402
 
 import mascarpone as ms  # noqa: E402
 from benchlog import append_results  # noqa: E402
 from mascarpone import examples  # noqa: E402
-from mascarpone.backends.gpu.opencl import default_runtime  # noqa: E402
 
 
 def v(*names):
@@ -129,6 +129,49 @@ PROGRAMS = {"blur": (blur, 1024, 256), "conv2D": (conv2d, 256, 64), "gaussian": 
 NB_LARGE = (2048, 4096)
 
 
+#: the sizes on a GPU (--target cuda): large enough that a kernel takes more than a launch's latency
+GPU_SIZES = {"blur": 4096, "conv2D": 1024, "gaussian": 4096, "nb": 4096, "sgemm": 1024}
+GPU_NB_LARGE = (8192,)
+
+
+class Side:
+    """One GPU target as the benchmark drives it: our target's name, Halide's target, device arrays of
+    numpy arrays, waiting for the device, and the device's name."""
+
+    def __init__(self, target):
+        self.target = target
+        if target == "opencl":
+            import pyopencl.array as cla
+
+            from mascarpone.backends.gpu.opencl import default_runtime
+            rt = default_runtime()
+            self.to_device = lambda a: cla.to_device(rt.queue, a)
+            self.sync = rt.queue.finish
+            self.halide = hl.get_host_target().with_feature(hl.TargetFeature.OpenCL)
+            self.device = rt.device.name
+        else:
+            from mascarpone.backends.gpu import cuda
+            self.to_device = cuda.to_device
+            self.sync = lambda: None        # (a call waits for its stream before it returns)
+            arch = cuda.device_arch()
+            if arch is None:
+                raise SystemExit("--target cuda needs a CUDA device; none found")
+            self.halide = hl.get_host_target().with_feature(hl.TargetFeature.CUDA)
+            capability = getattr(hl.TargetFeature, f"CUDACapability{arch[3:]}", None)
+            if capability is not None:
+                self.halide = self.halide.with_feature(capability)
+            self.device = f"{cuda.device_name()} ({arch})"
+
+
+def copy_bandwidth_gbs(side, nbytes=1 << 30, repeat=21):
+    """The device's measured copy bandwidth (GB/s, bytes read plus bytes written) of a device-to-device
+    copy of `nbytes`: the bar for memory-bound kernels."""
+    if side.target != "cuda":
+        return None
+    from mascarpone.backends.gpu import cuda
+    return cuda.copy_bandwidth_gbs(nbytes, repeat)
+
+
 def interleaved_ms(fns, repeat):
     """The times (ms) of `repeat` rounds, each running every one of `fns` once, after a warm-up: a list per
     function. Interleaving lets the load of a shared machine fall on all of them alike."""
@@ -169,9 +212,9 @@ class Recorder:
         return self.kernel(**kwargs)
 
 
-def ours(funcs, extra):
-    """The pipeline through mascarpone: constant-memory inputs marked, nb's outputs fused, no FMA
-    contraction (as Halide's kernels)."""
+def ours(funcs, extra, target):
+    """The pipeline through mascarpone for `target`: constant-memory inputs marked, nb's outputs fused, no
+    FMA contraction (as Halide's kernels)."""
     f = ms.from_halide(hl.Pipeline(funcs))
     if isinstance(extra, list):
         for inp in f.inputs:
@@ -183,14 +226,13 @@ def ours(funcs, extra):
         f.assume_same_output_sizes()
     # Halide prints each multiply and add of a kernel as its own statement, so its OpenCL compiler never
     # contracts them into an FMA: ours round each operation too, for the same arithmetic
-    return f.compile("opencl", fp_contract=False)
+    return f.compile(target, fp_contract=False)
 
 
-def run_one(name, size, repeat, **options):
+def run_one(side, name, size, repeat, **options):
     build = PROGRAMS[name][0]
     funcs, sizes, images, extra = build(size, **options)
-    rt = default_runtime()
-    target = hl.get_host_target().with_feature(hl.TargetFeature.OpenCL)
+    target = side.halide
     pipeline = hl.Pipeline(funcs)
     pipeline.compile_jit(target)
     buffers = {ip: hl.Buffer(arr) for ip, arr in images.items()}
@@ -214,7 +256,7 @@ def run_one(name, size, repeat, **options):
     halide_copies()
     theirs = [np.asarray(o).copy() for o in outs]
 
-    k = ours(funcs, extra)
+    k = ours(funcs, extra, side.target)
     named = {ip.name(): arr for ip, arr in images.items()}
     rec = Recorder(k.kernel)
     k.kernel = rec
@@ -227,7 +269,7 @@ def run_one(name, size, repeat, **options):
             np.testing.assert_array_equal(a, b)
     gpu = rec.kernel
     host_args = rec.kwargs
-    dev_args = {n: cla.to_device(rt.queue, a) if isinstance(a, np.ndarray) and a.ndim else a
+    dev_args = {n: side.to_device(a) if isinstance(a, np.ndarray) and a.ndim else a
                 for n, a in host_args.items()}
     outs_dev = gpu(**dev_args)
     # the outputs given back, as Halide's realize fills the same buffers at each call
@@ -236,7 +278,7 @@ def run_one(name, size, repeat, **options):
 
     def ours_kernels():
         gpu(**dev_args)
-        rt.queue.finish()
+        side.sync()
 
     # numpy outputs given back too, as Halide's realize copies into the same host buffers at each call (an
     # output allocated at each call costs its first touch, some 10 ms at 4096^2 on this machine)
@@ -271,9 +313,9 @@ def run_one(name, size, repeat, **options):
 NB_TILES = ((32, 8), (64, 4), (256, 1))
 
 
-def nb_best(size, repeat):
+def nb_best(side, size, repeat):
     """nb, each side with the fastest of NB_TILES: our fused kernel against Halide's best schedule."""
-    rows = [(tile, run_one("nb", size, repeat, tile=tile)) for tile in NB_TILES]
+    rows = [(tile, run_one(side, "nb", size, repeat, tile=tile)) for tile in NB_TILES]
     (h_tile, h), (o_tile, o) = (min(rows, key=lambda r: r[1][key]) for key in ("halide_k", "ours_k"))
     (hc_tile, hc), (oc_tile, oc) = (min(rows, key=lambda r: r[1][key]) for key in ("halide_c", "ours_c"))
     name = lambda t: "x".join(map(str, t))   # noqa: E731
@@ -283,7 +325,7 @@ def nb_best(size, repeat):
             f"{oc['ours_c'] / hc['halide_c']:.2f} | {o['launches']} |")
 
 
-def sgemm_shared(size, repeat):
+def sgemm_shared(side, size, repeat):
     """Our sgemm with A's and B's tiles staged in shared memory per tile of k (cache_shared), a schedule
     Halide's gpu_tile does not write; beside numpy."""
     f, C, acc = examples.gemm()
@@ -294,17 +336,16 @@ def sgemm_shared(size, repeat):
     A, B = f.inputs
     acc.cache_shared(A, at=k0)
     acc.cache_shared(B, at=k0)
-    k = f.compile("opencl")
-    rt = default_runtime()
+    k = f.compile(side.target)
     rng = np.random.default_rng(5)
     a = rng.random((size, size), dtype=np.float32)
     b = rng.random((size, size), dtype=np.float32)
     np.testing.assert_allclose(k(A=a, B=b), a @ b, rtol=1e-4)
-    da, db = cla.to_device(rt.queue, a), cla.to_device(rt.queue, b)
+    da, db = side.to_device(a), side.to_device(b)
 
     def kernels():
         k(A=da, B=db)
-        rt.queue.finish()
+        side.sync()
     t_k = median_ms(kernels, repeat)
     events = k.profile().kernel_ms
     t_c = median_ms(lambda: k(A=a, B=b), repeat)
@@ -321,39 +362,68 @@ def row(r):
             f"({r['transfer']:.2f}) | {r['ratio_c']:.2f} | {r['launches']} |")
 
 
+def nb_bytes(size):
+    """Bytes nb must move at least: one read of its int32 input and a write of each of its two outputs."""
+    return 3 * 4 * size * size
+
+
+def bandwidth_note(r, bandwidth):
+    """nb's fraction of the copy bandwidth, ours and Halide's kernels, for a table row."""
+    if bandwidth is None or r["name"] != "nb":
+        return ""
+    ours_gbs = nb_bytes(r["size"]) / (r["events_k"] * 1e6)
+    # (Halide's two kernels read the input twice: the fraction counts the bytes the program must move)
+    theirs_gbs = nb_bytes(r["size"]) / (r["halide_k"] * 1e6)
+    return f"; {ours_gbs / bandwidth:.2f} of the copy bandwidth (Halide {theirs_gbs / bandwidth:.2f})"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", choices=("opencl", "cuda"), default="opencl")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
-    repeat = 3 if args.quick else 41
+    side = Side(args.target)
+    gpu = args.target == "cuda"
+    repeat = 3 if args.quick else 21 if gpu else 41
     load_start = os.getloadavg()[0]
+    bandwidth = copy_bandwidth_gbs(side)
+    if bandwidth is not None:
+        print(f"copy bandwidth (device to device, read + written): {bandwidth:.0f} GB/s", flush=True)
     lines = ["| program | size | Halide kernels | ours kernels (events) | ratio | Halide with copies | ours with "
              "copies (of which copies) | ratio | launches (ours) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def add(r):
+        lines.append(row(r).replace(f"| {r['name']}", f"| {r['name']}{bandwidth_note(r, bandwidth)}", 1))
+        print(lines[-1], flush=True)
+
     for name, (_, big, small) in PROGRAMS.items():
         if args.only and name not in args.only:
             continue
-        lines.append(row(run_one(name, small if args.quick else big, repeat)))
-        print(lines[-1], flush=True)
+        add(run_one(side, name, small if args.quick else GPU_SIZES[name] if gpu else big, repeat))
     if not args.only or "nb" in args.only:
-        for size in () if args.quick else NB_LARGE:
-            lines.append(row(run_one("nb", size, repeat)))
-            print(lines[-1], flush=True)
-        for size in (PROGRAMS["nb"][2],) if args.quick else (PROGRAMS["nb"][1], NB_LARGE[-1]):
-            lines.append(nb_best(size, repeat))
+        for size in () if args.quick else GPU_NB_LARGE if gpu else NB_LARGE:
+            add(run_one(side, "nb", size, repeat))
+        best = (PROGRAMS["nb"][2],) if args.quick else (GPU_NB_LARGE[-1],) if gpu else \
+            (PROGRAMS["nb"][1], NB_LARGE[-1])
+        for size in best:
+            lines.append(nb_best(side, size, repeat))
             print(lines[-1], flush=True)
     if not args.only or "sgemm" in args.only:
-        lines.append(sgemm_shared(PROGRAMS["sgemm"][2 if args.quick else 1], repeat))
+        size = PROGRAMS["sgemm"][2] if args.quick else GPU_SIZES["sgemm"] if gpu else PROGRAMS["sgemm"][1]
+        lines.append(sgemm_shared(side, size, repeat))
         print(lines[-1], flush=True)
-    device = default_runtime().device.name
     load = f"(1 min) {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"
     print(f"load average {load}")
     table = "\n".join(lines)
     print(table)
     if not args.no_append:
-        append_results(f"GPU targets on OpenCL ({device}), ms, median of {repeat} interleaved runs, load {load}", table)
+        title = "GPU targets on OpenCL" if args.target == "opencl" else "GPU target cuda beside Halide's CUDA"
+        intro = "" if bandwidth is None else f"Device-to-device copy bandwidth: {bandwidth:.0f} GB/s."
+        append_results(f"{title} ({side.device}), ms, median of {repeat} interleaved runs, load {load}", table,
+                       intro)
 
 
 if __name__ == "__main__":

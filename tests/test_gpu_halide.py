@@ -8,37 +8,55 @@ import pytest
 
 import mascarpone as ms
 
-from gpu_check import check_ptx, needs_opencl
+from gpu_check import CUDA_DEVICE, OPENCL_MISSING, check_ptx
 
 hl = pytest.importorskip("halide")
-pytestmark = needs_opencl
+pytestmark = pytest.mark.skipif(OPENCL_MISSING is not None and CUDA_DEVICE is None,
+                                reason=f"no OpenCL here ({OPENCL_MISSING}) and no CUDA device")
 rng = np.random.default_rng(11)
 
 
+def halide_gpu_target():
+    """Halide's target for its reference: OpenCL where we run OpenCL, else CUDA at the device's capability."""
+    if OPENCL_MISSING is None:
+        return hl.get_host_target().with_feature(hl.TargetFeature.OpenCL)
+    target = hl.get_host_target().with_feature(hl.TargetFeature.CUDA)
+    capability = f"CUDACapability{CUDA_DEVICE[3:]}"
+    if hasattr(hl.TargetFeature, capability):
+        target = target.with_feature(getattr(hl.TargetFeature, capability))
+    return target
+
+
 def realize_gpu(outputs, sizes, images, rtol=None):
-    """Halide's values on its OpenCL target against ours on "opencl"; integers bit for bit."""
+    """Halide's values on its own GPU target against ours on "opencl" and, where a CUDA device exists,
+    on "cuda"; integers bit for bit. Returns our opencl kernel."""
     funcs = outputs if isinstance(outputs, list) else [outputs]
     pipeline = hl.Pipeline(funcs)
     for ip, arr in images.items():
         ip.set(hl.Buffer(arr))
-    target = hl.get_host_target().with_feature(hl.TargetFeature.OpenCL)
-    theirs = pipeline.realize(sizes, target)
+    theirs = pipeline.realize(sizes, halide_gpu_target())
     theirs = [theirs] if isinstance(theirs, hl.Buffer) else list(theirs)
     for b in theirs:
         b.copy_to_host()
     theirs = [np.asarray(b).copy() for b in theirs]
-    f = ms.from_halide(pipeline)
-    kernel = f.compile("opencl")
-    ours = kernel.realize(sizes, **{ip.name(): arr for ip, arr in images.items()})
-    ours = ours if isinstance(ours, list) else [ours]
-    for a, b in zip(ours, theirs):
-        assert a.shape == b.shape and a.dtype == b.dtype
-        if rtol is None:
-            np.testing.assert_array_equal(a, b)
-        else:
-            np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-6)
-    check_ptx(ms.from_halide(pipeline))
-    return kernel
+    named = {ip.name(): arr for ip, arr in images.items()}
+    cuda_kernel = check_ptx(ms.from_halide(pipeline))
+    targets = ([] if OPENCL_MISSING else ["opencl"]) + (["cuda"] if CUDA_DEVICE else [])
+    kernels = {"cuda": cuda_kernel}
+    for target in targets:
+        if target == "opencl":
+            kernels[target] = ms.from_halide(pipeline).compile("opencl")
+        ours = kernels[target].realize(sizes, **named)
+        ours = ours if isinstance(ours, list) else [ours]
+        for a, b in zip(ours, theirs):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            if rtol is None:
+                np.testing.assert_array_equal(a, b, err_msg=f"on {target}")
+            else:
+                np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-6, err_msg=f"on {target}")
+    if OPENCL_MISSING:
+        pytest.skip(f"no OpenCL here: {OPENCL_MISSING} (cuda checked against Halide's CUDA target)")
+    return kernels["opencl"]
 
 
 def test_blur_gpu_tile_with_boundary_condition():

@@ -10,7 +10,7 @@ import pytest
 import mascarpone as ms
 from mascarpone import examples
 
-from gpu_check import OPENCL_MISSING, check_ptx, needs_opencl, run_gpu
+from gpu_check import CUDA_DEVICE, OPENCL_MISSING, check_ptx, device, needs_opencl, run_gpu  # noqa: F401
 
 rng = np.random.default_rng(7)
 
@@ -83,15 +83,21 @@ def conv2d():
     return f
 
 
+def conv2d_reference(inp, w):
+    """conv2d's values by numpy."""
+    h, wd = inp.shape[1] - 2, inp.shape[2] - 2
+    ref = np.zeros((w.shape[0], h, wd), np.float32)
+    for dy in range(3):
+        for dx in range(3):
+            ref += np.einsum("chw,oc->ohw", inp[:, dy:dy + h, dx:dx + wd], w[:, :, dy, dx])
+    return ref
+
+
 def test_conv2d_with_weights_in_constant_memory():
     I = rng.random((3, 14, 23), dtype=np.float32)
     Wt = rng.random((4, 3, 3, 3), dtype=np.float32)
     k, out = run_gpu(conv2d(), inp=I, w=Wt)
-    ref = np.zeros((4, 12, 21), np.float32)
-    for dy in range(3):
-        for dx in range(3):
-            ref += np.einsum("chw,oc->ohw", I[:, dy:dy + 12, dx:dx + 21], Wt[:, :, dy, dx])
-    np.testing.assert_allclose(out, ref, rtol=1e-5)
+    np.testing.assert_allclose(out, conv2d_reference(I, Wt), rtol=1e-5)
     assert "__constant float *restrict w" in k.source("opencl")
     assert "__constant__ float w[" in check_ptx(conv2d()).source("cuda")
     # the 3 x 3 taps are unrolled (straight-line code in each thread), the loop over CI channels is not
@@ -150,14 +156,10 @@ def heat2d_reference(a, steps):
     return ref
 
 
-@needs_opencl
-def test_repeated_calls_with_other_sizes_data_and_device_arrays():
+def test_repeated_calls_with_other_sizes_data_and_device_arrays(device):
     """A call replays the host program worked out for its sizes and sets only the kernel arguments that
     changed: calls that alternate sizes, inputs and device arrays each get their own result."""
-    import pyopencl.array as cla
-    from mascarpone.backends.gpu.opencl import default_runtime
-    rt = default_runtime()
-    k = heat2d().compile("opencl", fp_contract=False)
+    k = heat2d().compile(device.target, fp_contract=False)
     ref = heat2d().compile("cpu", fp_contract=False)
     cases = [(rng.random((13, 13)), 5), (rng.random((21, 9 + 12)), 3), (rng.random((13, 13)), 5),
              (rng.random((13, 13)), 4), (rng.random((8, 8)), 1)]
@@ -169,8 +171,8 @@ def test_repeated_calls_with_other_sizes_data_and_device_arrays():
     assert len(k._traces) == 4    # one host program per distinct sizes
     # device arrays: two inputs of the same size in turn, outputs given and allocated
     a1, a2 = rng.random((13, 13)), rng.random((13, 13))
-    d1, d2 = cla.to_device(rt.queue, a1), cla.to_device(rt.queue, a2)
-    given = cla.empty(rt.queue, (2, 13, 13), np.float64)
+    d1, d2 = device.to_device(a1), device.to_device(a2)
+    given = device.empty((2, 13, 13), np.float64)
     for d, a in ((d1, a1), (d2, a2), (d1, a1)):
         out = k(A=d, T=5)
         np.testing.assert_array_equal(out.get(), ref(A=a.copy(), T=5))
@@ -185,9 +187,11 @@ def test_repeated_calls_with_other_sizes_data_and_device_arrays():
     assert (a.shape[0],) not in [key[:1] for key in k._traces]
 
 
-@needs_opencl
-def test_profile_describes_the_last_call():
-    k = heat2d().compile("opencl")
+@pytest.mark.parametrize("target", ["opencl", "cuda"])
+def test_profile_describes_the_last_call(target):
+    if target == "opencl" and OPENCL_MISSING or target == "cuda" and CUDA_DEVICE is None:
+        pytest.skip(f"{target} does not run here")
+    k = heat2d().compile(target)
     a = rng.random((16, 16))
     k(A=a, T=6)
     first = k.profile()
@@ -225,17 +229,13 @@ def test_guards_only_where_a_launch_runs_past_a_loops_end():
     assert guarded == ["j0", "i1", "j1"] * 2     # (in the 64-bit and the 32-bit variant)
 
 
-@needs_opencl
-def test_a_call_with_the_last_calls_device_arrays():
+def test_a_call_with_the_last_calls_device_arrays(device):
     """A call given the same device arrays as the last one skips their checks, yet reads their current
     contents and zeroes again an output the kernel leaves partly unwritten."""
-    import pyopencl.array as cla
-    from mascarpone.backends.gpu.opencl import default_runtime
-    rt = default_runtime()
     f = triangular()
-    k = f.compile("opencl")
+    k = f.compile(device.target)
     a = np.arange(19.0 * 19).reshape(19, 19)
-    d_a, d_out = cla.to_device(rt.queue, a), cla.empty(rt.queue, (19, 19), np.float64)
+    d_a, d_out = device.to_device(a), device.empty((19, 19), np.float64)
     args = {"A": d_a, "L": d_out, "N": 19}
     for step in range(3):
         d_out.fill(7.0)                  # the part above the diagonal is zeroed again at each call
@@ -244,7 +244,7 @@ def test_a_call_with_the_last_calls_device_arrays():
         np.testing.assert_array_equal(d_out.get(), np.tril((a + step) * 2))
     with pytest.raises(ms.ArgumentError, match=r"A: expected shape \(18, 18\)"):
         k(A=d_a, L=d_out, N=18)          # another size: checked again
-    small = cla.to_device(rt.queue, a[:5, :5].copy())
+    small = device.to_device(a[:5, :5].copy())
     np.testing.assert_array_equal(k(A=small).get(), np.tril(a[:5, :5] * 2))
 
 
@@ -369,16 +369,12 @@ def test_cuda_compiles_without_a_gpu_and_says_so_when_called():
             k(img=np.zeros((10, 10), np.float32))
 
 
-@needs_opencl
-def test_device_arrays_in_and_out_without_copies_and_profile():
-    import pyopencl.array as cla
-    from mascarpone.backends.gpu.opencl import default_runtime
-    rt = default_runtime()
+def test_device_arrays_in_and_out_without_copies_and_profile(device):
     img = rng.random((34, 50), dtype=np.float32)
-    k = shared_blur().compile("opencl")
-    d_img = cla.to_device(rt.queue, img)
+    k = shared_blur().compile(device.target)
+    d_img = device.to_device(img)
     out = k(img=d_img)
-    assert isinstance(out, cla.Array)
+    assert isinstance(out, device.array_type)
     p = k.profile()
     assert p.upload_ms == 0 and p.download_ms == 0 and p.launches == 1 and p.kernel_ms > 0
     np.testing.assert_allclose(out.get(), blur_reference(img), rtol=1e-6)
@@ -386,10 +382,10 @@ def test_device_arrays_in_and_out_without_copies_and_profile():
     np.testing.assert_array_equal(host, out.get())
     p = k.profile()
     assert p.upload_ms > 0 and p.download_ms > 0 and p.transfer_ms == p.upload_ms + p.download_ms
-    given = cla.empty(rt.queue, (32, 48), np.float32)
+    given = device.empty((32, 48), np.float32)
     assert k(img=d_img, by=given) is given
     with pytest.raises(ms.ArgumentError, match=r"by: expected shape \(32, 48\) and dtype float32"):
-        k(img=d_img, by=cla.empty(rt.queue, (32, 48), np.float64))
+        k(img=d_img, by=device.empty((32, 48), np.float64))
 
 
 def test_several_launches_and_one_thread_kernels():
@@ -429,16 +425,18 @@ def test_julia_functions_with_gpu_tags(kernel):
         for s in ("s39", "s79"):     # the time loop t stays on the host: two launches per step
             f[s].gpu_tile("j", "i", 4, 4)
     check_ptx(f)
-    if OPENCL_MISSING:
-        pytest.skip(f"no OpenCL here: {OPENCL_MISSING}")
-    k = f.compile("opencl", fp_contract=False)
+    targets = ([] if OPENCL_MISSING else ["opencl"]) + (["cuda"] if CUDA_DEVICE else [])
+    if not targets:
+        pytest.skip(f"no OpenCL here ({OPENCL_MISSING}) and no CUDA device")
     args = random_args(argtypes, 0, 9)
-    ours = copy.deepcopy(args)
-    interpret(text, argtypes, *args)
-    k(*ours)
-    for r, o in zip(args, ours):
-        if isinstance(r, np.ndarray):
-            np.testing.assert_allclose(o, r, rtol=1e-12, atol=1e-14)
+    want = copy.deepcopy(args)
+    interpret(text, argtypes, *want)
+    for target in targets:
+        ours = copy.deepcopy(args)
+        f.compile(target, fp_contract=False)(*ours)
+        for r, o in zip(want, ours):
+            if isinstance(r, np.ndarray):
+                np.testing.assert_allclose(o, r, rtol=1e-12, atol=1e-14, err_msg=f"on {target}")
 
 
 def test_no_opencl_platform_is_a_clear_error(monkeypatch):
@@ -501,3 +499,37 @@ def test_cache_shared_and_gpu_tag_errors_name_the_problem():
     by.gpu([y0, y1], [x1])
     with pytest.raises(ms.ScheduleError, match=r"gpu_block loops \['y0', 'y1'\] are not adjacent \(loop x0"):
         f.lower()
+
+
+@pytest.mark.skipif(CUDA_DEVICE is None, reason="no CUDA device here: CUDA kernels are compiled to PTX only")
+def test_cuda_launches_the_32_bit_variant_and_takes_other_libraries_device_arrays():
+    """On a GPU the launch takes the 32-bit index variant where the sizes allow; arrays of another library
+    with __cuda_array_interface__ (CuPy here, where installed) go in and out without copies."""
+    a = rng.integers(0, 255, (21, 70)).astype(np.int32)
+    k = nb().compile("cuda")
+    h, kk = k(inp=a)
+    np.testing.assert_array_equal(h, 255 + a)
+    np.testing.assert_array_equal(kk, 255 - 3 * a)
+    assert launched_entries(k) == ["nb_k0_i32"]
+    cp = pytest.importorskip("cupy")
+    d_a = cp.asarray(a)
+    d_h, d_k = cp.empty_like(d_a), cp.empty_like(d_a)
+    got = k(inp=d_a, h=d_h, k=d_k)
+    assert got[0] is d_h and got[1] is d_k
+    assert k.profile().upload_ms == 0 and k.profile().download_ms == 0
+    np.testing.assert_array_equal(cp.asnumpy(d_k), 255 - 3 * a)
+    with pytest.raises(ms.ArgumentError, match="C-contiguous"):
+        k(inp=cp.asarray(np.zeros((70, 21), np.int32)).T)
+
+
+@pytest.mark.skipif(CUDA_DEVICE is None, reason="no CUDA device here: CUDA kernels are compiled to PTX only")
+def test_cuda_constant_memory_of_a_symbolic_size_is_checked_at_each_call():
+    """An input in constant memory whose size is only known at the call has a share of the module's 64 KiB;
+    more than that is refused by name before anything runs."""
+    k = conv2d().compile("cuda")
+    inp = rng.random((3, 6, 6), dtype=np.float32)
+    with pytest.raises(ms.ArgumentError, match="w: .* bytes do not fit"):
+        k(inp=np.zeros((2000, 6, 6), np.float32), w=np.zeros((1, 2000, 3, 3), np.float32))
+    w = rng.random((2, 3, 3, 3), dtype=np.float32)
+    np.testing.assert_allclose(k(inp=inp, w=w), conv2d_reference(inp, w), rtol=1e-5)
+

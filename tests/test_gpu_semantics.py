@@ -1,10 +1,11 @@
 """The loop-IR tests of the native targets (every operation of middleend/semantics.py on every type, every
 loop kind, temporaries, argument checks) run on the "opencl" target, each kernel in one thread on the
-OpenCL device (PoCL here), and compiled as CUDA to PTX."""
+OpenCL device (PoCL here), and compiled as CUDA to PTX; where a CUDA device exists they run on "cuda" too."""
 from __future__ import annotations
 
 import pytest
 
+from gpu_check import CUDA_DEVICE
 from mascarpone.middleend.targets import get_target
 
 import test_native_targets as native
@@ -13,10 +14,12 @@ OPENCL_MISSING = get_target("opencl").missing()
 needs_opencl = pytest.mark.skipif(OPENCL_MISSING is not None, reason=f"no OpenCL: {OPENCL_MISSING}")
 
 
-@pytest.fixture(params=["opencl"])
+@pytest.fixture(params=["opencl", "cuda"])
 def target(request):
-    if OPENCL_MISSING:
+    if request.param == "opencl" and OPENCL_MISSING:
         pytest.skip(f"no OpenCL: {OPENCL_MISSING}")
+    if request.param == "cuda" and CUDA_DEVICE is None:
+        pytest.skip("no CUDA device: these kernels are compiled to PTX on the opencl runs")
     return request.param
 
 
@@ -27,7 +30,7 @@ def _build(target, lowered, **options):
     """The opencl kernel (options of the CPU targets that do not apply dropped), and the same program
     compiled as CUDA to PTX."""
     options = {k: v for k, v in options.items() if k not in _options}
-    if get_target("cuda").missing() is None:
+    if target != "cuda" and get_target("cuda").missing() is None:
         get_target("cuda").compile(lowered, **options)
     return get_target(target).compile(lowered, **options)
 

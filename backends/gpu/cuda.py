@@ -24,7 +24,7 @@ import numpy as np
 from mascarpone.middleend.errors import ArgumentError, NotSupportedError, TargetError
 from mascarpone.middleend.types import DType
 
-from .host import DeviceAdapter, GPUKernel, Profile, check_block_size
+from .host import BufferPool, DeviceAdapter, GPUKernel, Profile, check_block_size
 from .printer import GPUDialect
 
 DEFAULT_ARCH = "sm_80"
@@ -255,9 +255,36 @@ def device_arch():
     return f"sm_{major}{minor}"
 
 
+def device_name() -> str:
+    """The name of the first CUDA device (a TargetError where there is none)."""
+    driver, dev, _ = _device()
+    name = _check(driver.cuDeviceGetName(256, dev), "cuDeviceGetName")
+    return bytes(name).split(b"\0")[0].decode()
+
+
+def copy_bandwidth_gbs(nbytes=1 << 30, repeat=21) -> float:
+    """The first CUDA device's copy bandwidth in GB/s, bytes read plus bytes written: the median over
+    `repeat` device-to-device copies of `nbytes`, timed by events (the bar for memory-bound kernels)."""
+    driver, _, _ = _device()
+    src, dst = DeviceArray((nbytes,), np.uint8), DeviceArray((nbytes,), np.uint8)
+    start, stop = (_check(driver.cuEventCreate(0), "cuEventCreate") for _ in range(2))
+    times = []
+    try:
+        for _ in range(repeat + 1):      # (the first, a warm-up, is not counted)
+            _check(driver.cuEventRecord(start, 0), "cuEventRecord")
+            _check(driver.cuMemcpyDtoD(dst.ptr, src.ptr, nbytes), "cuMemcpyDtoD")
+            _check(driver.cuEventRecord(stop, 0), "cuEventRecord")
+            _check(driver.cuEventSynchronize(stop), "cuEventSynchronize")
+            times.append(_check(driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime"))
+    finally:
+        driver.cuEventDestroy(start)
+        driver.cuEventDestroy(stop)
+    return 2 * nbytes / (float(np.median(times[1:])) * 1e6)
+
+
 class DeviceArray:
-    """An array in CUDA device memory that a call allocated: `__cuda_array_interface__`, `get()` copies it
-    to a numpy array."""
+    """An array in CUDA device memory (a call's output, or `to_device`'s copy): `__cuda_array_interface__`;
+    `get()` copies it to a numpy array, `set(a)` and `fill(v)` write it."""
 
     def __init__(self, shape, dtype, ptr=None):
         self.shape, self.dtype = tuple(shape), np.dtype(dtype)
@@ -280,6 +307,19 @@ class DeviceArray:
             driver, _, _ = _device()
             _check(driver.cuMemcpyDtoH(out.ctypes.data, self.ptr, self.nbytes), "cuMemcpyDtoH")
         return out
+
+    def set(self, array):
+        """Copy the numpy array `array` (this array's shape; converted to its dtype) into it."""
+        array = np.ascontiguousarray(array, self.dtype)
+        if array.shape != self.shape:
+            raise ArgumentError(f"DeviceArray.set: expected shape {self.shape}, got {array.shape}")
+        if self.nbytes:
+            driver, _, _ = _device()
+            _check(driver.cuMemcpyHtoD(self.ptr, array.ctypes.data, self.nbytes), "cuMemcpyHtoD")
+
+    def fill(self, value):
+        """Set every element to `value`."""
+        self.set(np.full(self.shape, value, self.dtype))
 
     def __del__(self):
         if getattr(self, "_owned", False):
@@ -314,13 +354,14 @@ def _as_view(a):
     return a if isinstance(a, (DeviceArray, _View)) else _View(a)
 
 
-class CUDARuntime(DeviceAdapter):
+class CUDARuntime(DeviceAdapter, BufferPool):
     """Loads the PTX on first use; buffers, copies, launches and timing events of the driver API."""
 
     def __init__(self, code, constants, dialect):
         self.code, self.constants, self.dialect = code, constants, dialect
         self.module = None
-        self.events, self.allocated = [], []
+        self.events, self.unread = [], []
+        self._init_pool()
 
     def ready(self):
         driver, _, _ = _device()
@@ -360,23 +401,25 @@ class CUDARuntime(DeviceAdapter):
 
     # a call ----------------------------------------------------------------------------------------------
     def begin(self):
-        self.events, self.pool = [], {}
+        self._destroy(self.unread)    # (the events of a call nobody profiled)
+        self.events, self.unread = [], []
+        self.pool = {}
 
     def _event(self):
         ev = _check(self.driver.cuEventCreate(0), "cuEventCreate")
         _check(self.driver.cuEventRecord(ev, self.stream), "cuEventRecord")
         return ev
 
-    def alloc(self, nbytes):
-        ptr = int(_check(self.driver.cuMemAlloc(max(int(nbytes), 1)), "cuMemAlloc"))
-        self.allocated.append(ptr)
-        return ptr
+    def _destroy(self, events):
+        for _, _, a, b in events:
+            self.driver.cuEventDestroy(a)
+            self.driver.cuEventDestroy(b)
 
-    def scratch(self, ident, nbytes):
-        key = (ident, nbytes)
-        if key not in self.pool:
-            self.pool[key] = self.alloc(nbytes)
-        return self.pool[key]
+    def _new_buffer(self, nbytes):
+        return int(_check(self.driver.cuMemAlloc(nbytes), "cuMemAlloc"))
+
+    def _drop_buffer(self, handle):
+        self.driver.cuMemFree(handle)
 
     def upload(self, handle, array, name):
         if array.nbytes:
@@ -423,16 +466,29 @@ class CUDARuntime(DeviceAdapter):
         _check(self.driver.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
 
     def end(self):
-        events = []
-        for kind, name, a, b in self.events:
-            try:
-                events.append((kind, name, float(_check(self.driver.cuEventElapsedTime(a, b), "cuEventElapsedTime"))))
-            except TargetError:
-                continue
-        for ptr in getattr(self, "allocated", []):
-            self.driver.cuMemFree(ptr)
-        self.allocated, self.events = [], []
-        return Profile(events)
+        """The Profile of the call's events, read (and the events destroyed) when first asked for."""
+        events, self.unread = self.events, self.events
+        self.events = []
+        self._release()
+
+        def times():
+            if self.unread is not events:     # (a later call destroyed them unread)
+                return
+            self.unread = []
+            for kind, name, a, b in events:
+                err, elapsed = self.driver.cuEventElapsedTime(a, b)
+                if int(err) == 0:             # (an event of a call that failed before it ran is skipped)
+                    yield kind, name, float(elapsed)
+            self._destroy(events)
+        return Profile(pending=times)
+
+
+def to_device(array) -> DeviceArray:
+    """A copy of the numpy array `array` in the first CUDA device's memory."""
+    array = np.asarray(array)
+    out = DeviceArray(array.shape, array.dtype)
+    out.set(array)
+    return out
 
 
 class CUDAKernel(GPUKernel):

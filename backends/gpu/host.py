@@ -17,6 +17,7 @@ one enqueue per launch.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 from dataclasses import dataclass
 
@@ -339,3 +340,50 @@ class DeviceAdapter:
         flags = getattr(a, "flags", None)
         if flags is not None and not flags.c_contiguous:
             raise ArgumentError(f"{name}: a device array must be C-contiguous")
+
+
+class BufferPool:
+    """Device buffers of a runtime, kept by size between calls for reuse: a new buffer costs an allocation
+    on a GPU and page faults on a CPU device. A runtime gives `_new_buffer(nbytes)` and, where dropping a
+    buffer takes more than forgetting it, `_drop_buffer(handle)`."""
+
+    #: bytes of device buffers kept between calls
+    KEEP_BYTES = 512 << 20
+
+    def _init_pool(self):
+        self.free, self.in_use, self.pool = {}, [], {}
+
+    def _new_buffer(self, nbytes):
+        raise NotImplementedError
+
+    def _drop_buffer(self, handle):
+        pass
+
+    def alloc(self, nbytes):
+        """A device buffer of `nbytes` for this call (one a previous call released, where one fits)."""
+        nbytes = max(int(nbytes), 1)
+        free = self.free.get(nbytes)
+        # (first released, first reused: a call like the last one gets the same buffers in the same places,
+        # so its kernels' arguments are unchanged)
+        handle = free.popleft() if free else self._new_buffer(nbytes)
+        self.in_use.append((nbytes, handle))
+        return handle
+
+    def scratch(self, ident, nbytes):
+        """The call's scratch buffer `ident` of `nbytes` (one per call, shared by its launches)."""
+        key = (ident, nbytes)
+        if key not in self.pool:
+            self.pool[key] = self.alloc(nbytes)
+        return self.pool[key]
+
+    def _release(self):
+        """Keep the call's buffers for the next calls, up to KEEP_BYTES; drop the rest."""
+        self.pool = {}
+        kept = sum(n * len(handles) for n, handles in self.free.items())
+        for nbytes, handle in self.in_use:
+            if kept + nbytes <= self.KEEP_BYTES:
+                self.free.setdefault(nbytes, collections.deque()).append(handle)
+                kept += nbytes
+            else:
+                self._drop_buffer(handle)
+        self.in_use = []

@@ -8,7 +8,6 @@ which may differ from glibc's by an ulp or two.
 """
 from __future__ import annotations
 
-import collections
 import functools
 
 import numpy as np
@@ -16,7 +15,7 @@ import numpy as np
 from mascarpone.middleend.errors import ArgumentError, NotSupportedError, TargetError
 from mascarpone.middleend.types import DType
 
-from .host import DeviceAdapter, GPUKernel, Profile, check_block_size
+from .host import BufferPool, DeviceAdapter, GPUKernel, Profile, check_block_size
 from .printer import GPUDialect
 
 #: OpenCL C's names of the element types (bool elements are 0/1 bytes)
@@ -108,7 +107,7 @@ def default_runtime():
     return OpenCLRuntime(cl.create_some_context(interactive=False))
 
 
-class OpenCLRuntime(DeviceAdapter):
+class OpenCLRuntime(DeviceAdapter, BufferPool):
     """One context and in-order queue with profiling; buffers, copies and launches of pyopencl."""
 
     def __init__(self, context):
@@ -121,8 +120,7 @@ class OpenCLRuntime(DeviceAdapter):
         self.narrow_indices = not self.device.type & cl.device_type.CPU
         self.queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.events = []
-        self.pool = {}
-        self.free, self.in_use = {}, []
+        self._init_pool()
 
     # as the binder's device adapter -------------------------------------------------------------
     def ready(self):
@@ -154,40 +152,12 @@ class OpenCLRuntime(DeviceAdapter):
         return a.base_data
 
     # a call -------------------------------------------------------------------------------------------
-    #: bytes of device buffers kept between calls for reuse (a new buffer's first use costs page faults on
-    #: a CPU device and an allocation on a GPU)
-    KEEP_BYTES = 512 << 20
-
     def begin(self):
         self.events = []
         self.pool = {}
 
-    def alloc(self, nbytes):
-        """A device buffer of `nbytes` for this call (one a previous call released, where one fits)."""
-        nbytes = max(int(nbytes), 1)
-        free = self.free.get(nbytes)
-        # (first released, first reused: a call like the last one gets the same buffers in the same places,
-        # so its kernels' arguments are unchanged)
-        buf = free.popleft() if free else self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, nbytes)
-        self.in_use.append(buf)
-        return buf
-
-    def _release(self):
-        """Keep the call's buffers for the next calls, up to KEEP_BYTES."""
-        if not self.in_use:
-            return
-        kept = sum(b.size for bufs in self.free.values() for b in bufs)
-        for buf in self.in_use:
-            if kept + buf.size <= self.KEEP_BYTES:
-                self.free.setdefault(buf.size, collections.deque()).append(buf)
-                kept += buf.size
-        self.in_use = []
-
-    def scratch(self, ident, nbytes):
-        key = (ident, nbytes)
-        if key not in self.pool:
-            self.pool[key] = self.alloc(nbytes)
-        return self.pool[key]
+    def _new_buffer(self, nbytes):
+        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, nbytes)
 
     def upload(self, handle, array, name):
         if array.nbytes:
