@@ -141,6 +141,7 @@ class Side:
     def __init__(self, target):
         self.target = target
         if target == "opencl":
+            import pyopencl as cl
             import pyopencl.array as cla
 
             from mascarpone.backends.gpu.opencl import default_runtime
@@ -149,6 +150,7 @@ class Side:
             self.sync = rt.queue.finish
             self.halide = hl.get_host_target().with_feature(hl.TargetFeature.OpenCL)
             self.device = rt.device.name
+            self.is_gpu = bool(rt.device.type & cl.device_type.GPU)
         else:
             from mascarpone.backends.gpu import cuda
             self.to_device = cuda.to_device
@@ -161,20 +163,26 @@ class Side:
             if capability is not None:
                 self.halide = self.halide.with_feature(capability)
             self.device = f"{cuda.device_name()} ({arch})"
+            self.is_gpu = True
+        #: calls in a row per timed run of the kernels alone (see interleaved_ms)
+        self.inner = 20 if self.is_gpu else 1
 
 
 def copy_bandwidth_gbs(side, nbytes=1 << 30, repeat=21):
     """The device's measured copy bandwidth (GB/s, bytes read plus bytes written) of a device-to-device
     copy of `nbytes`: the bar for memory-bound kernels."""
-    if side.target != "cuda":
+    if side.target != "cuda":    # (OpenCL has no timed device-to-device copy in pyopencl's arrays)
         return None
     from mascarpone.backends.gpu import cuda
     return cuda.copy_bandwidth_gbs(nbytes, repeat)
 
 
-def interleaved_ms(fns, repeat):
-    """The times (ms) of `repeat` rounds, each running every one of `fns` once, after a warm-up: a list per
-    function. Interleaving lets the load of a shared machine fall on all of them alike."""
+def interleaved_ms(fns, repeat, inner=1):
+    """The times (ms) of `repeat` rounds, each running every one of `fns` `inner` times in a row (the time
+    of one run, averaged), after a warm-up: a list per function. Interleaving lets the load of a shared
+    machine fall on all of them alike; runs in a row keep a GPU in one context (Halide's CUDA and OpenCL
+    runtimes keep contexts of their own, and the GPU switching between two costs each side's first kernel
+    some 0.1 ms)."""
     for fn in fns:
         fn()
     times = [[] for _ in fns]
@@ -182,8 +190,9 @@ def interleaved_ms(fns, repeat):
         order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))   # (neither always first)
         for k in order:
             t0 = time.perf_counter()
-            fns[k]()
-            times[k].append((time.perf_counter() - t0) * 1e3)
+            for _ in range(inner):
+                fns[k]()
+            times[k].append((time.perf_counter() - t0) * 1e3 / inner)
     return times
 
 
@@ -289,7 +298,7 @@ def run_one(side, name, size, repeat, **options):
     def ours_copies():
         gpu(**host_args)
 
-    t_ok, t_hk, r_k = median_and_ratio(*interleaved_ms([ours_kernels, halide_kernels], repeat))
+    t_ok, t_hk, r_k = median_and_ratio(*interleaved_ms([ours_kernels, halide_kernels], repeat, side.inner))
     # the device's own times, read apart: reading a call's events is no part of the call
     events = []
     for _ in range(repeat):
@@ -346,7 +355,7 @@ def sgemm_shared(side, size, repeat):
     def kernels():
         k(A=da, B=db)
         side.sync()
-    t_k = median_ms(kernels, repeat)
+    t_k = float(np.median(interleaved_ms([kernels], repeat, side.inner)[0]))
     events = k.profile().kernel_ms
     t_c = median_ms(lambda: k(A=a, B=b), repeat)
     t_np = median_ms(lambda: a @ b, repeat)
@@ -371,10 +380,10 @@ def bandwidth_note(r, bandwidth):
     """nb's fraction of the copy bandwidth, ours and Halide's kernels, for a table row."""
     if bandwidth is None or r["name"] != "nb":
         return ""
-    ours_gbs = nb_bytes(r["size"]) / (r["events_k"] * 1e6)
-    # (Halide's two kernels read the input twice: the fraction counts the bytes the program must move)
-    theirs_gbs = nb_bytes(r["size"]) / (r["halide_k"] * 1e6)
-    return f"; {ours_gbs / bandwidth:.2f} of the copy bandwidth (Halide {theirs_gbs / bandwidth:.2f})"
+    # (the bytes the program must move over each time: Halide's two kernels read the input twice)
+    fraction = {key: nb_bytes(r["size"]) / (r[key] * 1e6) / bandwidth for key in ("events_k", "ours_k", "halide_k")}
+    return (f"; of the copy bandwidth: ours {fraction['events_k']:.2f} by events, {fraction['ours_k']:.2f} by "
+            f"wall time, Halide {fraction['halide_k']:.2f} by wall time")
 
 
 def main():
@@ -385,7 +394,7 @@ def main():
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
     side = Side(args.target)
-    gpu = args.target == "cuda"
+    gpu = side.is_gpu
     repeat = 3 if args.quick else 21 if gpu else 41
     load_start = os.getloadavg()[0]
     bandwidth = copy_bandwidth_gbs(side)

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import weakref
 
 import numpy as np
 
@@ -360,7 +361,7 @@ class CUDARuntime(DeviceAdapter, BufferPool):
     def __init__(self, code, constants, dialect):
         self.code, self.constants, self.dialect = code, constants, dialect
         self.module = None
-        self.events, self.unread = [], []
+        self.events, self.spare_events = [], []
         self._init_pool()
 
     def ready(self):
@@ -401,19 +402,14 @@ class CUDARuntime(DeviceAdapter, BufferPool):
 
     # a call ----------------------------------------------------------------------------------------------
     def begin(self):
-        self._destroy(self.unread)    # (the events of a call nobody profiled)
-        self.events, self.unread = [], []
+        self.events = []
         self.pool = {}
 
     def _event(self):
-        ev = _check(self.driver.cuEventCreate(0), "cuEventCreate")
+        """An event recorded on the stream now (one a read or forgotten profile gave back, where one is)."""
+        ev = self.spare_events.pop() if self.spare_events else _check(self.driver.cuEventCreate(0), "cuEventCreate")
         _check(self.driver.cuEventRecord(ev, self.stream), "cuEventRecord")
         return ev
-
-    def _destroy(self, events):
-        for _, _, a, b in events:
-            self.driver.cuEventDestroy(a)
-            self.driver.cuEventDestroy(b)
 
     def _new_buffer(self, nbytes):
         return int(_check(self.driver.cuMemAlloc(nbytes), "cuMemAlloc"))
@@ -439,13 +435,15 @@ class CUDARuntime(DeviceAdapter, BufferPool):
     def launch(self, k, grid, block, args):
         if k.handle is None:
             k.handle = self.function(k.entry_point)
-        # buffers (pointers) first, then int64 sizes, then scratch pointers
-        n_buf, n_scalar = len(k.buffers), len(k.scalars)
-        values = [ctypes.c_uint64(int(a)) if i < n_buf or i >= n_buf + n_scalar else ctypes.c_int64(int(a))
-                  for i, a in enumerate(args)]
-        pointers = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
+        if args != k.last_args:    # (packed again only when they changed since the kernel's last launch)
+            # buffers (pointers) first, then int64 sizes, then scratch pointers
+            n_buf, n_scalar = len(k.buffers), len(k.scalars)
+            values = [ctypes.c_uint64(int(a)) if i < n_buf or i >= n_buf + n_scalar else ctypes.c_int64(int(a))
+                      for i, a in enumerate(args)]
+            pointers = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
+            k.last_args, k.packed_args = args, (values, pointers, ctypes.addressof(pointers))
         start = self._event()
-        _check(self.driver.cuLaunchKernel(k.handle, *grid, *block, 0, self.stream, ctypes.addressof(pointers), 0),
+        _check(self.driver.cuLaunchKernel(k.handle, *grid, *block, 0, self.stream, k.packed_args[2], 0),
                f"launching {k.spec.name}")
         self.events.append(("kernel", k.spec.name, start, self._event()))
 
@@ -466,21 +464,26 @@ class CUDARuntime(DeviceAdapter, BufferPool):
         _check(self.driver.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
 
     def end(self):
-        """The Profile of the call's events, read (and the events destroyed) when first asked for."""
-        events, self.unread = self.events, self.events
+        """The Profile of the call's events, read when first asked for; its events come back for reuse once
+        read, or once the profile is forgotten."""
+        held = [self.events]
         self.events = []
         self._release()
+        spare = self.spare_events
+
+        def give_back():
+            for _, _, a, b in held.pop() if held else ():
+                spare.extend((a, b))
 
         def times():
-            if self.unread is not events:     # (a later call destroyed them unread)
-                return
-            self.unread = []
-            for kind, name, a, b in events:
+            for kind, name, a, b in held[0] if held else ():
                 err, elapsed = self.driver.cuEventElapsedTime(a, b)
                 if int(err) == 0:             # (an event of a call that failed before it ran is skipped)
                     yield kind, name, float(elapsed)
-            self._destroy(events)
-        return Profile(pending=times)
+            give_back()
+        profile = Profile(pending=times)
+        weakref.finalize(profile, give_back)
+        return profile
 
 
 def to_device(array) -> DeviceArray:

@@ -88,6 +88,7 @@ class CompiledKernel:
     scratch: list
     handle: object = None
     last_args: list = None       # the arguments the runtime last gave the kernel object (runtimes that keep them)
+    packed_args: object = None   # last_args in the form the runtime launches with (runtimes that pack them)
     entry: str = None            # the name of its entry point (the spec's name where None)
     narrow: object = None        # its variant with 32-bit index arithmetic (a CompiledKernel; see narrow.py)
 
