@@ -21,7 +21,7 @@ TYPE_TAGS = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint
 #: float functions of the loop IR and their C library names (float64; float32 adds `f`)
 MATH_NAMES = {"sqrt": "sqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan",
               "tanh": "tanh", "floor": "floor", "ceil": "ceil", "trunc": "trunc", "fabs": "fabs",
-              "pow": "pow", "atan2": "atan2", "fmod": "fmod", "fma": "fma",
+              "pow": "pow", "atan2": "atan2", "fmod": "fmod",
               # rint rounds half to even in the default rounding mode, which the code never changes
               "round": "rint"}
 
@@ -103,11 +103,6 @@ class CDialect:
     # cache hints ---------------------------------------------------------------------------------
     #: whether code in this dialect carries the prefetch hints of promoted accumulator tiles
     prefetches = True
-
-    #: whether a float divided by a constant is printed as a multiply by the constant's reciprocal and one
-    #: FMA correction (the same correctly rounded quotient; see Helpers._cdiv), where a division takes a
-    #: long instruction sequence
-    divides_by_constants_with_fma = False
 
     def prefetch(self, address: str, level: int) -> list:
         """Lines asking for the cache line at `address` (an integer expression) in cache `level`

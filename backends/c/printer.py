@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy
-
 from mascarpone.backends.common.cheader import kernel_name, signature
 from mascarpone.backends.common.cnames import Names
 from mascarpone.backends.common.prefetch import Prefetch, line_offsets
@@ -297,10 +295,6 @@ class CPrinter:
         if dt.is_bool:  # min and max of bools
             return f"({self.expr(e.a)} {'&' if op == 'min' else '|'} {self.expr(e.b)})"
         if dt.is_float:
-            if op == "div" and isinstance(e.b, Const) and self.d.divides_by_constants_with_fma:
-                quotient = self._divide_by_constant(e, index)
-                if quotient is not None:
-                    return quotient
             if op in ("add", "sub", "mul", "div"):
                 return f"({self.expr(e.a, index)} {_SYMBOL[op]} {self.expr(e.b, index)})"
             if op == "mod":
@@ -314,22 +308,6 @@ class CPrinter:
             ht = self.index_dtype() if index and dt == int64 else dt
             return self.helpers.call(op, (ht,), [self.expr(e.a, index), self.expr(e.b, index)])
         raise NotSupportedError(f"the C printer has no rule for {op} on {dt}: {pseudo_c(e)}")
-
-    def _divide_by_constant(self, e, index):
-        """`e.a / c` for the float32 constant c = `e.b` without a division, with the same correctly rounded
-        quotient: a multiply by 1/c where c is a power of two, else Helpers._cdiv's product in double; None
-        for float64, zero and non-finite c (divided as they are)."""
-        if e.b.dtype.bits != 32:
-            return None
-        c = numpy.float32(e.b.value)
-        if not numpy.isfinite(c) or c == 0:
-            return None
-        a = self.expr(e.a, index)
-        mantissa, exponent = numpy.frexp(c)
-        if abs(mantissa) == 0.5 and -125 <= exponent <= 127:   # 1/c is a float: a * (1/c) is a / c exactly
-            return f"({a} * {self.d.float_literal(float(numpy.float32(1) / c), e.b.dtype)})"
-        return self.helpers.call("cdiv", (e.b.dtype,), [a, self.d.float_literal(float(c), e.b.dtype),
-                                                        repr(1.0 / float(c))])
 
     def _unop(self, e, index):
         if e.op == "not":

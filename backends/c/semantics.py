@@ -83,21 +83,6 @@ class Helpers:
                                       f"    if (b == -1) return {self._negate(dt, 'a')};\n"
                                       f"    return ({t})(a / b);\n")
 
-    def _cdiv(self, name, dt):
-        """`a / b` for float32 operands, `b` a constant whose reciprocal `r` is given rounded to double:
-        (float)(a * r), the product in double. Its relative error (2^-52 at most) is below the distance from
-        any quotient a / b to the nearest midpoint between two floats (2^-49 at least: a midpoint has 25
-        significant bits, a and b 24), so rounding the product to float gives the correctly rounded quotient,
-        as IEEE division does, for every quotient in the normal range, infinities and NaN included. Below it
-        (a subnormal or zero quotient, where a midpoint can be hit exactly) the helper divides; a device
-        without doubles (OpenCL without cl_khr_fp64) always divides."""
-        t = self.d.scalar(dt)
-        fabs = self.d.math_call("fabs", dt, ["q"])
-        exact = self._fn(name, dt, f"{t} a, {t} b, double r", f"    const {t} q = ({t})((double)a * r);\n"
-                                                             f"    return {fabs} >= 0x1p-126f ? q : a / b;\n")
-        plain = self._fn(name, dt, f"{t} a, {t} b, {t} r", "    (void)r;\n    return a / b;\n")
-        return f"#if !defined(__OPENCL_VERSION__) || defined(cl_khr_fp64)\n{exact}#else\n{plain}#endif\n"
-
     def _mod(self, name, dt):
         t = self.d.scalar(dt)
         if not dt.is_signed:

@@ -65,8 +65,6 @@ class GPUDialect(CDialect):
     """What a GPU language spells its own way, beyond the C dialect's types, literals and math names."""
 
     prefetches = False   # no cache hints in device code
-    # a float division is a long instruction sequence on a GPU; by a constant it becomes a multiply and two FMAs
-    divides_by_constants_with_fma = True
 
     #: qualifier of a kernel entry point
     kernel_qualifier = ""
