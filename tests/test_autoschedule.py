@@ -299,3 +299,44 @@ def test_gauss_seidel_chains_are_interleaved():
     assert [c.split(".", 1)[1] for c in report.commands if c.startswith("s51.") and ".after(" not in c] == \
         ["skew(i, j, 2)", "split(i, 8)", "reorder(i0, j, i1)", "unroll(i1, 8)"]
     _same_values(naive, f.compile(), argtypes)
+
+
+class _Counted:
+    """A compiled kernel that counts its calls."""
+
+    def __init__(self, kernel):
+        self.kernel, self.calls = kernel, 0
+
+    def __call__(self, **kwargs):
+        self.calls += 1
+        return self.kernel(**kwargs)
+
+
+def test_measurements_stop_at_their_limit_and_clearly_slower_naive_loops_are_called_once(monkeypatch):
+    """A measurement takes more runs only within its limit (the search passes what is left of the
+    budget), and naive loops whose first call is far slower than the best's are not called again: at
+    large sizes the naive loops of a gemm take minutes a call."""
+    from mascarpone.middleend import autoschedule as auto
+    from mascarpone.middleend.autoschedule.measure import MIN_RUNS, Timer
+    f = examples.gemm()[0]
+    sizes = dict(N=192, M=192, K=192)
+    timer = Timer(f, "cpu", sizes, 0)
+    naive = _Counted(timer.kernel())
+    assert len(timer.medians([naive], limit_s=0)) == 1 and naive.calls == 1        # the first call only
+    timer.medians([naive])
+    assert naive.calls >= 2 + MIN_RUNS
+    g = examples.gemm()[0]
+    g.autoschedule(sizes=sizes, measure=False)
+    best = g.autoscheduled.choice
+    start = auto.save(f)
+    kernels = []
+    monkeypatch.setattr(timer, "kernel", lambda: kernels.append(_Counted(Timer.kernel(timer))) or kernels[-1])
+
+    def apply(choice):
+        auto.restore(f, start)
+        applier = Applier(f, analyze(f, f.context(sizes)), Checker(f))
+        if not choice.get("naive"):
+            applier.apply(choice)
+    chosen, chosen_t, naive_t = auto._side_by_side(best, apply, timer)
+    assert chosen == best and naive_t > auto.CLEARLY_SLOWER * chosen_t
+    assert kernels[1].calls == 1 and kernels[0].calls > 1

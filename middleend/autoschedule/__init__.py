@@ -6,8 +6,8 @@ model     loop order by memory cost, tile sizes by cache capacity, variants for 
 timetile  the time-stepped stencils and their (time, space) tiles
 apply     a choice given as commands, each kept only if the schedule stays legal (legal)
 measure   compile by target name and time on random inputs of the sizes
-search    coordinate descent over tile sizes, unroll factors and compute_at or root (the best then
-          timed against the naive loops once more, their calls interleaved)
+search    coordinate descent over tile sizes, unroll factors and compute_at or root within the budget
+          (the best then timed against the naive loops, their calls interleaved)
 cache     the best choice on disk, per function, sizes, target and machine
 """
 from __future__ import annotations
@@ -78,11 +78,9 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     if measure:
         try:
             timer = Timer(function, target, sizes, seed)
-            best, best_t, seen = search(lambda c: (apply(c), timer.time())[1],
+            best, best_t, seen = search(lambda c, limit: (apply(c), timer.time(limit))[1],
                                         variants(model_applier, stages, seed), budget_s)
-            naive_t = seen.get(repr(NAIVE))
-            if best != NAIVE:      # also when the budget ran out before the naive loops were timed
-                best, best_t, naive_t = _side_by_side(best, apply, timer)
+            best, best_t, naive_t = _side_by_side(best, apply, timer)
             report = Report(best, [], timer.count, seconds=best_t, naive_seconds=naive_t, sizes=sizes)
         except MascarponeError as err:
             note = f"not measured ({type(err).__name__}: {err}); the model's choice is applied"
@@ -100,16 +98,24 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     return report
 
 
+#: naive loops whose first call takes this many times the best's first call are not timed further
+CLEARLY_SLOWER = 4.0
+
+
 def _side_by_side(best, apply, timer):
-    """(choice, its seconds, the naive loops' seconds): the search's best and the naive loops timed
-    again with their calls interleaved, the naive loops kept unless the best is clearly faster. The
-    search timed them minutes apart (or not the naive loops, when the budget ran out first), and a
-    shared machine's load (which stalls parallel regions most) may have changed in between."""
+    """(choice, its seconds, the naive loops' seconds): the search's best and the naive loops timed with
+    their calls interleaved (a shared machine's load, which stalls parallel regions most, moves both
+    alike), the naive loops kept unless the best is clearly faster. Where the naive loops' first call
+    already takes CLEARLY_SLOWER times the best's, that call is their time: the naive loops of a large
+    problem can take minutes a call."""
     apply(best)
     chosen = timer.kernel()
     apply(NAIVE)
     naive = timer.kernel()
-    best_t, naive_t = timer.medians([chosen, naive])
+    firsts = timer.first_calls([chosen, naive])
+    if firsts[1] > CLEARLY_SLOWER * firsts[0]:
+        return best, timer.medians([chosen])[0], firsts[1]
+    best_t, naive_t = timer.medians([chosen, naive], firsts=firsts)
     return (NAIVE, naive_t, naive_t) if naive_t < best_t * MARGIN else (best, best_t, naive_t)
 
 

@@ -63,22 +63,36 @@ class Timer:
         lowered = self.function.lower(fixed=self.sizes, caller_copies_in=self.target.binds_in_place)
         return self.target.compile(lowered)
 
-    def time(self) -> float:
-        """Median seconds of one call of the function as scheduled now."""
+    def time(self, limit_s=None) -> float:
+        """Median seconds of one call of the function as scheduled now (see `medians` for `limit_s`)."""
         self.count += 1
-        return self.medians([self.kernel()])[0]
+        return self.medians([self.kernel()], limit_s)[0]
 
-    def medians(self, kernels) -> list:
-        """Median seconds of one call of each kernel, their calls interleaved round by round (so that a
-        change of the machine's load moves them all alike)."""
+    def first_calls(self, kernels) -> list:
+        """Seconds of each kernel's first call (page faults and lazy set-up included: an upper bound)."""
+        out = []
         for kernel in kernels:
-            kernel(**self.arguments)       # first call: page faults, lazy set-up
-        times = [[] for _ in kernels]
+            t0 = time.perf_counter()
+            kernel(**self.arguments)
+            out.append(time.perf_counter() - t0)
+        return out
+
+    def medians(self, kernels, limit_s=None, firsts=None) -> list:
+        """Median seconds of one call of each kernel, their calls interleaved round by round (so that a
+        change of the machine's load moves them all alike). Rounds stop at MIN_RUNS, or earlier once
+        `limit_s` seconds are spent (with one round at least; where the first calls alone spent it, their
+        times, `firsts` where given, are the result)."""
         start = time.perf_counter()
+        firsts = firsts or self.first_calls(kernels)
+        if limit_s is not None and time.perf_counter() - start >= limit_s:
+            return firsts
+        times = [[] for _ in kernels]
         while len(times[0]) < MIN_RUNS or (len(times[0]) < MAX_RUNS and
                                            time.perf_counter() - start < ENOUGH_S * len(kernels)):
             for kernel, ts in zip(kernels, times):
                 t0 = time.perf_counter()
                 kernel(**self.arguments)
                 ts.append(time.perf_counter() - t0)
+            if limit_s is not None and time.perf_counter() - start >= limit_s:
+                break
         return [statistics.median(ts) for ts in times]
