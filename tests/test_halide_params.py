@@ -194,3 +194,19 @@ def test_params_used_only_in_values_stay_inputs():
     translation = ms.from_halide(f).translation
     assert all(sp.size is None for sp in translation.scalar_params.values())
     realize_both(f, [8], {inp: rng.standard_normal(8).astype(np.float32)}, [(gain, 1.5), (n, -3)])
+
+
+def test_a_level_index_clamped_to_a_float_params_range():
+    """`clamp(i32(v * f32(levels - 1)), 0, levels - 2)` with v unbounded data (a local Laplacian's level
+    index): the clamp's upper end reads the scalar Param, so the kernel computes that bound on each
+    call; the values are Halide's for several levels."""
+    k = hl.Var("k")
+    inp = hl.ImageParam(hl.Float(32), 1, "inp")
+    levels = hl.Param(hl.Int(32), "levels")
+    table, out = hl.Func("table"), hl.Func("out")
+    table[x, k] = inp[x] * hl.f32(k) + hl.f32(k)
+    li = hl.clamp(hl.i32(inp[x] * hl.f32(levels - 1)), 0, levels - 2)
+    out[x] = table[x, li] + table[x, li + 1]
+    table.compute_root()
+    values = (rng.random(60) * 3 - 1).astype(np.float32)
+    check_values(hl.Pipeline(out), [60], {inp: values}, levels, [2, 5, 9])

@@ -249,8 +249,10 @@ class PipelineTranslation:
                 if value is None:
                     return None   # not finite, or beyond the type: any value of the type
                 out.append((str(value), E.Const(value, dtype)))
-            elif not has_float_cast(end) and affine_text(end) is not None:
-                # (an end a clamp gives in the sizes: exact in isl)
+            elif not has_float_cast(end) and affine_text(end) is not None and all(
+                    n.name in self.params for n in E.walk(end) if type(n) is E.Sym):
+                # (an end a clamp gives in the sizes: exact in isl; one reading a scalar Param is computed
+                # by the kernel, below)
                 out.append((affine_text(end), end if end.dtype == dtype else E.cast(dtype, end)))
             else:
                 key = (side, E.pseudo_c(end), dtype.name)
