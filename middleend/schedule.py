@@ -11,7 +11,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .errors import ScheduleError
-from .expr import walk
+from .expr import Access, walk
 from .loopir import LoopKind
 
 #: block (and thread) dimensions a GPU launch has at most
@@ -518,11 +518,55 @@ class Schedulable:
         box, allocated at `at`); the copy loops are spread over the thread loops inside `at`, which
         must be tagged first (gpu_tile, gpu). Returns the copy, a computation named
         `<producer>_shared`."""
-        from .algorithm import Computation, Input, Var
-        from .expr import Access, transform
-
         cmd = f"cache_shared({getattr(producer, 'name', producer)}, at={loop_name(at)})"
         k = self._loop_index(at, f"{self.name}.{cmd}")
+        self._staged_owner(producer, cmd)
+        threads = [lp for lp in self.loops[k + 1:] if self.tags.get(lp, ("serial",))[0] == "gpu_thread"]
+        if not threads:
+            raise ScheduleError(f"{self.name}.{cmd}: {self.name} has no gpu_thread loops inside {self.loops[k]} to "
+                                f"spread the copy over; tag them first (gpu_tile or gpu)")
+        extents = [self._loop_extent_bound(self.loops.index(lp)) for lp in threads]
+        if None in extents:
+            bad = threads[extents.index(None)]
+            raise ScheduleError(f"{self.name}.{cmd}: the thread loop {bad} needs a constant extent")
+        copy, names = self._stage_copy(producer, cmd, "shared")
+        copy.memory = "shared"
+        # copy loops relative to the staged box: the innermost dimensions over the innermost threads
+        spread = list(zip(names[::-1], extents[::-1]))[:len(names)][::-1]
+        serial = names[:len(names) - len(spread)]
+        lows = {v: f"{v}_lo" for v, _ in spread}
+        outer = [f"floor(({v} - {lows[v]})/{t})" for v, t in spread]
+        inner = [f"({v} - {lows[v]}) mod {t}" for v, t in spread]
+        cons = " and ".join(f"{lows[v]} <= {v} <= {v}_hi" for v, _ in spread)
+        params = ", ".join(p for v, _ in spread for p in (lows[v], f"{v}_hi"))
+        loops = serial + [f"{v}_o" for v, _ in spread] + [f"{v}_t" for v, _ in spread]
+        copy.set_schedule(f"[{params}] -> {{ {copy.name}[{', '.join(names)}] -> [{', '.join(serial + outer + inner)}] : "
+                          f"{cons} }}", names=loops, bounds={v: (lows[v], f"{v}_hi") for v, _ in spread})
+        for v, _ in spread:
+            copy.tags[f"{v}_t"] = (LoopKind.GPU_THREAD, 1)
+        copy.compute_at(self, self.loops[k])
+        del self.function._history[-2:]
+        self._record(cmd)
+        return copy
+
+    def cache_read(self, producer, at):
+        """Copy, per iteration of this computation's loop `at`, the part of `producer` (an Input or a
+        Computation) that this computation reads there into a buffer of its own, and read the copy
+        instead: BLIS's packing of a gemm's blocks, where the copy's rows lie close together (the
+        part is isl's bounding box, as for compute_at, allocated at `at`) instead of a whole row of
+        the producer apart. Returns the copy, a computation named `<producer>_copy` whose loops
+        (`<copy>_d0`, `_d1`, ...) follow the producer's dimensions and can be scheduled."""
+        cmd = f"cache_read({getattr(producer, 'name', producer)}, at={loop_name(at)})"
+        k = self._loop_index(at, f"{self.name}.{cmd}")
+        copy, _ = self._stage_copy(producer, cmd, "copy")
+        copy.compute_at(self, self.loops[k])
+        del self.function._history[-1:]
+        self._record(cmd)
+        return copy
+
+    def _staged_owner(self, producer, cmd):
+        """(the storage a staging command copies from, its dimensions' bounds), checked."""
+        from .algorithm import Input
         if isinstance(producer, Input):
             owner, bounds = producer, [(0, d) for d in producer.shape]
         elif isinstance(producer, Schedulable) and producer.function is self.function:
@@ -535,26 +579,27 @@ class Schedulable:
         exprs = [self.expr] + ([self.predicate] if self.predicate is not None else [])
         if not any(isinstance(n, Access) and n.target is owner for e in exprs for n in walk(e)):
             raise ScheduleError(f"{self.name}.{cmd}: {self.name} does not read {owner.name}")
-        threads = [lp for lp in self.loops[k + 1:] if self.tags.get(lp, ("serial",))[0] == "gpu_thread"]
-        if not threads:
-            raise ScheduleError(f"{self.name}.{cmd}: {self.name} has no gpu_thread loops inside {self.loops[k]} to "
-                                f"spread the copy over; tag them first (gpu_tile or gpu)")
-        extents = [self._loop_extent_bound(self.loops.index(lp)) for lp in threads]
-        if None in extents:
-            bad = threads[extents.index(None)]
-            raise ScheduleError(f"{self.name}.{cmd}: the thread loop {bad} needs a constant extent")
-        name = fresh_name(f"{owner.name}_shared", {c.name for c in self.function.computations}
+        return owner, bounds
+
+    def _stage_copy(self, producer, cmd, suffix):
+        """(copy, names of its variables): a computation `<producer>_<suffix>` copying the producer
+        element for element, run before this one, whose reads of the producer this computation now
+        reads from the copy (the staging commands then schedule it)."""
+        from .algorithm import Computation, Var
+        from .expr import transform
+
+        owner, bounds = self._staged_owner(producer, cmd)
+        name = fresh_name(f"{owner.name}_{suffix}", {c.name for c in self.function.computations}
                           | {i.name for i in self.function.inputs} | {b.name for b in self.function.buffers})
         names = [f"{name}_d{d}" for d in range(len(bounds))]
         with self.function:
             copy_vars = [Var(v, lo, hi) for v, (lo, hi) in zip(names, bounds)]
             copy = Computation(name, copy_vars, owner[tuple(copy_vars)])
-        copy.memory = "shared"
         # the original program copies before the consumer runs (declaration order is program order)
         comps = self.function.computations
         comps.remove(copy)
         comps.insert(comps.index(self), copy)
-        # the consumer reads the copy instead
+
         def repl(n):
             if isinstance(n, Access) and n.target is owner:
                 return Access(copy, [transform(i, repl) for i in n.indices])
@@ -562,23 +607,7 @@ class Schedulable:
         self.expr = transform(self.expr, repl)
         if self.predicate is not None:
             self.predicate = transform(self.predicate, repl)
-        # copy loops relative to the staged box: the innermost dimensions over the innermost threads
-        spread = list(zip(names[::-1], extents[::-1]))[:len(names)][::-1]
-        serial = names[:len(names) - len(spread)]
-        lows = {v: f"{v}_lo" for v, _ in spread}
-        outer = [f"floor(({v} - {lows[v]})/{t})" for v, t in spread]
-        inner = [f"({v} - {lows[v]}) mod {t}" for v, t in spread]
-        cons = " and ".join(f"{lows[v]} <= {v} <= {v}_hi" for v, _ in spread)
-        params = ", ".join(p for v, _ in spread for p in (lows[v], f"{v}_hi"))
-        loops = serial + [f"{v}_o" for v, _ in spread] + [f"{v}_t" for v, _ in spread]
-        copy.set_schedule(f"[{params}] -> {{ {name}[{', '.join(names)}] -> [{', '.join(serial + outer + inner)}] : "
-                          f"{cons} }}", names=loops, bounds={v: (lows[v], f"{v}_hi") for v, _ in spread})
-        for v, _ in spread:
-            copy.tags[f"{v}_t"] = (LoopKind.GPU_THREAD, 1)
-        copy.compute_at(self, self.loops[k])
-        del self.function._history[-2:]
-        self._record(cmd)
-        return copy
+        return copy, names
 
     def store_in(self, buffer, index=None):
         """Store this computation's values in `buffer` at `index` (expressions of its variables).

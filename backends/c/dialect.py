@@ -104,6 +104,10 @@ class CDialect:
     #: whether code in this dialect carries the prefetch hints of promoted accumulator tiles
     prefetches = True
 
+    #: whether temporaries are allocated once per thread rather than once per iteration of the serial
+    #: loops around them (backends/common/hoist.py); an FPGA's and a GPU's buffers are placed otherwise
+    hoists_allocations = True
+
     def prefetch(self, address: str, level: int) -> list:
         """Lines asking for the cache line at `address` (an integer expression) in cache `level`
         (1: the nearest): GCC's and Clang's builtin, nothing for another compiler."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from mascarpone.backends.common.cheader import kernel_name, signature
 from mascarpone.backends.common.cnames import Names
+from mascarpone.backends.common.hoist import hoist_allocations
 from mascarpone.backends.common.prefetch import Prefetch, line_offsets
 from mascarpone.backends.common.promote import promote_accumulators
 from mascarpone.backends.common.temporaries import StackBudget
@@ -167,6 +168,8 @@ class CPrinter:
     def kernel(self, lowered) -> list:
         """The kernel function's lines."""
         body = promote_accumulators(lowered.body, prefetch=self.d.prefetches)
+        if self.d.hoists_allocations:
+            body = hoist_allocations(body)
         out = _Lines()
         out("int32_t ms_status = 0;")
         self.prologue(lowered, out)

@@ -9,6 +9,7 @@ from llvmlite import ir
 
 from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.backends.common.cheader import kernel_name
+from mascarpone.backends.common.hoist import hoist_allocations
 from mascarpone.backends.common.promote import promote_accumulators
 from mascarpone.middleend.loopir import Allocate, walk_stmts
 
@@ -56,7 +57,8 @@ def build_module(lowered, options: Options | None = None) -> ir.Module:
     num_threads_global(ms)
     se = StmtEmitter()
     # the explicit SIMD code of a vector loop takes its body as it is
-    body_ir = promote_accumulators(lowered.body, enters=lambda loop: not explicit_simd(loop), prefetch=True)
+    body_ir = hoist_allocations(promote_accumulators(lowered.body, enters=lambda loop: not explicit_simd(loop),
+                                                     prefetch=True))
     allocated = {s.buffer.name for s in walk_stmts(lowered.body) if isinstance(s, Allocate)}
     pending = [t for t in lowered.temporaries if t.name not in allocated]
 

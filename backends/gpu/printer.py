@@ -65,6 +65,7 @@ class GPUDialect(CDialect):
     """What a GPU language spells its own way, beyond the C dialect's types, literals and math names."""
 
     prefetches = False   # no cache hints in device code
+    hoists_allocations = False   # device temporaries are placed by the launch builder (launches.py)
 
     #: qualifier of a kernel entry point
     kernel_qualifier = ""

@@ -16,6 +16,7 @@ class HLSDialect(CDialect):
 
     name = "hls"
     prefetches = False   # no caches to hint at on an FPGA
+    hoists_allocations = False   # a buffer is a memory block placed where it is declared
     helper_qualifier = "static inline"
     restrict = ""
 

@@ -31,6 +31,7 @@ class Applier:
         self.bands = {}       # stage name -> the variables of the band it may tile (it has reuse)
         self.tiled = set()    # stages whose band is tiled
         self.registers = set()  # stages given register tiles
+        self.packed = {}      # stage name -> the model's blocks of a packed contraction (see _pack)
         self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
         self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
         self.interleaved = set()  # stages whose recurrence chains are interleaved (see _interleave)
@@ -173,7 +174,8 @@ class Applier:
         origin = {v: v for v in comp.loops}     # loop name -> the variable it runs over
         level = None
         wants_registers = choice.get("registers", {}).get(comp.name, True) and not for_producer
-        if not (wants_registers and self._register_tile(comp, stage)):
+        packed = wants_registers and self._pack(comp, stage, choice.get("pack", {}).get(comp.name))
+        if not packed and not (wants_registers and self._register_tile(comp, stage)):
             level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
         vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
         if vector_outer is None and comp.tags.get(comp.loops[-1]) is None:
@@ -191,6 +193,54 @@ class Applier:
             self.attempt(lambda: comp.unroll(vector_outer, factor))
         self._unroll_small_loops(comp)
         return level
+
+    def _pack(self, comp, stage, blocks) -> bool:
+        """For a contraction nest (a, r, v) reading one array at (a, r) and another at (r, v), as a gemm
+        does, where its arrays outgrow L2: BLIS's loop nest, with copies of the blocks it reads
+        (cache_read, the packing), v cut into panels, r into kc blocks, a into mc blocks, each swept by
+        mr x nr register tiles (mr values of a unrolled, nr of v as vectors). `blocks`: the search's
+        (model.pack_blocks's keys), False for none, None for the model's. True if applied."""
+        if blocks is False or len(comp.loops) < 3 or any(comp.tags.get(lp) is not None for lp in comp.loops):
+            return False
+        a, r, v = comp.loops[-3:]
+        write, reads = stage.refs[0], [ref for ref in stage.refs[1:] if not ref.is_write]
+        if write.touches(r) or not write.touches(a) or not write.consecutive_in(v):
+            return False
+        left = [ref for ref in reads if ref.touches(a) and ref.touches(r) and not ref.touches(v)]
+        right = [ref for ref in reads if ref.touches(r) and ref.consecutive_in(v) and not ref.touches(a)]
+        if len(left) != 1 or len(right) != 1 or left[0].array == right[0].array:
+            return False
+        arrays = {x.name: x for x in list(self.function.inputs) + list(self.function.computations)}
+        lhs, rhs = arrays.get(left[0].array), arrays.get(right[0].array)
+        if lhs is None or rhs is None:
+            return False
+        lanes = machine.vector_lanes(comp.dtype)
+        model_blocks = model.pack_blocks(stage, a, r, v, lanes, comp.dtype.bytes)
+        if blocks is None:
+            if not model.needs_tiling(stage, [a, r, v]) or stage.trip(r) < 2 * model_blocks["kc"]:
+                return False
+            blocks = model_blocks
+        b = blocks
+        if stage.trip(v) < 2 * b["nr"] or stage.trip(a) < 2 * b["mr"]:
+            return False
+        outer = comp.loops[:-3]
+
+        def commands():
+            v0, v1 = comp.split(v, b["nc"])
+            r0, r1 = comp.split(r, b["kc"])
+            a0, a1 = comp.split(a, b["mc"])
+            v10, v11 = comp.split(v1, b["nr"])
+            a10, a11 = comp.split(a1, b["mr"])
+            comp.reorder(*outer, v0, r0, a0, v10, a10, r1, a11, v11)
+            comp.unroll(a11, b["mr"])
+            comp.vectorize(v11, b["nr"])
+            right_copy = comp.cache_read(rhs, at=r0)
+            comp.cache_read(lhs, at=a0)
+            right_copy.vectorize(right_copy.loops[-1], lanes)   # (its rows are runs of v)
+        if self.attempt(commands, layout=True):
+            self.packed[comp.name] = model_blocks
+            return True
+        return False
 
     def _register_tile(self, comp, stage) -> bool:
         """For a reduction nest (a, r, v): v stride-one, r a loop the written element does not move

@@ -12,7 +12,7 @@ from ..statements import build_statements
 
 class Checker:
     """Checks the function's current schedule against its dependences (computed once per set of
-    inlined computations: inlining changes which values a computation reads)."""
+    computations and of those inlined: inlining changes which values a computation reads)."""
 
     def __init__(self, function):
         self.function = function
@@ -25,7 +25,8 @@ class Checker:
         f = self.function
         self.checks += 1
         context = f._prepare()
-        key = tuple(sorted(c.name for c in f.computations if c.inlined))
+        # (the computations, and which are inlined: a staging copy adds one, inlining changes what is read)
+        key = tuple(sorted((c.name, c.inlined) for c in f.computations))
         if key not in self._deps:
             self._deps[key] = compute_dependences(f.computations, context)
         deps = self._deps[key]

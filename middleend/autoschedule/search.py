@@ -16,8 +16,8 @@ NAIVE = {"naive": True}
 
 
 def variants(applier, stages, seed) -> list:
-    """[(stage name, knob, value)] to try, in a fixed order for a given seed: other tile sizes (or
-    none) of each band with reuse, other time tiles (or none) of a time-stepped stencil, other
+    """[(stage name, knob, value)] to try, in a fixed order for a given seed: no packing or other blocks
+    of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or none) of a time-stepped stencil, other
     numbers of interleaved chains, unroll factors around the vector loop, root for producers
     computed at tiles."""
     out = []
@@ -27,6 +27,9 @@ def variants(applier, stages, seed) -> list:
         mine = []
         if stage.name in applier.registers:
             mine.append((stage.name, "registers", False))
+        if stage.name in applier.packed:
+            mine.append((stage.name, "pack", False))
+            mine += [(stage.name, "pack", b) for b in model.pack_variants(applier.packed[stage.name])]
         band = applier.bands.get(stage.name)
         if band and stage.name not in applier.registers:
             lanes = machine.vector_lanes(stage.comp.dtype)

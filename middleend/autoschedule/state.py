@@ -1,5 +1,6 @@
 """Saving and restoring a Function's schedule, so that a choice the legality check refuses, or a
-candidate the search has measured, leaves no trace (neither in the loops nor in the history)."""
+candidate the search has measured, leaves no trace (neither in the loops nor in the history, nor the
+copies a staging command such as cache_read added and the reads it redirected to them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,18 +12,23 @@ class Saved:
     ordering: list
     history_length: int
     dataflow: object
+    computations: list   # the function's computations (a staging command adds its copy)
+    exprs: dict          # computation -> (its expression, its predicate): what a staging command rewrites
 
 
 def save(function) -> Saved:
     """The function's schedule as it is now."""
     return Saved({c: c.snapshot() for c in function.computations}, list(function._ordering),
-                 len(function._history), function._dataflow)
+                 len(function._history), function._dataflow, list(function.computations),
+                 {c: (c.expr, c.predicate) for c in function.computations})
 
 
 def restore(function, saved: Saved) -> None:
     """Put back the schedule `saved` recorded, dropping the commands given since."""
+    function.computations[:] = saved.computations
     for comp, state in saved.states.items():
         comp.restore(state)
+        comp.expr, comp.predicate = saved.exprs[comp]
     function._ordering = list(saved.ordering)
     del function._history[saved.history_length:]
     function._dataflow = saved.dataflow

@@ -1,0 +1,118 @@
+"""cache_read: copies of the blocks a computation reads (BLIS's packing), with the values of the program
+without them; the copies' temporaries allocated once per thread (backends/common/hoist.py); and the
+autoscheduler's packed gemm."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mascarpone as ms
+from mascarpone import examples
+from mascarpone.backends.common.hoist import hoist_allocations
+from mascarpone.middleend.autoschedule import cache
+from mascarpone.middleend.buffer import Buffer
+from mascarpone.middleend.expr import Const, Sym
+from mascarpone.middleend.loopir import Allocate, Block, For, LoopKind, Store, walk_stmts
+from mascarpone.middleend.types import float32, int64
+
+rng = np.random.default_rng(5)
+
+
+def packed_gemm(mc=24, kc=16, nc=48, mr=6, nr=16):
+    """The plain gemm in BLIS's loop nest with copies of A's and B's blocks."""
+    f, C, acc = examples.gemm()
+    j0, j1 = acc.split("j", nc)
+    k0, k1 = acc.split("k", kc)
+    i0, i1 = acc.split("i", mc)
+    j10, j11 = acc.split(j1, nr)
+    i10, i11 = acc.split(i1, mr)
+    acc.reorder(j0, k0, i0, j10, i10, k1, i11, j11)
+    acc.unroll(i11, mr)
+    acc.vectorize(j11, nr)
+    acc.parallelize(j0)
+    A, B = f.inputs
+    b_copy = acc.cache_read(B, at=k0)
+    a_copy = acc.cache_read(A, at=i0)
+    b_copy.vectorize(b_copy.loops[-1], 8)
+    return f, a_copy, b_copy
+
+
+@pytest.mark.parametrize("target", ["cpu", "c"])
+@pytest.mark.parametrize("n,m,k", [(96, 96, 64), (37, 101, 45), (5, 7, 3)])   # blocks that divide, and that do not
+def test_packed_gemm_with_copies_of_its_blocks(target, n, m, k):
+    f, a_copy, b_copy = packed_gemm()
+    assert f.history()[-3:] == ["C_update0.cache_read(B, at=k0)", "C_update0.cache_read(A, at=i0)",
+                                "B_copy.vectorize(B_copy_d1, 8)"]
+    a = rng.standard_normal((n, k), dtype=np.float32)
+    b = rng.standard_normal((k, m), dtype=np.float32)
+    np.testing.assert_allclose(f.compile(target)(A=a, B=b), a @ b, rtol=1e-4, atol=1e-4)
+    text = str(f.lower(fixed=dict(N=96, M=96, K=64)))
+    # per k0, a 16 x 48 block of B; per i0 a 24 x 16 block of A; the product reads only the copies
+    assert "B_copy_tile[16, 48]" in text and "A_copy_tile[24, 16]" in text
+    assert " B[" not in text.split("A_copy_tile[24, 16]")[1].split("C[")[1]
+
+
+def test_cache_read_errors_name_the_problem():
+    f, C, acc = examples.gemm()
+    A, B = f.inputs
+    k0, _ = acc.split("k", 16)
+    with pytest.raises(ms.ScheduleError, match="cannot cache its own storage"):
+        acc.cache_read(C, at=k0)
+    g, bx, by = examples.blur()
+    with pytest.raises(ms.ScheduleError, match="does not read img"):
+        by.cache_read(g.inputs[0], at="y")
+    with pytest.raises(ms.ScheduleError, match="expected an Input or a Computation"):
+        acc.cache_read("B", at=k0)
+
+
+def _allocations_under(stmt):
+    """{buffer name: the loop variables around its Allocate}."""
+    out = {}
+
+    def visit(s, loops):
+        if isinstance(s, Allocate):
+            out[s.buffer.name] = loops
+            visit(s.body, loops)
+        elif isinstance(s, For):
+            visit(s.body, loops + [s.var])
+        elif isinstance(s, Block):
+            for c in s.body:
+                visit(c, loops)
+    visit(stmt, [])
+    return out
+
+
+def test_allocations_leave_serial_loops_but_not_parallel_or_vector_ones():
+    """A temporary moves out of the serial loops around it, up to the nearest loop whose iterations may
+    run at once; one whose size reads a loop's variable stays inside that loop."""
+    j = Sym("j", int64)
+    tile = Buffer("tile", [64, 64], float32)
+    lanes = Buffer("lanes", [2], float32)
+    ragged = Buffer("ragged", [j + 1], float32)
+    out = Buffer("out", [8, 8], float32, "output")
+
+    def use(b):
+        return Store(out, (Const(0, int64), Const(0, int64)), b[tuple(Const(0, int64) for _ in b.shape)])
+    body = For("i", Const(0, int64), Const(8, int64), For("j", Const(0, int64), Const(8, int64), Block([
+        Allocate(tile, use(tile)),
+        Allocate(ragged, use(ragged)),
+        For("k", Const(0, int64), Const(8, int64), Allocate(lanes, use(lanes)), LoopKind.VECTOR, 8)])),
+        LoopKind.PARALLEL)
+    placed = _allocations_under(hoist_allocations(body))
+    assert placed == {"tile": ["i"], "ragged": ["i", "j"], "lanes": ["i", "j", "k"]}
+    assert sum(isinstance(s, Allocate) for s in walk_stmts(hoist_allocations(body))) == 3
+
+
+def test_autoscheduled_gemm_packs_its_blocks_where_they_outgrow_l2(tmp_path, monkeypatch):
+    """The model's schedule for a gemm whose arrays outgrow L2: BLIS's loop nest with copies of A's
+    and B's blocks (the search may drop them: the "pack" knob); numpy's values."""
+    monkeypatch.setenv(cache.ENV, str(tmp_path))
+    f = examples.gemm()[0]
+    n = 600
+    report = f.autoschedule(sizes=dict(N=n, M=n, K=n), measure=False)
+    assert "C_update0.cache_read(B, at=k0)" in report.commands and "C_update0.cache_read(A, at=i0)" in report.commands
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(A=a, B=b), a @ b, rtol=1e-4)
+    small = examples.gemm()[0]
+    assert not any("cache_read" in c for c in small.autoschedule(sizes=dict(N=64, M=64, K=64), measure=False).commands)
