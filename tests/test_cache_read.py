@@ -18,22 +18,10 @@ from mascarpone.middleend.types import float32, int64
 rng = np.random.default_rng(5)
 
 
-def packed_gemm(mc=24, kc=16, nc=48, mr=6, nr=16):
-    """The plain gemm in BLIS's loop nest with copies of A's and B's blocks."""
+def packed_gemm():
+    """The plain gemm in BLIS's loop nest with copies of A's and B's blocks (small blocks)."""
     f, C, acc = examples.gemm()
-    j0, j1 = acc.split("j", nc)
-    k0, k1 = acc.split("k", kc)
-    i0, i1 = acc.split("i", mc)
-    j10, j11 = acc.split(j1, nr)
-    i10, i11 = acc.split(i1, mr)
-    acc.reorder(j0, k0, i0, j10, i10, k1, i11, j11)
-    acc.unroll(i11, mr)
-    acc.vectorize(j11, nr)
-    acc.parallelize(j0)
-    A, B = f.inputs
-    b_copy = acc.cache_read(B, at=k0)
-    a_copy = acc.cache_read(A, at=i0)
-    b_copy.vectorize(b_copy.loops[-1], 8)
+    a_copy, b_copy = examples.schedule_gemm_cache_read(f, C, acc, mc=24, kc=16, nc=48, mr=6, nr=16)
     return f, a_copy, b_copy
 
 
@@ -41,8 +29,8 @@ def packed_gemm(mc=24, kc=16, nc=48, mr=6, nr=16):
 @pytest.mark.parametrize("n,m,k", [(96, 96, 64), (37, 101, 45), (5, 7, 3)])   # blocks that divide, and that do not
 def test_packed_gemm_with_copies_of_its_blocks(target, n, m, k):
     f, a_copy, b_copy = packed_gemm()
-    assert f.history()[-3:] == ["C_update0.cache_read(B, at=k0)", "C_update0.cache_read(A, at=i0)",
-                                "B_copy.vectorize(B_copy_d1, 8)"]
+    assert f.history()[-5:-2] == ["C_update0.cache_read(B, at=k0)", "C_update0.cache_read(A, at=i0)",
+                                  "B_copy.vectorize(B_copy_d1, 16)"]
     a = rng.standard_normal((n, k), dtype=np.float32)
     b = rng.standard_normal((k, m), dtype=np.float32)
     np.testing.assert_allclose(f.compile(target)(A=a, B=b), a @ b, rtol=1e-4, atol=1e-4)

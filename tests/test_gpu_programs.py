@@ -10,7 +10,7 @@ import pytest
 import mascarpone as ms
 from mascarpone import examples
 
-from gpu_check import CUDA_DEVICE, OPENCL_MISSING, check_ptx, device, needs_opencl, run_gpu  # noqa: F401
+from gpu_check import CUDA_DEVICE, OPENCL_MISSING, check_ptx, device, needs_opencl, require, run_gpu  # noqa: F401
 
 rng = np.random.default_rng(7)
 
@@ -189,8 +189,7 @@ def test_repeated_calls_with_other_sizes_data_and_device_arrays(device):
 
 @pytest.mark.parametrize("target", ["opencl", "cuda"])
 def test_profile_describes_the_last_call(target):
-    if target == "opencl" and OPENCL_MISSING or target == "cuda" and CUDA_DEVICE is None:
-        pytest.skip(f"{target} does not run here")
+    require(target)
     k = heat2d().compile(target)
     a = rng.random((16, 16))
     k(A=a, T=6)

@@ -5,21 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_check import CUDA_DEVICE
+from gpu_check import require
 from mascarpone.middleend.targets import get_target
 
 import test_native_targets as native
 
-OPENCL_MISSING = get_target("opencl").missing()
-needs_opencl = pytest.mark.skipif(OPENCL_MISSING is not None, reason=f"no OpenCL: {OPENCL_MISSING}")
-
 
 @pytest.fixture(params=["opencl", "cuda"])
 def target(request):
-    if request.param == "opencl" and OPENCL_MISSING:
-        pytest.skip(f"no OpenCL: {OPENCL_MISSING}")
-    if request.param == "cuda" and CUDA_DEVICE is None:
-        pytest.skip("no CUDA device: these kernels are compiled to PTX on the opencl runs")
+    require(request.param)
     return request.param
 
 
