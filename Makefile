@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench clean opencl-driver
+.PHONY: demo test bench clean opencl-driver gpu-check
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest tests
+
+# on a machine with an NVIDIA GPU: the GPU tests, each kernel launched on "cuda" too (and on "opencl" where
+# a platform exists), then the cuda target beside Halide's CUDA target (benchmarks/gpu.py --target cuda)
+gpu-check: $(STAMP)
+	$(PY) -m pytest -rs tests/test_gpu_programs.py tests/test_gpu_halide.py tests/test_gpu_semantics.py
+	$(PY) benchmarks/gpu.py --target cuda
 
 # the default suite at paper sizes; prints what changed since the last published run, then writes
 # README's benchmark tables, a section of benchmarks/RESULTS.md and benchmarks/RESULTS.json from it
