@@ -1,6 +1,7 @@
 """Example programs used by the demo, the tests and the benchmarks. Each builder returns the Function
 and its computations so callers can schedule them."""
 import mascarpone as ms
+from mascarpone.middleend.recipes import blis_nest
 
 
 def blur():
@@ -105,7 +106,8 @@ def schedule_gemm_packed(Ap, Bp, Ct, acc, C, mc=96, kc=256, nc=1024, mr=6, nr=16
     mc x kc block of A per mc step, and sweeps mr x nr register tiles (mr rows unrolled, nr columns
     as vectors) over kc. Zeroing Ct and copying it to C run in parallel over rows.
     `gemm_packed_blocks` picks the sizes for a problem and a thread count."""
-    j0, k0, i0 = blis_loops(acc, mc, kc, nc, mr, nr)
+    j0, k0, i0 = blis_nest(acc, "i", "k", "j", mc, kc, nc, mr, nr)
+    acc.parallelize(j0)
     Bp.compute_at(acc, k0)
     Ap.compute_at(acc, i0)
     for stage in (Ct, C):
@@ -117,7 +119,8 @@ def schedule_gemm_cache_read(f, C, acc, mc=96, kc=256, nc=512, mr=6, nr=32):
     """The plain `gemm()` in BLIS's loop nest, its blocks of A and B packed by `cache_read` (a copy of
     B's kc x nc block per k0, of A's mc x kc block per i0) rather than by copies in the algorithm.
     Returns (A's copy, B's copy)."""
-    blis_loops(acc, mc, kc, nc, mr, nr)
+    j0, _, _ = blis_nest(acc, "i", "k", "j", mc, kc, nc, mr, nr)
+    acc.parallelize(j0)
     A, B = f.inputs
     b_copy = acc.cache_read(B, at="k0")
     a_copy = acc.cache_read(A, at="i0")
@@ -125,21 +128,6 @@ def schedule_gemm_cache_read(f, C, acc, mc=96, kc=256, nc=512, mr=6, nr=32):
     C.parallelize("i")
     C.vectorize("j", min(nr, 16))
     return a_copy, b_copy
-
-
-def blis_loops(acc, mc, kc, nc, mr, nr):
-    """Cut acc's (i, j, k) into BLIS's nest j0, k0, i0, j10, i10, k1, i11, j11 (mr rows unrolled, nr
-    columns as vectors, parallel j0); returns (j0, k0, i0)."""
-    j0, j1 = acc.split("j", nc)
-    k0, k1 = acc.split("k", kc)
-    i0, i1 = acc.split("i", mc)
-    j10, j11 = acc.split(j1, nr)
-    i10, i11 = acc.split(i1, mr)
-    acc.reorder(j0, k0, i0, j10, i10, k1, i11, j11)
-    acc.unroll(i11, mr)
-    acc.vectorize(j11, nr)
-    acc.parallelize(j0)
-    return j0, k0, i0
 
 
 def schedule_gemm_two_level(C, acc, tile_i=64, tile_j=256, mr=4, nr=16):

@@ -520,7 +520,7 @@ class Schedulable:
         `<producer>_shared`."""
         cmd = f"cache_shared({getattr(producer, 'name', producer)}, at={loop_name(at)})"
         k = self._loop_index(at, f"{self.name}.{cmd}")
-        self._staged_owner(producer, cmd)
+        owner, bounds = self._staged_owner(producer, cmd)
         threads = [lp for lp in self.loops[k + 1:] if self.tags.get(lp, ("serial",))[0] == "gpu_thread"]
         if not threads:
             raise ScheduleError(f"{self.name}.{cmd}: {self.name} has no gpu_thread loops inside {self.loops[k]} to "
@@ -529,7 +529,7 @@ class Schedulable:
         if None in extents:
             bad = threads[extents.index(None)]
             raise ScheduleError(f"{self.name}.{cmd}: the thread loop {bad} needs a constant extent")
-        copy, names = self._stage_copy(producer, cmd, "shared")
+        copy, names = self._stage_copy(owner, bounds, "shared")
         copy.memory = "shared"
         # copy loops relative to the staged box: the innermost dimensions over the innermost threads
         spread = list(zip(names[::-1], extents[::-1]))[:len(names)][::-1]
@@ -558,7 +558,7 @@ class Schedulable:
         (`<copy>_d0`, `_d1`, ...) follow the producer's dimensions and can be scheduled."""
         cmd = f"cache_read({getattr(producer, 'name', producer)}, at={loop_name(at)})"
         k = self._loop_index(at, f"{self.name}.{cmd}")
-        copy, _ = self._stage_copy(producer, cmd, "copy")
+        copy, _ = self._stage_copy(*self._staged_owner(producer, cmd), "copy")
         copy.compute_at(self, self.loops[k])
         del self.function._history[-1:]
         self._record(cmd)
@@ -581,14 +581,13 @@ class Schedulable:
             raise ScheduleError(f"{self.name}.{cmd}: {self.name} does not read {owner.name}")
         return owner, bounds
 
-    def _stage_copy(self, producer, cmd, suffix):
-        """(copy, names of its variables): a computation `<producer>_<suffix>` copying the producer
-        element for element, run before this one, whose reads of the producer this computation now
-        reads from the copy (the staging commands then schedule it)."""
+    def _stage_copy(self, owner, bounds, suffix):
+        """(copy, names of its variables): a computation `<owner>_<suffix>` copying the storage `owner`
+        (over `bounds`, see _staged_owner) element for element, run before this one, whose reads of it
+        this computation now reads from the copy (the staging commands then schedule it)."""
         from .algorithm import Computation, Var
         from .expr import transform
 
-        owner, bounds = self._staged_owner(producer, cmd)
         name = fresh_name(f"{owner.name}_{suffix}", {c.name for c in self.function.computations}
                           | {i.name for i in self.function.inputs} | {b.name for b in self.function.buffers})
         names = [f"{name}_d{d}" for d in range(len(bounds))]

@@ -362,7 +362,9 @@ def test_cuda_compiles_without_a_gpu_and_says_so_when_called():
     k = check_ptx(shared_blur())
     assert "__shared__ float" in k.source("cuda") and "__syncthreads();" in k.source("cuda")
     assert ".entry blur_k0" in k.source("ptx")
-    from mascarpone.backends.gpu.cuda import device_arch
+    from mascarpone.backends.gpu.cuda import device_arch, to_device
+    with pytest.raises(ms.ArgumentError, match="arrays of numbers or bools, not <U1"):
+        to_device(np.array(["a", "b"]))
     if device_arch() is None:
         with pytest.raises(ms.TargetError, match="no CUDA device"):
             k(img=np.zeros((10, 10), np.float32))

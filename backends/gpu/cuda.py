@@ -489,6 +489,8 @@ class CUDARuntime(DeviceAdapter, BufferPool):
 def to_device(array) -> DeviceArray:
     """A copy of the numpy array `array` in the first CUDA device's memory."""
     array = np.asarray(array)
+    if array.dtype.kind not in "biuf":
+        raise ArgumentError(f"to_device: a kernel takes arrays of numbers or bools, not {array.dtype}")
     out = DeviceArray(array.shape, array.dtype)
     out.set(array)
     return out

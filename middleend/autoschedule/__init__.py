@@ -114,7 +114,7 @@ def _side_by_side(best, apply, timer):
     naive = timer.kernel()
     firsts = timer.first_calls([chosen, naive])
     if firsts[1] > CLEARLY_SLOWER * firsts[0]:
-        return best, timer.medians([chosen])[0], firsts[1]
+        return best, timer.medians([chosen], firsts=firsts[:1])[0], firsts[1]
     best_t, naive_t = timer.medians([chosen, naive], firsts=firsts)
     return (NAIVE, naive_t, naive_t) if naive_t < best_t * MARGIN else (best, best_t, naive_t)
 

@@ -7,6 +7,7 @@ loop, the parallel loop and the unrolling of small constant loops.
 """
 from __future__ import annotations
 
+from .. import recipes
 from .. import schedule as sched
 from ..errors import MascarponeError
 from . import machine, model, timetile
@@ -223,17 +224,8 @@ class Applier:
         b = blocks
         if stage.trip(v) < 2 * b["nr"] or stage.trip(a) < 2 * b["mr"]:
             return False
-        outer = comp.loops[:-3]
-
         def commands():
-            v0, v1 = comp.split(v, b["nc"])
-            r0, r1 = comp.split(r, b["kc"])
-            a0, a1 = comp.split(a, b["mc"])
-            v10, v11 = comp.split(v1, b["nr"])
-            a10, a11 = comp.split(a1, b["mr"])
-            comp.reorder(*outer, v0, r0, a0, v10, a10, r1, a11, v11)
-            comp.unroll(a11, b["mr"])
-            comp.vectorize(v11, b["nr"])
+            _, r0, a0 = recipes.blis_nest(comp, a, r, v, b["mc"], b["kc"], b["nc"], b["mr"], b["nr"])
             right_copy = comp.cache_read(rhs, at=r0)
             comp.cache_read(lhs, at=a0)
             right_copy.vectorize(right_copy.loops[-1], lanes)   # (its rows are runs of v)

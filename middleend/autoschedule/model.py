@@ -141,9 +141,9 @@ def pack_blocks(stage, a, r, v, lanes, elem_bytes) -> dict:
     of `a` by nr = two vectors of `v` (12 accumulators of AVX2's 16 registers; with AVX-512's 32 the
     measured 6 x 32 beat 12 x 32), kc values of `r` per block so that a kc x nr sliver of the packed
     right-hand array fills L1 (at most 256), mc = 16 mr rows of the left-hand array per block, and panels
-    of nc columns so that a kc x nc block of the right-hand array fills a quarter of L2, one panel per
-    core at least (measured on a 2-core Zen 4: kc 256 and nc 256 at 2048^3, 197 GFLOP/s against 163
-    with nc 1024)."""
+    of nc columns so that a kc x nc block of the right-hand array fills half of L2, but no wider than one
+    panel per core (measured on a 2-core Zen 4 at 2048^3: kc 256 and nc 512, 192 GFLOP/s; kc 128 and nc
+    1024, 163; a quarter of L2, nc 256, 196 there but 133 at 1024^3, with 4 panels for 2 cores)."""
     mr, nr = 6, 2 * lanes
     kc = max(16, min(256, machine.cache_bytes(1) // (nr * elem_bytes), stage.trip(r)))
     per_core = -(-stage.trip(v) // machine.cores())
