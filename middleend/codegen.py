@@ -161,6 +161,10 @@ def _atomic_options(stmts):
     return isl.UnionMap(f"{{ [{dims}] -> atomic[x] : 0 <= x < {n} }}")
 
 
+#: partial-tile pieces of a statement generated as loops of their own (more: one guarded loop over their hull)
+MAX_PARTIAL_PIECES = 4
+
+
 def build_ast(stmts, bodies, context, unseparated=frozenset()):
     """The isl AST of the union of the statements' time maps, with leaves already lowered.
 
@@ -208,6 +212,14 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
                 # the full tiles become a statement of their own, so isl generates them with constant bounds
                 schedule = add_piece(s.name + suffix + "_full", part.intersect_range(full))
                 part = part.subtract_range(full)
+                # the partial tiles before and after the full ones get loops of their own: as one
+                # piece, isl scans their hull, which spans the full tiles, with a guard in each iteration
+                edges_apart = part.range().coalesce().make_disjoint().get_basic_sets()
+                if 1 < len(edges_apart) <= MAX_PARTIAL_PIECES:
+                    for i, b in enumerate(edges_apart):
+                        schedule = add_piece(f"{s.name}{suffix}_partial{i}",
+                                             part.intersect_range(isl.Set.from_basic_set(b)))
+                    continue
             if not suffix:
                 times[s.name] = part.range()
                 schedule = schedule.union(isl.UnionMap.from_map(part))

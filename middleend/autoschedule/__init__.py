@@ -78,8 +78,10 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     if measure:
         try:
             timer = Timer(function, target, sizes, seed)
+            model_variants = variants(model_applier, stages, seed)
             best, best_t, seen = search(lambda c, limit: (apply(c), timer.time(limit))[1],
-                                        variants(model_applier, stages, seed), budget_s)
+                                        lambda c: model_variants if not c else variants(apply(c), stages, seed),
+                                        budget_s)
             best, best_t, naive_t = _side_by_side(best, apply, timer)
             report = Report(best, [], timer.count, seconds=best_t, naive_seconds=naive_t, sizes=sizes)
         except MascarponeError as err:

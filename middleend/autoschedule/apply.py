@@ -35,6 +35,8 @@ class Applier:
         self.packed = {}      # stage name -> the model's blocks of a packed contraction (see _pack)
         self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
         self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
+        self.vectorized = set()  # stages whose innermost loop the model vectorized (the search may leave
+        #                          it to the compiler's own vectorizer, which can reuse loads across lanes)
         self.interleaved = set()  # stages whose recurrence chains are interleaved (see _interleave)
         self.time_groups = {}  # first stage's name -> (the statements of a time step, the model's tile sizes)
         self.time_tiled = set()  # names of the groups time-tiled
@@ -178,7 +180,11 @@ class Applier:
         packed = wants_registers and self._pack(comp, stage, choice.get("pack", {}).get(comp.name))
         if not packed and not (wants_registers and self._register_tile(comp, stage)):
             level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
-        vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
+        vector_outer = None
+        if choice.get("vectorize", {}).get(comp.name, True):
+            vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
+            if comp.tags.get(comp.loops[-1]) is not None:
+                self.vectorized.add(comp.name)
         if vector_outer is None and comp.tags.get(comp.loops[-1]) is None:
             self._interleave(comp, stage, origin, choice.get("interleave", {}).get(comp.name, model.CHAINS))
         if stage.work() >= MIN_PARALLEL_WORK:

@@ -18,8 +18,8 @@ NAIVE = {"naive": True}
 def variants(applier, stages, seed) -> list:
     """[(stage name, knob, value)] to try, in a fixed order for a given seed: no packing or other blocks
     of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or none) of a time-stepped stencil, other
-    numbers of interleaved chains, unroll factors around the vector loop, root for producers
-    computed at tiles."""
+    numbers of interleaved chains, the innermost loop left to the compiler's vectorizer, unroll factors
+    around the vector loop, root for producers computed at tiles."""
     out = []
     order = sorted(stages.values(), key=lambda s: (-s.work(), s.name))
     rng = random.Random(seed)
@@ -44,6 +44,8 @@ def variants(applier, stages, seed) -> list:
             mine += [(stage.name, "timetile", s) for s in sizes]
         if stage.name in applier.interleaved:
             mine += [(stage.name, "interleave", c) for c in model.CHAIN_VARIANTS]
+        if stage.name in applier.vectorized:
+            mine.append((stage.name, "vectorize", False))
         if stage.name in applier.unrollable:
             mine += [(stage.name, "unroll", u) for u in model.UNROLL_FACTORS if u > 1]
         if applier.placements.get(stage.name) == "compute_at":
@@ -60,20 +62,28 @@ def with_knob(choice, stage, knob, value) -> dict:
     return out
 
 
-def search(measure, candidates, budget_s) -> tuple:
+def search(measure, candidates_of, budget_s) -> tuple:
     """(best choice, its seconds, {json of a choice: seconds} of those measured). `measure(choice,
     limit_s)` times a choice, taking more runs only while under `limit_s` seconds; the model's
-    choice ({}) is always measured, then the variants while the budget lasts."""
+    choice ({}) is always measured, then the variants `candidates_of(choice)` gives for it while the
+    budget lasts. A better choice can open knobs the model's did not have (a stencil no longer
+    time-tiled gets its own loops' knobs): those are tried after the others."""
     start = time.perf_counter()
     left = lambda: budget_s - (time.perf_counter() - start)     # noqa: E731
     best, best_t = {}, measure({}, left())
     seen = {"{}": best_t}
-    for stage, knob, value in candidates:
-        if left() <= 0:
-            break
+    queue = list(candidates_of(best))
+    offered = {(stage, knob) for stage, knob, _ in queue}
+    while queue and left() > 0:
+        stage, knob, value = queue.pop(0)
         cand = with_knob(best, stage, knob, value)
+        if repr(cand) in seen:
+            continue
         t = measure(cand, left())
         seen[repr(cand)] = t
         if t < best_t * MARGIN:
             best, best_t = cand, t
+            opened = [v for v in candidates_of(best) if (v[0], v[1]) not in offered]
+            offered.update((stage, knob) for stage, knob, _ in opened)
+            queue += opened
     return best, best_t, seen

@@ -95,7 +95,10 @@ def tile_variants(model_sizes) -> list:
 
 
 def needs_time_tiling(stages, members) -> bool:
-    """Whether the arrays a step touches outgrow L2 (else every step finds them in cache already)."""
+    """Whether the arrays a step touches outgrow the L2 caches of all cores (else each step's sweep,
+    run in parallel, finds every core's share in its own L2: a parallel loop gives each thread the
+    same part of its range at every step). Time tiles run one after another, so they must win back
+    the other cores first."""
     seen, total = set(), 0
     for c in members:
         stage = stages[c.name]
@@ -106,4 +109,4 @@ def needs_time_tiling(stages, members) -> bool:
                 for v in stage.vars[1:]:
                     n *= max(1, stage.trip(v))
                 total += n
-    return total > machine.cache_bytes(2)
+    return total > machine.cache_bytes(2) * machine.cores()
