@@ -188,11 +188,7 @@ class Applier:
         if vector_outer is None and comp.tags.get(comp.loops[-1]) is None:
             self._interleave(comp, stage, origin, choice.get("interleave", {}).get(comp.name, model.CHAINS))
         if stage.work() >= MIN_PARALLEL_WORK:
-            for loop in comp.loops[:2]:
-                if comp._loop_extent_bound(comp.loops.index(loop)) == 1:
-                    continue      # one iteration: nothing to share out
-                if comp.tags.get(loop) is None and self.attempt(lambda: comp.parallelize(loop), self.shared_storage):
-                    break
+            self._parallelize(comp)
         factor = choice.get("unroll", {}).get(comp.name, 1)
         if vector_outer is not None:
             self.unrollable.add(comp.name)
@@ -200,6 +196,20 @@ class Applier:
             self.attempt(lambda: comp.unroll(vector_outer, factor))
         self._unroll_small_loops(comp)
         return level
+
+    def _parallelize(self, comp):
+        """Parallelize the first of the two outermost loops that carries no dependence. When that is the
+        second, it is moved outermost where the dependences allow: inside a serial loop, it would start a
+        parallel region at every iteration of that loop (a recurrence along rows, vectorized across them)."""
+        for k, loop in enumerate(comp.loops[:2]):
+            if comp._loop_extent_bound(k) == 1 or comp.tags.get(loop) is not None:
+                continue      # one iteration: nothing to share out
+            outer = comp.loops[:k]
+            if outer and self.attempt(lambda: (comp.reorder(loop, *outer), comp.parallelize(loop)),
+                                      self.shared_storage):
+                return
+            if self.attempt(lambda: comp.parallelize(loop), self.shared_storage):
+                return
 
     def _pack(self, comp, stage, blocks) -> bool:
         """For a contraction nest (a, r, v) reading one array at (a, r) and another at (r, v), as a gemm

@@ -64,8 +64,12 @@ def loop_orders(stage) -> list:
 
 def has_reuse(stage, band) -> bool:
     """Whether tiling `band` can keep data in cache: a reference that does not move with one of its
-    loops (reused across that loop), or two references to one array at a constant distance (a stencil)."""
+    loops (reused across that loop), a gather (a data-dependent index, which neighbouring iterations
+    of a warp or a resampling point at neighbouring elements: only measuring tells), or two
+    references to one array at a constant distance (a stencil)."""
     if any(not r.touches(v) for r in stage.refs for v in band):
+        return True
+    if any(c is None for r in stage.refs if not r.is_write for c in r.dims):
         return True
     seen = set()
     for r in stage.refs:
