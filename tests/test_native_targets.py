@@ -389,7 +389,8 @@ def cast_inputs(src):
 
 #: float inputs outside every integer range, and the edges of the saturating conversions
 FAR_FLOATS = [np.nan, -np.nan, np.inf, -np.inf, 3e9, -3e9, 2.0**31, -2.0**31, 2.0**31 - 128, 1e19, -1e19,
-              2.0**63, -2.0**63, 2.0**64, 1.8e19, -0.75, -1.0, 65535.9, 4294967295.0]
+              2.0**63, -2.0**63, 2.0**64, 1.8e19, -0.75, -1.0, 65535.9, 4294967295.0,
+              2.0**31 - 1, -2.0**31 - 1, 2.0**63 - 1024, 2.0**64 - 2048, -2.0**63 - 2048]
 
 
 def cast_reference(x, src, dst):

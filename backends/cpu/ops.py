@@ -4,11 +4,12 @@ Every operation works on scalars and on `<N x T>` vectors alike (lane-wise),
 so the scalar and the vectorized code compute exactly the same thing; a scalar
 operand meeting a vector one is broadcast. Shifts compare the amount with the
 width first, so LLVM never sees an amount that would make its result poison;
-float -> int conversions use the saturating intrinsics (`llvm.fptosi.sat`),
-which define every input.
+float -> int conversions saturate (`llvm.fptosi.sat` on scalars, the same
+clamps written out on vectors), which defines every input.
 """
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from mascarpone.middleend.errors import NotSupportedError
@@ -302,14 +303,36 @@ class Ops:
         if src.is_float:
             via = float_to_int_via(dst)
             vty = self._retype(value_type(via), v)
-            name = f"llvm.fpto{'s' if via.is_signed else 'u'}i.sat.{type_suffix(vty)}.{type_suffix(v.type)}"
-            converted = self.b.call(declare(self.module, name, ir.FunctionType(vty, [v.type])), [v])
+            if is_vector(v):
+                converted = self._saturating_vector_conversion(src, via, v, vty)
+            else:
+                name = f"llvm.fpto{'s' if via.is_signed else 'u'}i.sat.{type_suffix(vty)}.{type_suffix(v.type)}"
+                converted = self.b.call(declare(self.module, name, ir.FunctionType(vty, [v.type])), [v])
             return converted if via == dst else B.trunc(converted, dty)
         if dst.bits == src.bits:
             return v
         if dst.bits < src.bits:
             return B.trunc(v, dty)
         return B.sext(v, dty) if src.is_signed else B.zext(v, dty)
+
+    def _saturating_vector_conversion(self, src: DType, via: DType, v, vty):
+        """`llvm.fpto[su]i.sat` on a vector, as clamps and one plain conversion: LLVM expands the
+        intrinsic on vectors lane by lane with branches (x86), where this stays in vector registers.
+        The value is clamped to [lowest, the largest float below 2^bits] of `via` (NaN to 0), which
+        converts exactly; values at 2^bits and above give the type's maximum."""
+        B = self.b
+        fty = value_type(src)
+        lowest = -2.0 ** (via.bits - 1) if via.is_signed else 0.0
+        limit = 2.0 ** (via.bits - 1 if via.is_signed else via.bits)
+        below = float(np.nextafter(np.array(limit, dtype=src.numpy), np.array(0, dtype=src.numpy)))
+        low = self.splat_const(fty, lowest, v)
+        x = B.select(B.fcmp_ordered("<", v, low), low, v)
+        high = self.splat_const(fty, below, v)
+        x = B.select(B.fcmp_ordered(">", x, high), high, x)
+        x = B.select(B.fcmp_unordered("uno", v, v), self.splat_const(fty, 0.0, v), x)
+        converted = B.fptosi(x, vty) if via.is_signed else B.fptoui(x, vty)
+        top = self.splat_const(scalar_type(vty), (1 << (via.bits - 1 if via.is_signed else via.bits)) - 1, v)
+        return B.select(B.fcmp_ordered(">=", v, self.splat_const(fty, limit, v)), top, converted)
 
     def reinterpret(self, dst: DType, v):
         """The bits of `v` as a value of `dst` (same width, no bools)."""

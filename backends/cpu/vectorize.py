@@ -11,8 +11,9 @@ how its indices move with the loop variable:
   * a small constant stride in the last index (a down-sampling read) -> a few
                                 contiguous loads and a shuffle;
   * other affine strides     -> one scalar load/store per lane at a fixed step;
-  * anything else            -> the index is computed as a vector and each lane
-                                is loaded/stored on its own (gather/scatter).
+  * anything else            -> the index is computed as a vector; lanes are
+                                loaded with llvm.masked.gather and stored
+                                one by one, in lane order (scatter).
 
 Inner loops (with bounds independent of the vectorized variable) run once
 per chunk with vector values in their body, as Halide vectorizes an outer
@@ -34,7 +35,7 @@ from mascarpone.middleend.types import int64
 from . import memory
 from mascarpone.backends.common.affine import constant_difference, mentions, stride_along
 from .exprgen import ExprEmitter
-from .llvm_types import I1, I32, I64, i64, is_vector, memory_type, type_suffix, value_type
+from .llvm_types import I1, I32, I64, PTR, i64, is_vector, memory_type, type_suffix, value_type
 from .loops import counted_loop, if_then_else, loop_metadata
 from .ops import declare
 
@@ -151,8 +152,11 @@ class VectorEmitter(ExprEmitter):
             flat = self.ops.binary("add", int64, self.ops.binary("mul", int64, flat, ext, index=True), ix,
                                    index=True)
         flat = self.ops.broadcast(flat, self.width)
-        return "lanes", [memory.element_ptr(B, view, B.extract_element(flat, ir.Constant(I32, k)), inb)
-                         for k in range(self.width)]
+        # one address per lane as a vector of pointers, which LLVM loads with the CPU's gather where
+        # it has a fast one (AVX-512, AVX2) and one lane at a time elsewhere
+        ptrs = memory.element_ptr(B, view, flat, inb)
+        ptrs.type = ir.VectorType(PTR, self.width)   # (llvmlite types a GEP by its base)
+        return "gather", ptrs
 
     def lane_bit(self, k):
         return self.B.extract_element(self.mask, ir.Constant(I32, k))
@@ -172,6 +176,8 @@ class VectorEmitter(ExprEmitter):
             return self._masked_load(view, ptr)
         if how == "strided":
             return self._strided_load(view, *ptr)
+        if how == "gather":
+            return self._gather(view, ptr)
         vt = ir.VectorType(value_type(view.dtype), self.width)
         out = ir.Constant(vt, ir.Undefined)
         for k, p in enumerate(ptr):
@@ -199,6 +205,15 @@ class VectorEmitter(ExprEmitter):
                     for k in range(w)]
             out = B.shuffle_vector(out, loads[j], ir.Constant(ir.VectorType(I32, w), mask))
         return out
+
+    def _gather(self, view, ptrs):
+        """The lanes at a vector of addresses (masked-off lanes are not read and give zero)."""
+        mty = ir.VectorType(memory_type(view.dtype), self.width)
+        mask = self.mask if self.mask is not None else ir.Constant(ir.VectorType(I1, self.width), [1] * self.width)
+        fn = declare(self.B.module, f"llvm.masked.gather.{type_suffix(mty)}.v{self.width}p0",
+                     ir.FunctionType(mty, [ptrs.type, I32, mask.type, mty]))
+        v = self.B.call(fn, [ptrs, ir.Constant(I32, view.dtype.bytes), mask, ir.Constant(mty, None)])
+        return memory.to_register(self.B, view.dtype, v)
 
     def _any(self, mask):
         fn = declare(self.B.module, f"llvm.vector.reduce.or.v{self.width}i1",
@@ -290,6 +305,8 @@ class VectorBody:
         how, ptr = em.lane_pointers(view, s.indices)
         B = self.fs.builder
         ops = self.fs.ops
+        if how == "gather":    # a scatter: lane by lane, so that lanes storing to one element keep their order
+            ptr = [B.extract_element(ptr, ir.Constant(I32, k)) for k in range(self.width)]
         if how == "strided":   # stored lane by lane: a dense store would write the elements in between
             ptr0, stride = ptr
             mty = memory_type(view.dtype)
