@@ -4,8 +4,8 @@ Every operation works on scalars and on `<N x T>` vectors alike (lane-wise),
 so the scalar and the vectorized code compute exactly the same thing; a scalar
 operand meeting a vector one is broadcast. Shifts compare the amount with the
 width first, so LLVM never sees an amount that would make its result poison;
-float -> int conversions saturate (`llvm.fptosi.sat` on scalars, the same
-clamps written out on vectors), which defines every input.
+float -> int conversions saturate (what `llvm.fptosi.sat` computes, written
+as clamps and a plain conversion), which defines every input.
 """
 from __future__ import annotations
 
@@ -303,11 +303,7 @@ class Ops:
         if src.is_float:
             via = float_to_int_via(dst)
             vty = self._retype(value_type(via), v)
-            if is_vector(v):
-                converted = self._saturating_vector_conversion(src, via, v, vty)
-            else:
-                name = f"llvm.fpto{'s' if via.is_signed else 'u'}i.sat.{type_suffix(vty)}.{type_suffix(v.type)}"
-                converted = self.b.call(declare(self.module, name, ir.FunctionType(vty, [v.type])), [v])
+            converted = self._saturating_conversion(src, via, v, vty)
             return converted if via == dst else B.trunc(converted, dty)
         if dst.bits == src.bits:
             return v
@@ -315,11 +311,12 @@ class Ops:
             return B.trunc(v, dty)
         return B.sext(v, dty) if src.is_signed else B.zext(v, dty)
 
-    def _saturating_vector_conversion(self, src: DType, via: DType, v, vty):
-        """`llvm.fpto[su]i.sat` on a vector, as clamps and one plain conversion: LLVM expands the
-        intrinsic on vectors lane by lane with branches (x86), where this stays in vector registers.
-        The value is clamped to [lowest, the largest float below 2^bits] of `via` (NaN to 0), which
-        converts exactly; values at 2^bits and above give the type's maximum."""
+    def _saturating_conversion(self, src: DType, via: DType, v, vty):
+        """What `llvm.fpto[su]i.sat` computes, as clamps and one plain conversion: LLVM expands the
+        intrinsic with a branch per case (on x86, lane by lane for vectors), where this is a few
+        branch-free instructions, in vector registers for vectors. The value is clamped to [lowest,
+        the largest float below 2^bits] of `via` (NaN to 0), which converts exactly; values at 2^bits
+        and above give the type's maximum."""
         B = self.b
         fty = value_type(src)
         lowest = -2.0 ** (via.bits - 1) if via.is_signed else 0.0
