@@ -345,3 +345,57 @@ def test_measurements_stop_at_their_limit_and_clearly_slower_naive_loops_are_cal
     chosen, chosen_t, naive_t = auto._side_by_side(best, apply, timer)
     assert chosen == best and naive_t > auto.CLEARLY_SLOWER * chosen_t
     assert kernels[1].calls == 1 and kernels[0].calls > 1
+
+
+def test_a_parallel_loop_inside_a_recurrence_moves_outermost():
+    """A recurrence along rows vectorized across them (Halide's iir update): the loop across the rows is
+    the parallel one, moved outside the serial loop along them, so that one parallel region runs the
+    whole update rather than one per row; the values are Halide's."""
+    spec = pipelines.iir(61, 37, np.random.default_rng(0), schedule=False)
+    pipeline = hl.Pipeline(spec["outputs"])
+    for ip, arr in spec["images"].items():
+        ip.set(hl.Buffer(arr))
+    theirs = np.asarray(pipeline.realize(spec["sizes"]))
+    f = ms.from_halide(pipeline)
+    report = f.autoschedule(sizes=dict(inp_extent_0=1536, inp_extent_1=2560, out_extent_0=1536,
+                                       out_extent_1=2560), measure=False)
+    update = f["iir_s1"]
+    assert update.tags.get(update.loops[0]) is not None and update.loops[-1] != update.loops[0], report.commands
+    assert any(c.startswith("iir_s1.reorder(") and c.endswith(", r_x)") for c in report.commands), report.commands
+    ours = f.compile("cpu").realize(spec["sizes"], **{ip.name(): a for ip, a in spec["images"].items()})
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+
+
+def test_the_search_tries_the_knobs_a_better_choice_opens():
+    """Coordinate descent from the model's choice: once a variant wins, the knobs its schedule has and
+    the model's did not (a stencil no longer time-tiled has its loops' knobs) are tried too, once each."""
+    from mascarpone.middleend.autoschedule.search import search
+    times = {"{}": 1.0, repr({"timetile": {"s": []}}): 0.5,
+             repr({"timetile": {"s": []}, "vectorize": {"s": False}}): 0.25}
+    tried = []
+
+    def measure(choice, limit):
+        tried.append(choice)
+        return times.get(repr(choice), 2.0)
+
+    def candidates_of(choice):
+        if not choice:
+            return [("s", "timetile", [4, 8]), ("s", "timetile", [])]
+        return [("s", "timetile", [4, 8]), ("s", "vectorize", False)]
+    best, best_t, seen = search(measure, candidates_of, budget_s=60)
+    assert best == {"timetile": {"s": []}, "vectorize": {"s": False}} and best_t == 0.25
+    assert len(tried) == len(seen) == 4      # {}, the two time tiles, then the opened knob: nothing twice
+
+
+def test_measurements_fill_the_outputs_of_the_first_call():
+    """The timer passes the outputs of its first call to every later one (filled in place): the calls
+    it times allocate nothing."""
+    from mascarpone.middleend.autoschedule.measure import Timer
+    f = examples.gemm()[0]
+    timer = Timer(f, "cpu", dict(N=32, M=32, K=32), 0)
+    kernel = timer.kernel()
+    assert "C" not in timer.arguments
+    timer.medians([kernel])
+    kept = timer.arguments["C"]
+    assert isinstance(kept, np.ndarray) and kernel(**timer.arguments) is kept
+    np.testing.assert_allclose(kept, timer.arguments["A"] @ timer.arguments["B"], rtol=1e-4)

@@ -562,6 +562,21 @@ def test_num_threads_settings(target):
         set_num_threads(0)
 
 
+def test_parallel_loop_runs_every_iteration_once_whatever_the_threads(target):
+    """Each thread takes its own part of a parallel loop's range first, then what is left of the others':
+    every iteration runs once with more threads than iterations, than parts (64), with a range that does
+    not divide, and with an empty or one-iteration range."""
+    a = Buffer("a", [N], int64, "input")
+    out = Buffer("out", [N], int64, "output")
+    kern = build(target, LoweredFunction("par_parts", ["N"], [a], [out],
+                                         loop("i", 0, N, Store(out, (i,), a[i] * 3 + i), "parallel")))
+    for n in (0, 1, 7, 129, 1000):
+        x = np.arange(n, dtype=np.int64) * 5 + 1
+        for threads in (1, 2, 3, 7, 70):
+            kern.num_threads = threads
+            np.testing.assert_array_equal(kern(a=x), x * 3 + np.arange(n), err_msg=f"N={n}, {threads} threads")
+
+
 def gemm_kernel(target, mr=4, nr=16, width=8, packed_c=False):
     """A register-blocked sgemm: k { ii (unroll) { ji (vector) } } inside io/jo tile loops."""
     A = Buffer("A", [M, Sym("K")], float32, "input")
