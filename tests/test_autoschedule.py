@@ -2,6 +2,7 @@
 Halide pipelines without a schedule) it gives a legal schedule, as ordinary commands, with the
 values of the unscheduled program; it is deterministic for a seed, and its disk cache is reused."""
 import math
+import time
 
 import numpy as np
 import pytest
@@ -307,13 +308,14 @@ def test_gauss_seidel_chains_are_interleaved():
 
 
 class _Counted:
-    """A compiled kernel that counts its calls."""
+    """A compiled kernel that counts its calls (and takes `delay` seconds more each)."""
 
-    def __init__(self, kernel):
-        self.kernel, self.calls = kernel, 0
+    def __init__(self, kernel, delay=0.0):
+        self.kernel, self.calls, self.delay = kernel, 0, delay
 
     def __call__(self, **kwargs):
         self.calls += 1
+        time.sleep(self.delay)
         return self.kernel(**kwargs)
 
 
@@ -335,7 +337,10 @@ def test_measurements_stop_at_their_limit_and_clearly_slower_naive_loops_are_cal
     best = g.autoscheduled.choice
     start = auto.save(f)
     kernels = []
-    monkeypatch.setattr(timer, "kernel", lambda: kernels.append(_Counted(Timer.kernel(timer))) or kernels[-1])
+    # the naive loops (the second kernel compiled) made far slower than any load can make the best: the
+    # path taken must not depend on how busy the machine is
+    monkeypatch.setattr(timer, "kernel", lambda: kernels.append(
+        _Counted(Timer.kernel(timer), delay=0.5 if kernels else 0.0)) or kernels[-1])
 
     def apply(choice):
         auto.restore(f, start)
