@@ -364,9 +364,10 @@ def test_a_parallel_loop_inside_a_recurrence_moves_outermost():
     f = ms.from_halide(pipeline)
     report = f.autoschedule(sizes=dict(inp_extent_0=1536, inp_extent_1=2560, out_extent_0=1536,
                                        out_extent_1=2560), measure=False)
-    update = f["iir_s1"]
+    update = next(c for c in f.computations if c.name.endswith("_s1"))   # (Halide's names vary in a process)
     assert update.tags.get(update.loops[0]) is not None and update.loops[-1] != update.loops[0], report.commands
-    assert any(c.startswith("iir_s1.reorder(") and c.endswith(", r_x)") for c in report.commands), report.commands
+    assert any(c.startswith(f"{update.name}.reorder(") and c.endswith(", r_x)") for c in report.commands), \
+        report.commands
     ours = f.compile("cpu").realize(spec["sizes"], **{ip.name(): a for ip, a in spec["images"].items()})
     np.testing.assert_allclose(ours, theirs, rtol=1e-5)
 

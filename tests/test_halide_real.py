@@ -221,7 +221,8 @@ def test_output_buffer_constraints_are_checked():
     f.output_buffer().dim(1).set_bounds(0, 4)
     k = ms.from_halide(f).compile("cpu")
     assert k.realize([5, 4]).shape == (4, 5)
-    with pytest.raises(ms.ArgumentError, match=r"constrained: its buffer must have extent 4 in dimension 1"):
+    # (the message names the output buffer as Halide does: "constrained$1" where the name was taken before)
+    with pytest.raises(ms.ArgumentError, match=r"constrained(\$\d+)?: its buffer must have extent 4 in dimension 1"):
         k.realize(np.zeros((6, 5), np.int32))
     with pytest.raises(hl.HalideError, match="Constraint violated"):
         f.realize(hl.Buffer(hl.Int(32), [5, 6]))
