@@ -165,6 +165,12 @@ def _atomic_options(stmts):
 MAX_PARTIAL_PIECES = 4
 
 
+def _split_by_range(time, image):
+    """`time` cut along the disjoint basic sets of `image` (its range, or a rewriting of it): one piece per
+    convex part, which isl then scans with loops of its own rather than one guarded loop over the hull."""
+    return [time.intersect_range(isl.Set.from_basic_set(b)) for b in image.make_disjoint().get_basic_sets()]
+
+
 def build_ast(stmts, bodies, context, unseparated=frozenset()):
     """The isl AST of the union of the statements' time maps, with leaves already lowered.
 
@@ -193,10 +199,9 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         if s.comp.stored_at_root or s.comp.store_level is not None:
             # a sliding window is a union (the first iteration's points, then each later one's new
             # points); each part gets its own loops instead of one guarded loop over their hull
-            disjoint = time.range().make_disjoint().get_basic_sets()
+            disjoint = _split_by_range(time, time.range())
             if len(disjoint) > 1:
-                parts = [(f"_slide{i}", time.intersect_range(isl.Set.from_basic_set(b)))
-                         for i, b in enumerate(disjoint)]
+                parts = [(f"_slide{i}", piece) for i, piece in enumerate(disjoint)]
         elif steady is not None:
             # clamped indices become affine in the steady part, and its vector loops contiguous loads;
             # the edges get loops of their own around it
@@ -214,11 +219,10 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
                 part = part.subtract_range(full)
                 # the partial tiles before and after the full ones get loops of their own: as one
                 # piece, isl scans their hull, which spans the full tiles, with a guard in each iteration
-                edges_apart = part.range().coalesce().make_disjoint().get_basic_sets()
+                edges_apart = _split_by_range(part, part.range().coalesce())
                 if 1 < len(edges_apart) <= MAX_PARTIAL_PIECES:
-                    for i, b in enumerate(edges_apart):
-                        schedule = add_piece(f"{s.name}{suffix}_partial{i}",
-                                             part.intersect_range(isl.Set.from_basic_set(b)))
+                    for i, piece in enumerate(edges_apart):
+                        schedule = add_piece(f"{s.name}{suffix}_partial{i}", piece)
                     continue
             if not suffix:
                 times[s.name] = part.range()

@@ -203,7 +203,7 @@ class Applier:
         parallel region at every iteration of that loop (a recurrence along rows, vectorized across them)."""
         for k, loop in enumerate(comp.loops[:2]):
             if comp._loop_extent_bound(k) == 1 or comp.tags.get(loop) is not None:
-                continue      # one iteration: nothing to share out
+                continue      # one iteration (nothing to share out), or tagged already
             outer = comp.loops[:k]
             if outer and self.attempt(lambda: (comp.reorder(loop, *outer), comp.parallelize(loop)),
                                       self.shared_storage):
