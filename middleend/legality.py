@@ -221,8 +221,10 @@ def window_violations(stmts, context):
         for d in range(depth):
             earlier = earlier.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
         available = earlier.apply_range(computed)
-        missing = needed.reset_tuple_id(isl.dim_type.in_).subtract(
-            available.reset_tuple_id(isl.dim_type.in_)).intersect_params(context)
+        # (both without the constraints the context implies, which slow the difference many times)
+        needed = needed.reset_tuple_id(isl.dim_type.in_).gist_params(context).coalesce()
+        available = available.reset_tuple_id(isl.dim_type.in_).gist_params(context).coalesce()
+        missing = needed.subtract(available).intersect_params(context)
         if not missing.is_empty():
             out.append((a, b, missing))
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import islpy as isl
 
+from .affine import without_size_constraints
 from .errors import ScheduleError
 from .expr import Access, walk
 from .loopir import LoopKind
@@ -730,6 +731,8 @@ def bind_to_tiles(comp, tiles):
     reach, as a map prefix -> point; the map from [prefix -> point] pairs to comp's loops)."""
     names = [v.name for v in comp.vars]
     relative = comp.tile_map
+    # (the constraints among the sizes alone are put back at the end: see affine.dim_bounds)
+    tiles, sizes = without_size_constraints(tiles)
     per_tile = []
     for var, pair in comp.bound_params.items():
         d = names.index(var)
@@ -743,12 +746,19 @@ def bind_to_tiles(comp, tiles):
                 relative = _bind_at_root(relative, {var: (p,)}, {var: (pa.project_domain_on_params(),)})
             else:
                 per_tile.append((p, pa))
-    # (coalescing keeps the sets small: the tiles of a shifted consumer come in many cases of the sizes)
-    pairs = isl.Map.from_domain_and_range(tiles.domain().coalesce(), comp.domain)
-    inputs = pairs.range_map().reset_tuple_id(isl.dim_type.out)
+    # the loops of a pair [prefix -> point] are the relative schedule at (point, the prefix's box):
+    # one pullback by a piecewise function, where a product of maps multiplied their cases
+    prefixes = tiles.domain().coalesce()
+    pairs = isl.Map.from_domain_and_range(prefixes, comp.domain)
+    arguments = isl.PwMultiAff.from_multi_aff(isl.MultiAff.range_map(pairs.get_space()))
+    to_prefix = isl.MultiAff.domain_map(pairs.get_space())
     for p, pa in per_tile:
-        inputs = inputs.flat_range_product(pairs.domain_map().apply_range(isl.Map.from_pw_aff(pa)))
+        arguments = arguments.flat_range_product(isl.PwMultiAff.from_pw_aff(pa.pullback_multi_aff(to_prefix)))
         k = relative.find_dim_by_name(isl.dim_type.param, p)
         relative = relative.move_dims(isl.dim_type.in_, relative.dim(isl.dim_type.in_), isl.dim_type.param, k, 1)
-    loops = inputs.coalesce().apply_range(relative.reset_tuple_id(isl.dim_type.in_)).coalesce()
+    loops = relative.reset_tuple_id(isl.dim_type.in_).preimage_domain_pw_multi_aff(arguments)
+    if per_tile:
+        # the bounds are defined on the prefixes only: intersecting with them again splits pieces
+        pairs = isl.Map.from_domain_and_range(isl.Set.universe(prefixes.get_space()), pairs.range())
+    loops = loops.intersect_domain(pairs.wrap()).coalesce().intersect_params(sizes).coalesce()
     return loops.domain().unwrap().coalesce(), loops

@@ -11,12 +11,13 @@ consumer reads) is a function of the instance.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import islpy as isl
 
 from . import ordering
-from .affine import affine_text, pwaff_to_expr
+from .affine import affine_text, pwaff_to_expr, without_size_constraints
 from .buffer import Buffer, as_index_expr
 from .errors import ScheduleError
 from .schedule import bind_to_tiles, fresh_name
@@ -279,14 +280,20 @@ def _tile_instances(comp, tiles, prefix_names, only_needed=False):
         run = (run.intersect(tiles) if only_needed else run).coalesce()
     else:
         run, loops = tiles, None
-    domain, pref, to_original = _pairs(run, comp.name, prefix_names, own)
-    pref = pref.reset_tuple_id(isl.dim_type.out)
+    domain, _, to_original = _pairs(run, comp.name, prefix_names, own)
     to_original = to_original.set_tuple_name(isl.dim_type.out, comp.name)
     if loops is None:
         own_loops = to_original.apply_range(comp.loop_map)
     else:
-        own_loops = loops.flatten_domain().set_tuple_name(isl.dim_type.in_, comp.name).intersect_domain(domain)
-    return run, domain, to_original, pref.flat_range_product(own_loops)
+        if only_needed:
+            loops = loops.intersect_domain(run.wrap()).coalesce()
+        # (its domain is already `run`: intersecting it again with a domain of n pieces makes more)
+        own_loops = loops.flatten_domain().set_tuple_name(isl.dim_type.in_, comp.name)
+    # (the prefix is taken by a projection of the whole space: two maps restricted to a domain of n
+    # pieces would make n * n pieces in their product)
+    prefix = isl.Map.from_multi_aff(isl.MultiAff.project_out_map(domain.get_space(), isl.dim_type.set,
+                                                                 len(prefix_names), len(own)))
+    return run, domain, to_original, prefix.reset_tuple_id(isl.dim_type.out).flat_range_product(own_loops)
 
 
 def _first_needed(need, depth=0):
@@ -370,39 +377,67 @@ def _expand_update(update, base, context):
 #: a tile buffer of at most this many elements takes the largest size any tile has (constant); a larger
 #: bound (a clamp at a huge constant) would allocate far more than the tiles of the actual sizes need
 MAX_CONSTANT_TILE = 1 << 16
+#: in a larger buffer, a dimension whose tiles are never longer than this still takes a constant extent
+MAX_CONSTANT_EXTENT = 1 << 10
 
 
-def _tile_extents(biggests, context):
-    """The extents of a tile buffer whose longest tiles are `biggests` (functions of the sizes): their
-    largest values over all sizes when those are finite and make a small tile (`min(64, W)` -> 64),
-    so the buffer has a constant size and can live on the stack, else the functions themselves."""
-    bounds = [isl.Set.from_pw_aff(b).intersect_params(context).dim_max_val(0) for b in biggests]
-    volume = 1
-    for bound in bounds:
-        volume = volume * (bound.to_python() + 1) if bound.is_int() else None
-        if volume is None or volume > MAX_CONSTANT_TILE:
-            return [simplify(pwaff_to_expr(b, context) + 1) for b in biggests]
-    return [Const(bound.to_python() + 1, int64) for bound in bounds]
+def _tile_extents(spans, context):
+    """The extents of a tile buffer whose tiles span `spans` (per dimension, the set of a tile's last
+    index minus its first, over all tiles and sizes): the largest when those are finite and make a
+    small tile (`min(64, W)` -> 64), so the buffer has a constant size and can live on the stack;
+    else the largest span as a function of the sizes, in the dimensions where it is not small."""
+    bounds = [span.dim_max_val(0) for span in spans]
+    finite = [bound.to_python() + 1 if bound.is_int() else None for bound in bounds]
+    if None not in finite and math.prod(finite) <= MAX_CONSTANT_TILE:
+        return [Const(extent, int64) for extent in finite]
+    # (a maximum as a function of the sizes is solved only where needed: with many sizes, it can
+    # take minutes)
+    return [Const(extent, int64) if extent is not None and extent <= MAX_CONSTANT_EXTENT
+            else simplify(pwaff_to_expr(span.dim_max(0), context) + 1) for extent, span in zip(finite, spans)]
+
+
+#: a tile of more pieces than this gets a box that may be larger than its exact one (see _tile_box)
+MAX_EXACT_BOX_PIECES = 8
+
+
+def _tile_box(need, domain):
+    """Per dimension, the least and the greatest index of the tiles `need` (prefix -> points of
+    `domain`), as functions of the prefix: a box that holds each tile.
+
+    The exact box of a tile of many pieces (the union of several consumers' reads under loops split
+    with shifted tails) can take isl minutes; such a tile gets the box of its simple hull, and a
+    dimension that hull leaves unbounded spans the whole domain. Only the tile buffer grows: the
+    points computed stay the exact ones."""
+    dims = range(need.dim(isl.dim_type.out))
+    if need.n_basic_map() <= MAX_EXACT_BOX_PIECES:
+        return [(need.dim_min(d).coalesce(), need.dim_max(d).coalesce()) for d in dims]
+    hull = isl.Map.from_basic_map(need.simple_hull())
+    whole = isl.Map.from_domain_and_range(isl.Set.universe(need.get_space().domain()), domain)
+    box = []
+    for d in dims:
+        try:
+            box.append((hull.dim_min(d).coalesce(), hull.dim_max(d).coalesce()))
+        except isl.Error:   # unbounded: the hull dropped the bounds that only the pieces' divisions give
+            box.append((whole.dim_min(d).coalesce(), whole.dim_max(d).coalesce()))
+    return box
 
 
 def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
     """The tile buffer of `comp` over the points `need` (prefix -> points) of each tile. A dimension
     folded by `storage_fold` becomes a ring of that depth, unless no tile is longer than the depth."""
-    lower, shape, folds = [], [], {}
-    for d, v in enumerate(comp.vars):
-        lo, hi = need.dim_min(d).coalesce(), need.dim_max(d).coalesce()
-        extent = hi.sub(lo)
-        biggest = isl.Map.from_pw_aff(extent).range().intersect_params(context).dim_max(0)
+    lower, shape, folds, spans = [], [], {}, {}
+    plain, sizes = without_size_constraints(need)
+    for d, (v, (lo, hi)) in enumerate(zip(comp.vars, _tile_box(plain, comp.domain))):
+        span = isl.Map.from_pw_aff(hi.sub(lo)).range().intersect_params(sizes).intersect_params(context)
+        lower.append(lo.intersect_params(sizes).coalesce())
         ring = comp.folds.get(v.name)
-        if ring is not None and not biggest.gt_set(isl.PwAff.val_on_domain(biggest.domain(), isl.Val(ring - 1))) \
-                .is_empty():
+        if ring is not None and span.dim_max_val(0).gt(isl.Val(ring - 1)):
             folds[d] = ring
             shape.append(Const(ring, int64))
         else:
-            shape.append(biggest)
-        lower.append(lo)
-    unfolded = [d for d in range(len(shape)) if d not in folds]
-    for d, extent in zip(unfolded, _tile_extents([shape[d] for d in unfolded], context)):
+            shape.append(None)
+            spans[d] = span
+    for d, extent in zip(spans, _tile_extents(list(spans.values()), context)):
         shape[d] = extent
     buf = Buffer(f"{comp.name}_tile", shape, comp.dtype, "temporary")
     buf.partitions = list(comp.partitions)
