@@ -69,9 +69,13 @@ def _sum(a, b):
 
 
 def _tile_corner(stmt, local, d):
-    """The lower corner of a tile buffer along dim d, as a function of `stmt`'s instances."""
-    return local.lower[d].pullback_pw_multi_aff(isl.PwMultiAff.from_map(tile_instance(stmt, local))) \
-        .intersect_domain(stmt.domain)
+    """The lower corner of a tile buffer along dim d, as a function of `stmt`'s instances (computed
+    once per statement and dimension: a statement of many pieces takes seconds)."""
+    key = (stmt.name, d)
+    if key not in local.corners:
+        local.corners[key] = local.lower[d].pullback_pw_multi_aff(
+            isl.PwMultiAff.from_map(tile_instance(stmt, local))).intersect_domain(stmt.domain)
+    return local.corners[key]
 
 
 def tile_instance(stmt, local):

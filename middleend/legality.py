@@ -15,7 +15,7 @@ import islpy as isl
 from .errors import IllegalScheduleError, ScheduleError
 from .dependences import union_maps
 from .loopir import CONCURRENT_KINDS, LoopKind
-from .statements import reads_of, runs_inside
+from .statements import first_needed, reads_of, runs_inside
 
 
 def execution_times(stmts, function, context):
@@ -217,13 +217,17 @@ def window_violations(stmts, context):
             needed = part if needed is None else needed.union(part)
         if needed is None:
             continue
+        needed = needed.reset_tuple_id(isl.dim_type.in_).gist_params(context).coalesce()
+        computed = computed.reset_tuple_id(isl.dim_type.in_)
+        # each value read is there if each is computed where it is first read (a window is built so):
+        # a quick proof, where the difference below can take isl minutes on many pieces
+        if first_needed(needed, depth).intersect_params(context).is_subset(computed):
+            continue
         earlier = isl.Map.lex_ge(computed.get_space().domain())   # p -> p' with p' not after p
         for d in range(depth):
             earlier = earlier.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
-        available = earlier.apply_range(computed)
-        # (both without the constraints the context implies, which slow the difference many times)
-        needed = needed.reset_tuple_id(isl.dim_type.in_).gist_params(context).coalesce()
-        available = available.reset_tuple_id(isl.dim_type.in_).gist_params(context).coalesce()
+        # (without the constraints the context implies, which slow the difference many times)
+        available = earlier.apply_range(computed).gist_params(context).coalesce()
         missing = needed.subtract(available).intersect_params(context)
         if not missing.is_empty():
             out.append((a, b, missing))

@@ -36,6 +36,7 @@ class LocalBuffer:
     time_dim: int          # time dimension of the loop it is allocated in
     depth: int = 0         # the prefix loops the corner depends on (store_at: fewer than the producer's)
     folds: dict = field(default_factory=dict)   # dimension -> depth of a ring (storage_fold)
+    corners: dict = field(default_factory=dict, repr=False, compare=False)   # (statement, dim) -> corner
 
 
 @dataclass(eq=False)
@@ -234,7 +235,7 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
         store = consumer_stmt.loops.index(comp.store_level)
     sliding = comp.stored_at_root or store < lvl
     if sliding:
-        need = without_needless_divs(_first_needed(need, 0 if comp.stored_at_root else store + 1))
+        need = without_needless_divs(first_needed(need, 0 if comp.stored_at_root else store + 1))
     prefix_names = [fresh_name(level_name, {v.name for v in comp.vars})
                     for level_name in consumer_stmt.loops[:lvl + 1]]
     # (a sliding window runs only the points not computed before, whatever its splits' tails reach)
@@ -296,7 +297,7 @@ def _tile_instances(comp, tiles, prefix_names, only_needed=False):
     return run, domain, to_original, prefix.reset_tuple_id(isl.dim_type.out).flat_range_product(own_loops)
 
 
-def _first_needed(need, depth=0):
+def first_needed(need, depth=0):
     """Each point of `need` (consumer loop values -> producer points) only at the first loop values,
     in execution order, that need it, among those that share the first `depth` loop values."""
     earlier = isl.Map.lex_gt(need.get_space().domain())   # p -> p' with p' before p
