@@ -539,6 +539,25 @@ def test_store_at_slides_within_each_strip():
     assert sum(stores.values()) == 3 * (10 + 10 + 6)   # strips of 8, 8 and 4 rows
 
 
+def test_tiles_of_many_pieces_take_a_hull_box_with_the_same_values(monkeypatch):
+    """A tile with more pieces than MAX_EXACT_BOX_PIECES gets the box of its simple hull (a dimension
+    the hull leaves unbounded spans the whole domain), and a statement domain of many pieces has its
+    bounds simplified before they are checked: the paths autoscheduled pipelines of many split tails
+    take. Forced here on a sliding window, they hold every tile and give the same values."""
+    from mascarpone.middleend import layout_check, statements
+    monkeypatch.setattr(statements, "MAX_EXACT_BOX_PIECES", 0)
+    monkeypatch.setattr(layout_check, "MAX_PLAIN_DOMAIN_PIECES", 0)
+    f, bx, by = examples.blur()
+    yo, yi = by.split("y", 8)
+    bx.compute_at(by, yi)
+    bx.store_at(yo)
+    img = rng.random((37, 29), dtype=np.float32)
+    rows = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / 3
+    np.testing.assert_allclose(f.compile("cpu")(img=img), (rows[:-2] + rows[1:-1] + rows[2:]) / 3, rtol=1e-6)
+    tile = next(s.buffer for s in L.walk_stmts(f.lower().body) if isinstance(s, L.Allocate))
+    assert [evaluate(d, {"H": 20, "W": 3}) for d in tile.shape][1] == 3   # the hull keeps the tile's width
+
+
 def test_store_at_refuses_a_loop_inside_the_compute_level():
     f, bx, by = examples.blur()
     yo, yi = by.split("y", 8)
