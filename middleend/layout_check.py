@@ -145,7 +145,7 @@ def _first_map(umap):
 # bounds -------------------------------------------------------------------------------------
 
 #: statements whose domain has more pieces than this get their bounds simplified before comparing
-MAX_PLAIN_DOMAIN_PIECES = 8
+MAX_PLAIN_DOMAIN_PIECES = 1
 
 
 def check_bounds(accesses, function, context, facts):
