@@ -230,4 +230,3 @@ def without_size_constraints(m: isl.Map) -> tuple[isl.Map, isl.Set]:
     many times slower (seconds per bound on the tiles of an autoscheduled pipeline with 30 sizes)."""
     sizes = m.params().coalesce()
     return m.gist_params(sizes).coalesce(), sizes
-

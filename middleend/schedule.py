@@ -731,7 +731,7 @@ def bind_to_tiles(comp, tiles):
     reach, as a map prefix -> point; the map from [prefix -> point] pairs to comp's loops)."""
     names = [v.name for v in comp.vars]
     relative = comp.tile_map
-    # (the constraints among the sizes alone are put back at the end: see affine.dim_bounds)
+    # (the constraints among the sizes alone are put back at the end: see affine.without_size_constraints)
     tiles, sizes = without_size_constraints(tiles)
     per_tile = []
     for var, pair in comp.bound_params.items():
