@@ -19,6 +19,7 @@ from .errors import ScheduleError
 from .expr import Access, Cast, Sym, binop, simplify, transform, walk
 from .schedule import fresh_name
 from .index_split import edges, piecewise_indices, steady_state
+from .isl_budget import OutOfOperations, operations_at_most
 from .separation import full_piece
 from .types import int64
 
@@ -171,6 +172,27 @@ def _split_by_range(time, image):
     return [time.intersect_range(isl.Set.from_basic_set(b)) for b in image.make_disjoint().get_basic_sets()]
 
 
+#: isl operations the separation of one statement's full tiles may take (a few seconds); a time map of many
+#: pieces that needs more keeps its partial tiles guarded in one loop nest, which computes the same values
+MAX_SEPARATION_OPERATIONS = 1_000_000
+
+
+def _full_and_partial(time, dims):
+    """(full tiles, partial tiles, the partial tiles cut by convex part) of a statement's time map, or None
+    when there is nothing to separate or when separating needs more than MAX_SEPARATION_OPERATIONS."""
+    try:
+        with operations_at_most(time.get_ctx(), MAX_SEPARATION_OPERATIONS):
+            full = full_piece(time.range(), dims)
+            if full is None:
+                return None
+            partial = time.subtract_range(full)
+            # the partial tiles before and after the full ones get loops of their own: as one
+            # piece, isl scans their hull, which spans the full tiles, with a guard in each iteration
+            return time.intersect_range(full), partial, _split_by_range(partial, partial.range().coalesce())
+    except OutOfOperations:
+        return None
+
+
 def build_ast(stmts, bodies, context, unseparated=frozenset()):
     """The isl AST of the union of the statements' time maps, with leaves already lowered.
 
@@ -211,17 +233,14 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         parts = [piece for suffix, part in parts for piece in _static_pieces(suffix, part)]
         for suffix, part in parts:
             # edges are a thin slice of the instances: not worth more pieces
-            full = full_piece(part.range(), _separated_dims(s)) if separate and not suffix.startswith("_edge") \
+            split = _full_and_partial(part, _separated_dims(s)) if separate and not suffix.startswith("_edge") \
                 else None
-            if full is not None:
+            if split is not None:
                 # the full tiles become a statement of their own, so isl generates them with constant bounds
-                schedule = add_piece(s.name + suffix + "_full", part.intersect_range(full))
-                part = part.subtract_range(full)
-                # the partial tiles before and after the full ones get loops of their own: as one
-                # piece, isl scans their hull, which spans the full tiles, with a guard in each iteration
-                edges_apart = _split_by_range(part, part.range().coalesce())
-                if 1 < len(edges_apart) <= MAX_PARTIAL_PIECES:
-                    for i, piece in enumerate(edges_apart):
+                full, part, partials = split
+                schedule = add_piece(s.name + suffix + "_full", full)
+                if 1 < len(partials) <= MAX_PARTIAL_PIECES:
+                    for i, piece in enumerate(partials):
                         schedule = add_piece(f"{s.name}{suffix}_partial{i}", piece)
                     continue
             if not suffix:
@@ -247,22 +266,15 @@ MAX_OPERATIONS = int(os.environ.get("MASCARPONE_ISL_MAX_OPERATIONS", 300_000_000
 
 
 def _node_from_schedule(build, schedule, stmts):
-    ctx = schedule.get_ctx()
-    ctx.set_max_operations(MAX_OPERATIONS)
-    ctx.reset_operations()
     try:
-        return build.node_from_schedule_map(schedule)
-    except isl.Error as err:
-        if "maximal number of operations" not in str(err):
-            raise
+        with operations_at_most(schedule.get_ctx(), MAX_OPERATIONS):
+            return build.node_from_schedule_map(schedule)
+    except OutOfOperations:
         names = ", ".join(sorted({s.comp.name for s in stmts}))
         raise ScheduleError(f"code generation for {names} did not finish within {MAX_OPERATIONS:,} isl operations: "
                             f"the schedule's loop bounds split into too many cases. Simplify the schedule (fewer "
                             f"splits or compute_at levels, constant split factors), or raise the limit with "
                             f"MASCARPONE_ISL_MAX_OPERATIONS (0: none)") from None
-    finally:
-        ctx.set_max_operations(0)
-        ctx.reset_operations()
 
 
 class _Converter:

@@ -1,5 +1,6 @@
 """The middle-end on its own: domains, commands and their errors, dependences, lowering."""
 import islpy as isl
+import numpy as np
 import pytest
 
 import mascarpone as ms
@@ -187,6 +188,25 @@ def test_vector_loops_of_full_tiles_have_constant_trip_counts():
     trips = {str(simplify(binop("sub", s.hi, s.lo))) for s in vector_loops}
     assert "8" in trips                      # the full tiles
     assert any(not t.isdigit() for t in trips)   # and a guarded partial tile
+
+
+def test_separation_over_its_isl_budget_keeps_one_guarded_loop_nest_with_the_same_values(monkeypatch):
+    """A statement whose full tiles need more than MAX_SEPARATION_OPERATIONS isl operations to separate
+    (the time maps of autoscheduled pipelines with many split tails) is generated as one loop nest whose
+    vector loop is guarded at the edges; the values are the same."""
+    from mascarpone.middleend import codegen
+    from mascarpone.middleend import loopir as L
+    monkeypatch.setattr(codegen, "MAX_SEPARATION_OPERATIONS", 1)
+    f, bx, by = examples.blur()
+    y0, x0, y1, x1 = by.tile("y", "x", 8, 16)
+    by.vectorize(x1, 8)
+    bx.compute_at(by, x0)
+    vector_loops = [s for s in L.walk_stmts(f.lower().body) if isinstance(s, L.For) and s.kind == "vector"]
+    trips = {str(simplify(binop("sub", s.hi, s.lo))) for s in vector_loops}
+    assert trips and not any(t.isdigit() for t in trips)   # no loop of full tiles apart
+    img = np.random.default_rng(0).random((37, 29), dtype=np.float32)
+    rows = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / 3
+    np.testing.assert_allclose(f.compile("cpu")(img=img), (rows[:-2] + rows[1:-1] + rows[2:]) / 3, rtol=1e-6)
 
 
 def test_bitwise_expressions_print_and_check_types():
