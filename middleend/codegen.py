@@ -165,6 +165,11 @@ def _atomic_options(stmts):
 #: partial-tile pieces of a statement generated as loops of their own (more: one guarded loop over their hull)
 MAX_PARTIAL_PIECES = 4
 
+#: parts of a sliding window generated as loops of their own: the first iteration and the later ones, cut
+#: again by split tails; a window of more parts (an autoscheduler's tiles with many shifted tails gave 35,
+#: and 269 statements with their full and partial tiles) is one guarded loop nest over their hull
+MAX_SLIDE_PIECES = 8
+
 
 def _split_by_range(time, image):
     """`time` cut along the disjoint basic sets of `image` (its range, or a rewriting of it): one piece per
@@ -222,7 +227,7 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
             # a sliding window is a union (the first iteration's points, then each later one's new
             # points); each part gets its own loops instead of one guarded loop over their hull
             disjoint = _split_by_range(time, time.range())
-            if len(disjoint) > 1:
+            if 1 < len(disjoint) <= MAX_SLIDE_PIECES:
                 parts = [(f"_slide{i}", piece) for i, piece in enumerate(disjoint)]
         elif steady is not None:
             # clamped indices become affine in the steady part, and its vector loops contiguous loads;
@@ -253,7 +258,9 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
     # into a copy per case of the sizes; the full/partial pieces already give the useful split
     build = isl.AstBuild.from_context(context).set_options(_atomic_options(stmts))
     build, _ = build.set_at_each_domain(leaves)
-    ast = _node_from_schedule(build, schedule.intersect_params(context), stmts)
+    # the build knows the context: constraints of the sizes repeated in every time map (many, under an
+    # autoscheduler's tiles) only multiply the cases isl's AST generation weighs
+    ast = _node_from_schedule(build, schedule.intersect_params(context).gist_params(context), stmts)
     if leaves.error is not None:
         raise leaves.error
     return ast, leaves
