@@ -178,14 +178,20 @@ def test_full_piece_of_a_tiled_loop_nest():
     assert full_piece(tiled.intersect_params(isl.Set("[W] -> { : W < 8 }")), {3: 8}) is None
 
 
-def test_vector_loops_of_full_tiles_have_constant_trip_counts():
+def _tiled_blur_vector_trip_counts(tile_y, tile_x):
+    """The blur with by tiled and vectorized by 8, bx computed per tile: the function and the trip counts of
+    its vector loops as text."""
     from mascarpone.middleend import loopir as L
     f, bx, by = examples.blur()
-    y0, x0, y1, x1 = by.tile("y", "x", 32, 256)
+    y0, x0, y1, x1 = by.tile("y", "x", tile_y, tile_x)
     by.vectorize(x1, 8)
     bx.compute_at(by, x0)
     vector_loops = [s for s in L.walk_stmts(f.lower().body) if isinstance(s, L.For) and s.kind == "vector"]
-    trips = {str(simplify(binop("sub", s.hi, s.lo))) for s in vector_loops}
+    return f, {str(simplify(binop("sub", s.hi, s.lo))) for s in vector_loops}
+
+
+def test_vector_loops_of_full_tiles_have_constant_trip_counts():
+    _, trips = _tiled_blur_vector_trip_counts(32, 256)
     assert "8" in trips                      # the full tiles
     assert any(not t.isdigit() for t in trips)   # and a guarded partial tile
 
@@ -195,14 +201,8 @@ def test_separation_over_its_isl_budget_keeps_one_guarded_loop_nest_with_the_sam
     (the time maps of autoscheduled pipelines with many split tails) is generated as one loop nest whose
     vector loop is guarded at the edges; the values are the same."""
     from mascarpone.middleend import codegen
-    from mascarpone.middleend import loopir as L
     monkeypatch.setattr(codegen, "MAX_SEPARATION_OPERATIONS", 1)
-    f, bx, by = examples.blur()
-    y0, x0, y1, x1 = by.tile("y", "x", 8, 16)
-    by.vectorize(x1, 8)
-    bx.compute_at(by, x0)
-    vector_loops = [s for s in L.walk_stmts(f.lower().body) if isinstance(s, L.For) and s.kind == "vector"]
-    trips = {str(simplify(binop("sub", s.hi, s.lo))) for s in vector_loops}
+    f, trips = _tiled_blur_vector_trip_counts(8, 16)
     assert trips and not any(t.isdigit() for t in trips)   # no loop of full tiles apart
     img = np.random.default_rng(0).random((37, 29), dtype=np.float32)
     rows = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / 3
