@@ -19,7 +19,7 @@ class OutOfOperations(Exception):
 @contextlib.contextmanager
 def operations_at_most(ctx: isl.Context, limit: int):
     """Run the block with at most `limit` isl operations on `ctx` (0: no limit); raise
-    OutOfOperations when it needs more."""
+    OutOfOperations when it needs more. Budgets do not nest: the block's end lifts every limit."""
     ctx.set_max_operations(limit)
     ctx.reset_operations()
     try:

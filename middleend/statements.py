@@ -413,12 +413,12 @@ def _tile_box(need, domain):
     if need.n_basic_map() <= MAX_EXACT_BOX_PIECES:
         return [(need.dim_min(d).coalesce(), need.dim_max(d).coalesce()) for d in dims]
     hull = isl.Map.from_basic_map(need.simple_hull())
-    whole = isl.Map.from_domain_and_range(isl.Set.universe(need.get_space().domain()), domain)
     box = []
     for d in dims:
         try:
             box.append((hull.dim_min(d).coalesce(), hull.dim_max(d).coalesce()))
         except isl.Error:   # unbounded: the hull dropped the bounds that only the pieces' divisions give
+            whole = isl.Map.from_domain_and_range(isl.Set.universe(need.get_space().domain()), domain)
             box.append((whole.dim_min(d).coalesce(), whole.dim_max(d).coalesce()))
     return box
 
