@@ -118,10 +118,38 @@ def original_schedule(computations, context):
     return sched
 
 
-def _nested_schedule(computations, entries):
-    """The 2d+1 time-space of the computations placed by `entries` over their own variables."""
+def source_nests(function) -> dict:
+    """{computation: position of the outermost loop nest of the source program that holds it} where a
+    front-end's nesting (`original_ordering`) is the source order; empty where declaration order is."""
     from .ordering import resolve
-    betas = resolve(computations, entries, lambda c: [v.name for v in c.vars])
+    entries = getattr(function, "original_ordering", None)
+    if not entries:
+        return {}
+    placed = [c for c in function.computations if getattr(c, "staged_for", None) not in function.computations]
+    return {c: b[0] for c, b in resolve(placed, entries, lambda c: [v.name for v in c.vars]).items()}
+
+
+def _nested_schedule(computations, entries):
+    """The 2d+1 time-space of the computations placed by `entries` over their own variables. A staged
+    copy (cache_read, cache_shared) runs whole, right before the outermost loop nest of the source
+    that holds its consumer: the source program has no place of its own for it."""
+    from .ordering import resolve
+    copies = [c for c in computations if getattr(c, "staged_for", None) in computations]
+    placed = [c for c in computations if c not in copies]
+    betas = resolve(placed, entries, lambda c: [v.name for v in c.vars])
+    nests = sorted({b[0] for b in betas.values()})
+    before = {}     # a nest's root position -> the copies that run just before it
+    for copy in copies:
+        before.setdefault(betas[copy.staged_for][0], []).append(copy)
+    root, position = {}, 0
+    for nest in nests:
+        for copy in before.get(nest, []):
+            betas[copy] = [position] + [0] * len(copy.vars)
+            position += 1
+        root[nest] = position
+        position += 1
+    for comp in placed:
+        betas[comp] = [root[betas[comp][0]]] + betas[comp][1:]
     depth = max(len(c.vars) for c in computations)
     sched = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
     for comp in computations:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .affine import without_size_constraints
+from .dependences import source_nests
 from .errors import ScheduleError
 from .expr import Access, walk
 from .loopir import LoopKind
@@ -580,6 +581,12 @@ class Schedulable:
         exprs = [self.expr] + ([self.predicate] if self.predicate is not None else [])
         if not any(isinstance(n, Access) and n.target is owner for e in exprs for n in walk(e)):
             raise ScheduleError(f"{self.name}.{cmd}: {self.name} does not read {owner.name}")
+        nests = source_nests(self.function)
+        for writer in self.function.computations:
+            if writer.storage_owner is owner and nests.get(writer) == nests.get(self, -1):
+                raise ScheduleError(f"{self.name}.{cmd}: {writer.name} writes {owner.name} in the loop nest of the "
+                                    f"source program that holds {self.name}, so no copy of the whole of {owner.name} "
+                                    f"can run between them; stage a producer computed in an earlier loop nest")
         return owner, bounds
 
     def _stage_copy(self, owner, bounds, suffix):
@@ -595,6 +602,7 @@ class Schedulable:
         with self.function:
             copy_vars = [Var(v, lo, hi) for v, (lo, hi) in zip(names, bounds)]
             copy = Computation(name, copy_vars, owner[tuple(copy_vars)])
+        copy.staged_for = self   # where a front-end's nesting is the source order, the copy runs before this
         # the original program copies before the consumer runs (declaration order is program order)
         comps = self.function.computations
         comps.remove(copy)

@@ -12,7 +12,7 @@ from halide_check import hl
 from julia_fixtures import fixture, random_args
 from mascarpone import examples
 from mascarpone.bench.suite import halide_pipelines as pipelines
-from mascarpone.middleend.autoschedule import cache, machine
+from mascarpone.middleend.autoschedule import cache, machine, model
 from mascarpone.middleend.autoschedule.analysis import analyze
 from mascarpone.middleend.autoschedule.apply import Applier
 from mascarpone.middleend.autoschedule.legal import Checker
@@ -35,11 +35,12 @@ def test_gemm_gets_register_tiles_vector_and_parallel_loops_with_numpy_values():
     f, C, acc = examples.gemm()
     report = f.autoschedule(sizes=dict(N=200, M=200, K=200), measure=False)
     assert report.commands == f.history() and report.measured == 0
-    lanes = 2 * machine.vector_lanes(ms.float32)
-    # the stride-one loop j innermost; 4 rows of C by two vectors of j kept in registers across k
+    rows, vectors = model.register_tile()
+    lanes = vectors * machine.vector_lanes(ms.float32)
+    # the stride-one loop j innermost; `rows` rows of C by `vectors` vectors of j kept in registers across k
     assert report.commands[report.commands.index("C_update0.reorder(i, k, j)"):] == [
-        "C_update0.reorder(i, k, j)", f"C_update0.split(j, {lanes})", "C_update0.split(i, 4)",
-        "C_update0.reorder(i0, j0, k, i1, j1)", "C_update0.unroll(i1, 4)", f"C_update0.vectorize(j1, {lanes})",
+        "C_update0.reorder(i, k, j)", f"C_update0.split(j, {lanes})", f"C_update0.split(i, {rows})",
+        "C_update0.reorder(i0, j0, k, i1, j1)", f"C_update0.unroll(i1, {rows})", f"C_update0.vectorize(j1, {lanes})",
         "C_update0.parallelize(i0)"]
     a = rng.random((150, 160), dtype=np.float32)
     b = rng.random((160, 170), dtype=np.float32)

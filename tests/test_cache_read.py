@@ -15,6 +15,7 @@ from mascarpone.middleend.expr import Const, Sym
 from mascarpone.middleend.loopir import Allocate, Block, For, LoopKind, Store, walk_stmts
 from mascarpone.middleend.targets import get_target
 from mascarpone.middleend.types import float32, int64
+from julia_fixtures import fixture, random_args
 
 rng = np.random.default_rng(5)
 
@@ -108,3 +109,38 @@ def test_autoscheduled_gemm_packs_its_blocks_where_they_outgrow_l2(tmp_path, mon
     np.testing.assert_allclose(f.compile("cpu")(A=a, B=b), a @ b, rtol=1e-4)
     small = examples.gemm()[0]
     assert not any("cache_read" in c for c in small.autoschedule(sizes=dict(N=64, M=64, K=64), measure=False).commands)
+
+
+def _julia_values_match(naive, scheduled, argtypes, sizes=(37, 5, 70)):
+    for n in sizes:
+        want, got = random_args(argtypes, seed=2, n=n), random_args(argtypes, seed=2, n=n)
+        naive(*want), scheduled(*got)
+        for x, y in zip(want, got):
+            if isinstance(x, np.ndarray):
+                np.testing.assert_allclose(y, x, rtol=1e-12)
+
+
+def test_a_julia_gemm_packs_its_blocks_where_they_outgrow_l2():
+    """Julia's gemm nests C's scaling and its update in one loop over rows; the copies of A's and B's
+    blocks run, in the source order the dependences come from, before that loop nest. The model's
+    schedule starts the loops from 1 at 0, so that tiles and vectors start on the arrays' first elements;
+    the values are the naive loops'."""
+    text, argtypes = fixture("gemm")
+    f = ms.from_julia(text, argtypes=argtypes)
+    report = f.autoschedule(sizes={p: 600 for p in f.sizes()}, measure=False, cache=False)
+    assert {"s49.shift(i, -1)", "s49.shift(j, -1)", "s49.cache_read(A, at=k0)", "s49.cache_read(B, at=j0)"} \
+        <= set(report.commands), report.commands
+    _julia_values_match(ms.from_julia(text, argtypes=argtypes).compile(), f.compile(), argtypes)
+
+
+def test_a_julia_statement_caches_an_input_but_not_an_array_its_own_loop_nest_writes():
+    """atax's y-update (s60) reads t (s30), which the same source loop over i writes: no whole copy of t
+    can run between them, and the command says so. A copy of the input A can, with the same values."""
+    text, argtypes = fixture("atax_inbounds")
+    f = ms.from_julia(text, argtypes=argtypes)
+    with pytest.raises(ms.ScheduleError, match="writes s30 in the loop nest of the source program that holds s60"):
+        f["s60"].cache_read(f["s30"], at="i")
+    assert f.history() == []
+    copy = f["s60"].cache_read(next(x for x in f.inputs if x.name == "A"), at="i")
+    assert copy.name == "A_copy"
+    _julia_values_match(ms.from_julia(text, argtypes=argtypes).compile(), f.compile(), argtypes)

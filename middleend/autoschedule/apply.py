@@ -16,8 +16,6 @@ from .state import restore, save
 
 #: a stage with fewer iterations than this runs serially: a parallel region would cost more
 MIN_PARALLEL_WORK = 1 << 14
-#: values of the outer loop a register tile keeps (times two vectors of the stride-one loop)
-REGISTER_COLUMNS = 4
 
 
 class Applier:
@@ -31,7 +29,7 @@ class Applier:
         self.leave = set(leave)   # computations to leave unscheduled (copies the target's call makes)
         self.bands = {}       # stage name -> the variables of the band it may tile (it has reuse)
         self.tiled = set()    # stages whose band is tiled
-        self.registers = set()  # stages given register tiles
+        self.registers = {}   # stage name -> the (values of a, vectors of v) of its register tile
         self.packed = {}      # stage name -> the model's blocks of a packed contraction (see _pack)
         self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
         self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
@@ -176,9 +174,10 @@ class Applier:
                 break
         origin = {v: v for v in comp.loops}     # loop name -> the variable it runs over
         level = None
-        wants_registers = choice.get("registers", {}).get(comp.name, True) and not for_producer
+        shape = choice.get("registers", {}).get(comp.name, model.register_tile())
+        wants_registers = bool(shape) and not for_producer
         packed = wants_registers and self._pack(comp, stage, choice.get("pack", {}).get(comp.name))
-        if not packed and not (wants_registers and self._register_tile(comp, stage)):
+        if not packed and not (wants_registers and self._register_tile(comp, stage, shape)):
             level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
         vector_outer = None
         if choice.get("vectorize", {}).get(comp.name, True):
@@ -241,6 +240,7 @@ class Applier:
         if stage.trip(v) < 2 * b["nr"] or stage.trip(a) < 2 * b["mr"]:
             return False
         def commands():
+            self._start_at_zero(comp, (a, r, v))
             _, r0, a0 = recipes.blis_nest(comp, a, r, v, b["mc"], b["kc"], b["nc"], b["mr"], b["nr"])
             right_copy = comp.cache_read(rhs, at=r0)
             comp.cache_read(lhs, at=a0)
@@ -250,30 +250,42 @@ class Applier:
             return True
         return False
 
-    def _register_tile(self, comp, stage) -> bool:
+    def _register_tile(self, comp, stage, shape) -> bool:
         """For a reduction nest (a, r, v): v stride-one, r a loop the written element does not move
-        with, a one it does: keep a block of REGISTER_COLUMNS values of a by two vectors of v in
-        registers across all of r (unroll-and-jam), as BLIS's micro-kernel does. True if applied."""
+        with, a one it does: keep a block of `shape` = (values of a, vectors of v) in registers across
+        all of r (unroll-and-jam), as BLIS's micro-kernel does. True if applied."""
         if len(comp.loops) < 3:
             return False
         a, r, v = comp.loops[-3:]
         write = stage.refs[0]
-        lanes = 2 * machine.vector_lanes(comp.dtype)
+        columns, vectors = shape
+        lanes = vectors * machine.vector_lanes(comp.dtype)
         if write.touches(r) or not write.touches(a) or not write.consecutive_in(v):
             return False
-        if stage.trip(v) < 2 * lanes or stage.trip(a) < 2 * REGISTER_COLUMNS:
+        if stage.trip(v) < 2 * lanes or stage.trip(a) < 2 * columns:
             return False
 
         def commands():
+            self._start_at_zero(comp, (a, r, v))
             v0, v1 = comp.split(v, lanes)
-            a0, a1 = comp.split(a, REGISTER_COLUMNS)
+            a0, a1 = comp.split(a, columns)
             comp.reorder(a0, v0, r, a1, v1)
-            comp.unroll(a1, REGISTER_COLUMNS)
+            comp.unroll(a1, columns)
             comp.vectorize(v1, lanes)
         if self.attempt(commands):
-            self.registers.add(comp.name)
+            self.registers[comp.name] = tuple(shape)
             return True
         return False
+
+    @staticmethod
+    def _start_at_zero(comp, loops):
+        """Shift each of `loops` whose first value is a constant other than 0 to start at 0, so that the
+        tiles a split cuts start on the array's first element, as its vectors do (a Julia loop from 1 would
+        otherwise make every vector straddle two of the array's aligned vectors)."""
+        for loop in loops:
+            first = constant_lower_bound(comp, loop)
+            if first:
+                comp.shift(loop, -first)
 
     def _tile(self, comp, stage, sizes, origin, for_producer=False):
         """Tile the innermost band of 3 (else 2) loops where it has reuse and all its edges but one

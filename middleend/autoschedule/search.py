@@ -26,10 +26,12 @@ def variants(applier, stages, seed) -> list:
     for stage in order:
         mine = []
         if stage.name in applier.registers:
-            mine.append((stage.name, "registers", False))
+            mine += [(stage.name, "registers", shape) for shape in (False,) + model.REGISTER_TILES
+                     if shape != applier.registers[stage.name]]
         if stage.name in applier.packed:
             mine.append((stage.name, "pack", False))
-            mine += [(stage.name, "pack", b) for b in model.pack_variants(applier.packed[stage.name])]
+            lanes = machine.vector_lanes(stage.comp.dtype)
+            mine += [(stage.name, "pack", b) for b in model.pack_variants(applier.packed[stage.name], lanes)]
         band = applier.bands.get(stage.name)
         if band and stage.name not in applier.registers:
             lanes = machine.vector_lanes(stage.comp.dtype)
