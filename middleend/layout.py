@@ -155,6 +155,16 @@ def read_index(target, indices):
     return target.buffer, [substitute(i, mapping) for i in target.store_index]
 
 
+def scheduled_read_index(target, indices):
+    """The index an access `target[indices]` reads in the layout a store_in of the schedule gives its
+    storage (the logical index where none does); unlike read_index, it needs no assigned storage."""
+    owner = getattr(target, "storage_owner", None)
+    if owner is None or owner.user_buffer is None:
+        return logical_read(target, indices)[1]
+    mapping = {v.name: as_index_expr(i) for v, i in zip(owner.vars, indices)}
+    return [substitute(as_index_expr(i), mapping) for i in owner.user_store_index]
+
+
 def logical_write(comp):
     """(name, index) of the element `comp` writes in the program's meaning: its storage owner's own
     array (named after the owner), at the owner's coordinates (int64 expressions of comp's variables)."""

@@ -39,13 +39,23 @@ def _level_depth(other, level, loops_of, how, comp):
 def resolve(computations, commands, loops_of):
     """Betas for each computation from the placement commands, applied in the order given.
 
-    `commands` are (how, comp, other, level name or None); `loops_of(c)` gives c's final loops.
+    `commands` are (how, comp, other, level name or None); `loops_of(c)` gives c's final loops. How
+    is "after", "before" or "ahead": comp runs just before the outermost loop nest holding other, once
+    every other command has placed that nest (a whole copy of what other reads, cache_read at root).
     """
     seq = [[c, 0] for c in computations]
     position = lambda c: next(i for i, e in enumerate(seq) if e[0] is c)
-    for how, comp, other, level in commands:
+    ahead = [c for c in commands if c[0] == "ahead"]
+    for how, comp, other, level in [c for c in commands if c[0] != "ahead"] + ahead:
         if other not in computations or comp not in computations:
             continue  # an inlined computation has no place of its own
+        if how == "ahead":
+            seq.pop(position(comp))
+            nest = position(other)
+            while seq[nest][1] > 0:
+                nest -= 1
+            seq.insert(nest, [comp, 0])
+            continue
         depth = _level_depth(other, level, loops_of, how, comp)
         start = position(comp)
         block = seq[start:_subtree_end(seq, start)]

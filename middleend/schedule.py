@@ -556,13 +556,19 @@ class Schedulable:
         Computation) that this computation reads there into a buffer of its own, and read the copy
         instead: BLIS's packing of a gemm's blocks, where the copy's rows lie close together (the
         part is isl's bounding box, as for compute_at, allocated at `at`) instead of a whole row of
-        the producer apart. Returns the copy, a computation named `<producer>_copy` whose loops
-        (`<copy>_d0`, `_d1`, ...) follow the producer's dimensions and can be scheduled."""
+        the producer apart. With `at=ms.root`, the whole of `producer` is copied once, just before the
+        outermost loop nest that holds this computation; `copy.store_in` then gives the copy a layout of
+        its own (transposed, so that a loop that strides across the producer's rows walks the copy's).
+        Returns the copy, a computation named `<producer>_copy` whose loops (`<copy>_d0`, `_d1`, ...)
+        follow the producer's dimensions and can be scheduled."""
         cmd = f"cache_read({getattr(producer, 'name', producer)}, at={loop_name(at)})"
-        k = self._loop_index(at, f"{self.name}.{cmd}")
+        k = None if at is root else self._loop_index(at, f"{self.name}.{cmd}")
         copy, _ = self._stage_copy(*self._staged_owner(producer, cmd), "copy")
-        copy.compute_at(self, self.loops[k])
-        del self.function._history[-1:]
+        if k is None:
+            self.function._ordering.append(("ahead", copy, self, None))
+        else:
+            copy.compute_at(self, self.loops[k])
+            del self.function._history[-1:]
         self._record(cmd)
         return copy
 

@@ -28,15 +28,25 @@ def _section_is_full(time_set, k, extent):
 def full_piece(time_set, dims):
     """The part of a statement's time-space image where each loop runs its whole trip count, or None
     when that is all of it or none of it (nothing to separate). `dims` maps time dims to the trip
-    count of their loop in a full tile (a vector or unroll loop's factor)."""
+    count of their loop in a full tile (a vector or unroll loop's factor).
+
+    A prefix counts as full at a loop only when every iteration of that loop (and of the loops
+    between it and the next such loop inside) reaches full trip counts further in as well: the full
+    piece is then whole tiles, even where the domain is not a box (a triangle's diagonal tiles, in
+    which an unrolled loop runs its 8 rows but the vector loop inside has fewer lanes in all but the
+    last, stay partial), so each of its loops has constant bounds."""
     n = time_set.dim(isl.dim_type.set)
-    full = time_set
-    for k, extent in dims.items():
-        if extent < 2:
-            continue
-        prefixes = _section_is_full(time_set, k, extent)
-        full = full.intersect(prefixes.insert_dims(isl.dim_type.set, k, n - k))
-    return proper_piece(full, time_set)
+    whole_inside, inner = None, None     # prefixes (dims < inner) whose loops from `inner` in run full
+    for k in sorted((k for k, extent in dims.items() if extent >= 2), reverse=True):
+        full_here = _section_is_full(time_set, k, dims[k])
+        if whole_inside is not None:
+            prefixes = time_set.project_out(isl.dim_type.set, inner, n - inner)
+            short_inside = prefixes.subtract(whole_inside).project_out(isl.dim_type.set, k, inner - k)
+            full_here = full_here.subtract(short_inside)
+        whole_inside, inner = full_here, k
+    if whole_inside is None:
+        return None
+    return proper_piece(time_set.intersect(whole_inside.insert_dims(isl.dim_type.set, inner, n - inner)), time_set)
 
 
 def proper_piece(piece: isl.Set, whole: isl.Set):

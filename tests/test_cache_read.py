@@ -144,3 +144,33 @@ def test_a_julia_statement_caches_an_input_but_not_an_array_its_own_loop_nest_wr
     copy = f["s60"].cache_read(next(x for x in f.inputs if x.name == "A"), at="i")
     assert copy.name == "A_copy"
     _julia_values_match(ms.from_julia(text, argtypes=argtypes).compile(), f.compile(), argtypes)
+
+
+@pytest.mark.parametrize("target", ["cpu", "c"])
+def test_cache_read_at_root_copies_the_whole_input_once_in_a_layout_of_its_own(target):
+    """gemm reading B through one copy made before its loop nest, stored transposed (store_in): B's
+    columns become the copy's rows; numpy's values, and the copy is one loop nest outside the product."""
+    f, C, acc = examples.gemm()
+    A, B = f.inputs
+    copy = acc.cache_read(B, at=ms.root)
+    K, M = B.shape
+    copy.store_in(ms.Buffer("B_T", [M, K], ms.float32), [copy.vars[1], copy.vars[0]])
+    assert f.history() == ["C_update0.cache_read(B, at=root)", "B_copy.store_in(B_T)"]
+    a = rng.standard_normal((37, 45), dtype=np.float32)
+    b = rng.standard_normal((45, 29), dtype=np.float32)
+    np.testing.assert_allclose(f.compile(target)(A=a, B=b), a @ b, rtol=1e-4, atol=1e-4)
+    copy_nest, product = str(f.lower()).split("B_T[B_copy_d1, B_copy_d0] = B[B_copy_d0, B_copy_d1];")
+    assert "C[i, j] = 0.0f" in copy_nest and "(A[i, k] * B_T[j, k])" in product and "B[" not in product
+
+
+def test_a_julia_covariance_reads_a_transposed_copy_of_its_data():
+    """covariance's cov[i, j] += data[k, i] * data[k, j] is stride-one only along the sum: the model
+    copies data once, transposed, before the nest, then keeps 8 columns by a vector of cov in
+    registers over k, on the triangle j >= i; the values are the naive loops' (sizes whose tiles do and
+    do not divide)."""
+    text, argtypes = fixture("covariance")
+    f = ms.from_julia(text, argtypes=argtypes)
+    report = f.autoschedule(sizes={p: 240 for p in f.sizes()}, measure=False, cache=False)
+    assert {"s98.cache_read(data, at=root)", "data_copy.store_in(data_T)", "s98.vectorize(i1, 8)"} \
+        <= set(report.commands), report.commands
+    _julia_values_match(ms.from_julia(text, argtypes=argtypes).compile(), f.compile(), argtypes, sizes=(37, 5, 70, 16))

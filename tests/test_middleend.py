@@ -178,6 +178,19 @@ def test_full_piece_of_a_tiled_loop_nest():
     assert full_piece(tiled.intersect_params(isl.Set("[W] -> { : W < 8 }")), {3: 8}) is None
 
 
+def test_full_piece_of_a_triangle_is_whole_tiles():
+    """Tiles of 8 x 8 over j >= i, the j-rows unrolled and the i-columns vectors: on a diagonal tile the
+    unrolled loop runs all 8 rows but its last row alone has 8 lanes. The full piece is the tiles below
+    the diagonal, not those plus the diagonal tiles' last rows, so each of its loops has constant bounds."""
+    from mascarpone.middleend.separation import full_piece
+    # [beta, j0, beta, i0, beta, j1, beta, i1, beta]
+    triangle = isl.Set("[N] -> { [0, j0, 0, i0, 0, j1, 0, i1, 0] : 0 <= i0 <= j0 and 0 <= j1 < 8 and 0 <= i1 < 8 "
+                       "and 8i0 + i1 <= 8j0 + j1 and 8j0 + j1 < N }")
+    full = full_piece(triangle, {5: 8, 7: 8})
+    assert full.is_equal(triangle.intersect(isl.Set("[N] -> { [0, j0, 0, i0, 0, j1, 0, i1, 0] : i0 < j0 and "
+                                                    "8j0 + 8 <= N }"))), full
+
+
 def _tiled_blur_vector_trip_counts(tile_y, tile_x):
     """The blur with by tiled and vectorized by 8, bx computed per tile: the function and the trip counts of
     its vector loops as text."""

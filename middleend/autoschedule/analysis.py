@@ -12,7 +12,7 @@ import islpy as isl
 
 from ..affine import affine_text
 from ..expr import Access, Cast, walk
-from ..layout import inline_reads, logical_read, logical_write
+from ..layout import inline_reads, logical_read, logical_write, scheduled_read_index
 
 #: bytes of one cache line: a stride below it still reuses each line it touches
 CACHE_LINE = 64
@@ -91,14 +91,21 @@ def analyze(function, context) -> dict:
     for comp in function.computations:
         if comp.inlined:
             continue
-        stage = Stage(comp, _extents(comp, context))
-        array, index = logical_write(comp)
-        stage.refs.append(Reference(array, _coefficients(comp, index), comp.dtype.bytes, True))
-        for node in _reads(comp):
-            array, index = logical_read(node.target, node.indices)
-            stage.refs.append(Reference(array, _coefficients(comp, index), node.dtype.bytes))
-        stages[comp.name] = stage
+        stages[comp.name] = Stage(comp, _extents(comp, context), references(comp))
     return stages
+
+
+def references(comp, stored=False) -> list:
+    """The computation's memory references, its write first, then its reads: at the elements they touch
+    in the program's meaning, or with `stored`, where a layout of the schedule's (store_in) puts them."""
+    array, index = logical_write(comp)
+    refs = [Reference(array, _coefficients(comp, index), comp.dtype.bytes, True)]
+    for node in _reads(comp):
+        array, index = logical_read(node.target, node.indices)
+        if stored:
+            index = scheduled_read_index(node.target, node.indices)
+        refs.append(Reference(array, _coefficients(comp, index), node.dtype.bytes))
+    return refs
 
 
 def constant_lower_bound(comp, var):

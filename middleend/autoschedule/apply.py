@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from .. import recipes
 from .. import schedule as sched
+from ..buffer import Buffer
 from ..errors import MascarponeError
 from . import machine, model, timetile
-from .analysis import constant_lower_bound, constant_offsets, from_source, is_copy, readers, untouched
+from .analysis import (Stage, constant_lower_bound, constant_offsets, from_source, is_copy, readers, references,
+                       untouched)
 from .state import restore, save
 
 #: a stage with fewer iterations than this runs serially: a parallel region would cost more
 MIN_PARALLEL_WORK = 1 << 14
+#: a read array is copied transposed only where the nest runs this many iterations per element copied
+TRANSPOSE_WORK = 16
 
 
 class Applier:
@@ -36,6 +40,7 @@ class Applier:
         self.vectorized = set()  # stages whose innermost loop the model vectorized (the search may leave
         #                          it to the compiler's own vectorizer, which can reuse loads across lanes)
         self.interleaved = set()  # stages whose recurrence chains are interleaved (see _interleave)
+        self.transposed = set()   # stages reading transposed copies (see _transposed_copies)
         self.time_groups = {}  # first stage's name -> (the statements of a time step, the model's tile sizes)
         self.time_tiled = set()  # names of the groups time-tiled
         # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
@@ -169,6 +174,8 @@ class Applier:
         stage = self.stages[comp.name]
         if not comp.loops:
             return None
+        if not for_producer and choice.get("transpose", {}).get(comp.name, True):
+            stage = self._transposed_copies(comp, stage)
         for order in model.loop_orders(stage):
             if list(order) == comp.loops or self.attempt(lambda: comp.reorder(*order)):
                 break
@@ -250,14 +257,49 @@ class Applier:
             return True
         return False
 
+    def _transposed_copies(self, comp, stage) -> Stage:
+        """For a reduction nest whose written element is stride-one along a loop v but whose reads of an
+        array step along v by whole rows, being stride-one only along a loop the write does not move
+        with (covariance's cov[i, j] += data[k, i] * data[k, j], a matrix's transpose times itself):
+        copy that array once, before the nest, with its two dimensions swapped, as BLAS packs a
+        transposed operand, so that vectors along v load contiguous elements. Only where the nest
+        runs TRANSPOSE_WORK iterations per element copied. Returns the stage as it reads now."""
+        write = stage.refs[0]
+        v = next((x for x in stage.vars if write.consecutive_in(x)), None)
+        reductions = [x for x in stage.vars if not write.touches(x)]
+        reads = [ref for ref in stage.refs[1:] if ref.array != write.array]
+        if v is None or not reductions or any(ref.consecutive_in(v) for ref in reads):
+            return stage
+        arrays = {x.name: x for x in list(self.function.inputs) + list(self.function.computations)}
+        for ref in reads:
+            producer = arrays.get(ref.array)
+            if producer is None or len(ref.dims) != 2 or not ref.touches(v) \
+                    or not any(ref.consecutive_in(r) for r in reductions) \
+                    or stage.work() < TRANSPOSE_WORK * _elements(stage, ref):
+                continue
+
+            def commands():
+                copy = comp.cache_read(producer, at=sched.root)
+                rows, columns = copy.vars
+                taken = {b.name for b in self.function.buffers} | {x.name for x in arrays.values()}
+                name = sched.fresh_name(f"{producer.name}_T", taken)
+                copy.store_in(Buffer(name, [columns.hi - columns.lo, rows.hi - rows.lo], comp.dtype if producer
+                                     is comp else producer.dtype), [columns - columns.lo, rows - rows.lo])
+            if self.attempt(commands, layout=True):
+                self.transposed.add(comp.name)
+                stage = Stage(comp, stage.extents, references(comp, stored=True))
+                arrays = {x.name: x for x in list(self.function.inputs) + list(self.function.computations)}
+        return stage
+
     def _register_tile(self, comp, stage, shape) -> bool:
         """For a reduction nest (a, r, v): v stride-one, r a loop the written element does not move
         with, a one it does: keep a block of `shape` = (values of a, vectors of v) in registers across
         all of r (unroll-and-jam), as BLIS's micro-kernel does. True if applied."""
         if len(comp.loops) < 3:
             return False
-        a, r, v = comp.loops[-3:]
+        x, y, v = comp.loops[-3:]
         write = stage.refs[0]
+        a, r = (y, x) if write.touches(y) and not write.touches(x) else (x, y)
         columns, vectors = shape
         lanes = vectors * machine.vector_lanes(comp.dtype)
         if write.touches(r) or not write.touches(a) or not write.consecutive_in(v):
@@ -266,6 +308,8 @@ class Applier:
             return False
 
         def commands():
+            if (a, r) != (x, y):
+                comp.reorder(*comp.loops[:-3], a, r, v)
             self._start_at_zero(comp, (a, r, v))
             v0, v1 = comp.split(v, lanes)
             a0, a1 = comp.split(a, columns)
@@ -391,3 +435,10 @@ class Applier:
             if extent is not None and 1 < extent <= model.SMALL_LOOP:
                 self.attempt(lambda: comp.unroll(loop, extent))
 
+
+def _elements(stage, ref) -> int:
+    """Elements of `ref`'s array that the nest touches (the box its affine indices span)."""
+    count = 1
+    for coeffs in ref.dims:
+        count *= 1 + sum(abs(c) * (stage.trip(var) - 1) for var, c in (coeffs or {}).items())
+    return count

@@ -25,6 +25,8 @@ def variants(applier, stages, seed) -> list:
     rng = random.Random(seed)
     for stage in order:
         mine = []
+        if stage.name in applier.transposed:
+            mine.append((stage.name, "transpose", False))
         if stage.name in applier.registers:
             mine += [(stage.name, "registers", shape) for shape in (False,) + model.REGISTER_TILES
                      if shape != applier.registers[stage.name]]

@@ -1,6 +1,7 @@
 """Saving and restoring a Function's schedule, so that a choice the legality check refuses, or a
 candidate the search has measured, leaves no trace (neither in the loops nor in the history, nor the
-copies a staging command such as cache_read added and the reads it redirected to them)."""
+copies a staging command such as cache_read added, the reads it redirected to them and the buffers
+store_in added)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,13 +15,14 @@ class Saved:
     dataflow: object
     computations: list   # the function's computations (a staging command adds its copy)
     exprs: dict          # computation -> (its expression, its predicate): what a staging command rewrites
+    buffers: list        # the function's buffers (store_in adds one, as a transposed copy's layout does)
 
 
 def save(function) -> Saved:
     """The function's schedule as it is now."""
     return Saved({c: c.snapshot() for c in function.computations}, list(function._ordering),
                  len(function._history), function._dataflow, list(function.computations),
-                 {c: (c.expr, c.predicate) for c in function.computations})
+                 {c: (c.expr, c.predicate) for c in function.computations}, list(function.buffers))
 
 
 def restore(function, saved: Saved) -> None:
@@ -32,3 +34,4 @@ def restore(function, saved: Saved) -> None:
     function._ordering = list(saved.ordering)
     del function._history[saved.history_length:]
     function._dataflow = saved.dataflow
+    function.buffers[:] = saved.buffers
