@@ -195,7 +195,7 @@ class Function:
 
     def param_range(self, name):
         """(lo, hi) of a size parameter, None for no bound: [1, None] unless declare_param said otherwise."""
-        return self._ranges.get(name, (1, None))
+        return self._ranges.get(name, L.DEFAULT_SIZE_RANGE)
 
     def dataflow(self, stages):
         """Run the function as a dataflow region (FPGA back-ends; the others run it as scheduled): each
@@ -344,7 +344,7 @@ class Function:
         for p, v in fixed.items():
             bounds = self.param_range(p)
             if isinstance(v, bool) or not isinstance(v, int) or not L.in_range(v, bounds):
-                want = "a positive integer" if bounds == (1, None) else f"an integer in {L.range_text(bounds)}"
+                want = "a positive integer" if bounds == L.DEFAULT_SIZE_RANGE else f"an integer in {L.range_text(bounds)}"
                 raise DomainError(f"fixed parameter {p} must be {want}, got {v!r}")
         return fixed
 

@@ -133,6 +133,10 @@ class LoweredFunction:
         return "\n".join(lines)
 
 
+#: the values a size takes unless `Function.declare_param` says otherwise: the code is generated for them
+DEFAULT_SIZE_RANGE = (1, None)
+
+
 def in_range(value, bounds) -> bool:
     """Whether `value` lies in `bounds` = (lo, hi), None for no bound on that side."""
     lo, hi = bounds

@@ -212,6 +212,15 @@ def test_wrong_argument_types():
         kernel(np.ones((3, 3)))
 
 
+def test_a_size_below_its_range_is_refused_by_name():
+    """The code is generated for sizes from 1: a time-step count of 0 is refused naming the argument (not
+    as a broken assumption about the arrays' extents, which the kernel also carries)."""
+    text, argtypes = fixture("seidel2d")
+    kernel = from_julia(text, argtypes).compile()
+    with pytest.raises(ms.ArgumentError, match=r"compiled for sizes within their ranges .*; called with tsteps = 0"):
+        kernel(0, np.asfortranarray(np.ones((20, 20))))
+
+
 # bad input -----------------------------------------------------------------------------------------
 
 def test_truncated_text_is_a_parse_error_with_its_line():

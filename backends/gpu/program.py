@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from mascarpone.middleend.errors import NotSupportedError
+from mascarpone.middleend.loopir import DEFAULT_SIZE_RANGE
 
 from .bounds import INF, expr_range, most_iterations
 from .host import CompiledKernel
@@ -17,7 +18,7 @@ def size_ranges(lowered):
             v = lowered.fixed_params[p]
             ranges[p] = (v, v)
         else:
-            lo, hi = lowered.param_ranges.get(p, (1, None))
+            lo, hi = lowered.param_ranges.get(p, DEFAULT_SIZE_RANGE)
             ranges[p] = (-INF if lo is None else lo, INF if hi is None else hi)
     return ranges
 
