@@ -39,10 +39,11 @@ def write_box(comp, context):
 
 
 def covers_box(written, bounds, context, comp):
-    """Whether the written elements fill their bounding box (else an output starts zeroed)."""
+    """Whether the written elements fill their bounding box (`bounds`: per dimension, (min, max) as
+    expressions of the sizes), else an output starts zeroed."""
     texts = []
     for v, (lo, hi) in zip(comp.vars, bounds):
-        lo_t, hi_t = affine_text(pwaff_to_expr(lo, context)), affine_text(pwaff_to_expr(hi, context))
+        lo_t, hi_t = affine_text(lo), affine_text(hi)
         if lo_t is None or hi_t is None:
             return False
         texts.append(f"{lo_t} <= {v.name} <= {hi_t}")
@@ -72,18 +73,21 @@ def assign_storage(function, context):
             comp.store_index = [as_index_expr(i) for i in comp.user_store_index]
             continue
         written, box = write_box(comp, context)
-        covered = covers_box(written, box, context, comp)
+        exprs = [(pwaff_to_expr(lo, context), pwaff_to_expr(hi, context)) for lo, hi in box]   # (each once)
+        covered = covers_box(written, exprs, context, comp)
         shape, index = [], []
-        for v, (lo, hi) in zip(comp.vars, box):
-            lo = _affine_lower(lo, context)
+        for v, (lo, hi), (lo_e, hi_e) in zip(comp.vars, box, exprs):
+            if affine_text(lo_e) is None:
+                lo = _affine_lower(lo, context)
+                lo_e = pwaff_to_expr(lo, context)
             var = Sym(v.name, int64)
             if comp.is_output and lo.is_cst() and _nonneg_constant(lo):
                 covered = covered and _constant(lo) == 0
-                shape.append(simplify(pwaff_to_expr(hi, context) + 1))
+                shape.append(simplify(hi_e + 1))
                 index.append(var)
             else:
                 shape.append(simplify(pwaff_to_expr(hi.sub(lo), context) + 1))
-                index.append(simplify(var - pwaff_to_expr(lo, context)))
+                index.append(simplify(var - lo_e))
         shape = [_not_negative(e, context, function) for e in shape]
         folds = {}
         for d, v in enumerate(comp.vars):
@@ -113,10 +117,8 @@ def _not_negative(extent, context, function):
 
 
 def _affine_lower(lo, context):
-    """`lo`, or when it is not affine in the sizes (a step such as `N <= 7 ? -2 : -1`), the min of its
+    """For a lower bound `lo` not affine in the sizes (a step such as `N <= 7 ? -2 : -1`), the min of its
     pieces, which is below it everywhere: an index `x - lo` stays affine and its dependences exact."""
-    if affine_text(pwaff_to_expr(lo, context)) is not None:
-        return lo
     out = None
     for _, aff in lo.get_pieces():
         pa = isl.PwAff.from_aff(aff)
