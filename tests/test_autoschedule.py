@@ -353,6 +353,33 @@ def test_measurements_stop_at_their_limit_and_clearly_slower_naive_loops_are_cal
     assert kernels[1].calls == 1 and kernels[0].calls > 1
 
 
+@pytest.mark.parametrize("slower, kept", [(0, "model"), (1, "best")])
+def test_the_searchs_best_is_kept_only_where_it_beats_the_models_choice_again(monkeypatch, slower, kept):
+    """After the search, its best, the model's choice and the naive loops are timed side by side: a best
+    that one lucky measurement put ahead but that is slower here gives way to the model's choice; one
+    that is faster stays. (Either is made slower by a delay, so the path does not depend on the load.)"""
+    from mascarpone.middleend import autoschedule as auto
+    from mascarpone.middleend.autoschedule.measure import Timer
+    from mascarpone.backends.common import threads
+    monkeypatch.setattr(threads, "_default_threads", 1)   # (no worker threads to wake after each delay)
+    f = examples.gemm()[0]
+    sizes = dict(N=128, M=128, K=128)
+    timer = Timer(f, "cpu", sizes, 0)
+    start = auto.save(f)
+    kernels = []     # compiled in the order: the search's best, the model's choice, the naive loops
+    monkeypatch.setattr(timer, "kernel", lambda: kernels.append(
+        _Counted(Timer.kernel(timer), delay=0.02 if len(kernels) == slower else 0.0)) or kernels[-1])
+
+    def apply(choice):
+        auto.restore(f, start)
+        if not choice.get("naive"):
+            Applier(f, analyze(f, f.context(sizes)), Checker(f)).apply(choice)
+    best = {"registers": {"C_update0": [4, 2]}}
+    chosen, chosen_t, naive_t = auto._side_by_side(best, apply, timer)
+    assert len(kernels) == 3
+    assert chosen == ({} if kept == "model" else best), (chosen, chosen_t, naive_t)
+
+
 def test_a_parallel_loop_inside_a_recurrence_moves_outermost():
     """A recurrence along rows vectorized across them (Halide's iir update): the loop across the rows is
     the parallel one, moved outside the serial loop along them, so that one parallel region runs the

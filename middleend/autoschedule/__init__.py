@@ -7,7 +7,7 @@ timetile  the time-stepped stencils and their (time, space) tiles
 apply     a choice given as commands, each kept only if the schedule stays legal (legal)
 measure   compile by target name and time on random inputs of the sizes
 search    coordinate descent over tile sizes, unroll factors and compute_at or root within the budget
-          (the best then timed against the naive loops, their calls interleaved)
+          (the best then timed against the model's choice and the naive loops, their calls interleaved)
 cache     the best choice on disk, per function, sizes, target and machine
 """
 from __future__ import annotations
@@ -105,20 +105,27 @@ CLEARLY_SLOWER = 4.0
 
 
 def _side_by_side(best, apply, timer):
-    """(choice, its seconds, the naive loops' seconds): the search's best and the naive loops timed with
-    their calls interleaved (a shared machine's load, which stalls parallel regions most, moves both
-    alike), the naive loops kept unless the best is clearly faster. Where the naive loops' first call
-    already takes CLEARLY_SLOWER times the best's, that call is their time: the naive loops of a large
+    """(choice, its seconds, the naive loops' seconds): the search's best, the model's choice ({}) where the
+    search moved away from it, and the naive loops, timed with their calls interleaved (a shared machine's
+    load, which stalls parallel regions most, moves them alike). The search's best is kept only where it is
+    clearly faster than the model's here too (one lucky measurement of the search does not decide), and the
+    naive loops unless the choice is clearly faster. Where the naive loops' first call already takes
+    CLEARLY_SLOWER times the fastest first call, that call is their time: the naive loops of a large
     problem can take minutes a call."""
-    apply(best)
-    chosen = timer.kernel()
-    apply(NAIVE)
-    naive = timer.kernel()
-    firsts = timer.first_calls([chosen, naive])
-    if firsts[1] > CLEARLY_SLOWER * firsts[0]:
-        return best, timer.medians([chosen], firsts=firsts[:1])[0], firsts[1]
-    best_t, naive_t = timer.medians([chosen, naive], firsts=firsts)
-    return (NAIVE, naive_t, naive_t) if naive_t < best_t * MARGIN else (best, best_t, naive_t)
+    choices = [best] + ([{}] if best else []) + [NAIVE]
+    kernels = []
+    for choice in choices:
+        apply(choice)
+        kernels.append(timer.kernel())
+    firsts = timer.first_calls(kernels)
+    if firsts[-1] > CLEARLY_SLOWER * min(firsts[:-1]):
+        times, naive_t = timer.medians(kernels[:-1], firsts=firsts[:-1]), firsts[-1]
+    else:
+        *times, naive_t = timer.medians(kernels, firsts=firsts)
+    chosen, chosen_t = best, times[0]
+    if len(times) == 2 and not times[0] < times[1] * MARGIN:
+        chosen, chosen_t = {}, times[1]
+    return (NAIVE, naive_t, naive_t) if naive_t < chosen_t * MARGIN else (chosen, chosen_t, naive_t)
 
 
 def _added(function, start):
