@@ -271,9 +271,10 @@ class Applier:
         if v is None or not reductions or any(ref.consecutive_in(v) for ref in reads):
             return stage
         arrays = {x.name: x for x in list(self.function.inputs) + list(self.function.computations)}
+        copied = set()      # (a copy replaces every read of its array)
         for ref in reads:
             producer = arrays.get(ref.array)
-            if producer is None or len(ref.dims) != 2 or not ref.touches(v) \
+            if producer is None or ref.array in copied or len(ref.dims) != 2 or not ref.touches(v) \
                     or not any(ref.consecutive_in(r) for r in reductions) \
                     or stage.work() < TRANSPOSE_WORK * _elements(stage, ref):
                 continue
@@ -281,14 +282,14 @@ class Applier:
             def commands():
                 copy = comp.cache_read(producer, at=sched.root)
                 rows, columns = copy.vars
-                taken = {b.name for b in self.function.buffers} | {x.name for x in arrays.values()}
-                name = sched.fresh_name(f"{producer.name}_T", taken)
-                copy.store_in(Buffer(name, [columns.hi - columns.lo, rows.hi - rows.lo], comp.dtype if producer
-                                     is comp else producer.dtype), [columns - columns.lo, rows - rows.lo])
+                taken = {b.name for b in self.function.buffers} | set(arrays)
+                copy.store_in(Buffer(sched.fresh_name(f"{producer.name}_T", taken),
+                                     [columns.hi - columns.lo, rows.hi - rows.lo], producer.dtype),
+                              [columns - columns.lo, rows - rows.lo])
             if self.attempt(commands, layout=True):
+                copied.add(ref.array)
                 self.transposed.add(comp.name)
                 stage = Stage(comp, stage.extents, references(comp, stored=True))
-                arrays = {x.name: x for x in list(self.function.inputs) + list(self.function.computations)}
         return stage
 
     def _register_tile(self, comp, stage, shape) -> bool:
