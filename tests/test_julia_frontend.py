@@ -212,13 +212,26 @@ def test_wrong_argument_types():
         kernel(np.ones((3, 3)))
 
 
-def test_a_size_below_its_range_is_refused_by_name():
-    """The code is generated for sizes from 1: a time-step count of 0 is refused naming the argument (not
-    as a broken assumption about the arrays' extents, which the kernel also carries)."""
+def test_an_integer_argument_takes_any_value_as_in_julia():
+    """An Int64 argument may be zero or negative, as in Julia: `for t in 1:tsteps` then runs no
+    iteration, and the arrays are left as the interpreter leaves them."""
     text, argtypes = fixture("seidel2d")
     kernel = from_julia(text, argtypes).compile()
-    with pytest.raises(ms.ArgumentError, match=r"compiled for sizes within their ranges .*; called with tsteps = 0"):
-        kernel(0, np.asfortranarray(np.ones((20, 20))))
+    a = np.asfortranarray(np.random.default_rng(1).random((12, 12)))
+    for tsteps in (0, -3, 2):
+        got, want = a.copy(order="F"), a.copy(order="F")
+        kernel(tsteps, got)
+        interpret(text, argtypes, tsteps, want)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_an_empty_array_is_refused_by_name():
+    """Array extents run from 1: an empty array is refused naming its extent (not as a broken assumption
+    about the other sizes, which the kernel also carries)."""
+    text, argtypes = fixture("seidel2d")
+    kernel = from_julia(text, argtypes).compile()
+    with pytest.raises(ms.ArgumentError, match=r"compiled for sizes within their ranges .*; called with A_1 = 0$"):
+        kernel(2, np.asfortranarray(np.ones((0, 5))))
 
 
 # bad input -----------------------------------------------------------------------------------------

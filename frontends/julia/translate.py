@@ -241,7 +241,8 @@ class Translator:
                     self.array_inputs[name] = inp
                 self.bindings[name] = ArrayRef(name)
             elif jt.dtype.is_int:
-                p = Param(self._name(name))
+                # any Int64, as in Julia: a loop `1:n` with n <= 0 runs no iteration
+                p = self.f.declare_param(Param(self._name(name)), lo=None)
                 self.params[name] = p
                 self.bindings[name] = cast(T.int64, p)
             else:
