@@ -121,22 +121,26 @@ def original_schedule(computations, context):
 def source_nests(function) -> dict:
     """{computation: position of the outermost loop nest of the source program that holds it} where a
     front-end's nesting (`original_ordering`) is the source order; empty where declaration order is."""
-    from .ordering import resolve
     entries = getattr(function, "original_ordering", None)
     if not entries:
         return {}
-    placed = [c for c in function.computations if getattr(c, "staged_for", None) not in function.computations]
-    return {c: b[0] for c, b in resolve(placed, entries, lambda c: [v.name for v in c.vars]).items()}
+    return {c: b[0] for c, b in _source_betas(function.computations, entries)[1].items()}
+
+
+def _source_betas(computations, entries):
+    """(the staged copies among `computations`, the betas `entries` give the others): the source program
+    places every computation but the copies a staging command added."""
+    from .ordering import resolve
+    copies = [c for c in computations if getattr(c, "staged_for", None) in computations]
+    placed = [c for c in computations if c not in copies]
+    return copies, resolve(placed, entries, lambda c: [v.name for v in c.vars])
 
 
 def _nested_schedule(computations, entries):
     """The 2d+1 time-space of the computations placed by `entries` over their own variables. A staged
     copy (cache_read, cache_shared) runs whole, right before the outermost loop nest of the source
     that holds its consumer: the source program has no place of its own for it."""
-    from .ordering import resolve
-    copies = [c for c in computations if getattr(c, "staged_for", None) in computations]
-    placed = [c for c in computations if c not in copies]
-    betas = resolve(placed, entries, lambda c: [v.name for v in c.vars])
+    copies, betas = _source_betas(computations, entries)
     nests = sorted({b[0] for b in betas.values()})
     before = {}     # a nest's root position -> the copies that run just before it
     for copy in copies:
@@ -148,7 +152,7 @@ def _nested_schedule(computations, entries):
             position += 1
         root[nest] = position
         position += 1
-    for comp in placed:
+    for comp in [c for c in computations if c not in copies]:
         betas[comp] = [root[betas[comp][0]]] + betas[comp][1:]
     depth = max(len(c.vars) for c in computations)
     sched = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))

@@ -153,8 +153,7 @@ def read_index(target, indices):
     if not hasattr(target, "store_index"):        # an Input
         return target.buffer, indices
     target = target.storage_owner
-    mapping = {v.name: i for v, i in zip(target.vars, indices)}
-    return target.buffer, [substitute(i, mapping) for i in target.store_index]
+    return target.buffer, _through(target, indices, target.store_index)
 
 
 def scheduled_read_index(target, indices):
@@ -163,8 +162,13 @@ def scheduled_read_index(target, indices):
     owner = getattr(target, "storage_owner", None)
     if owner is None or owner.user_buffer is None:
         return logical_read(target, indices)[1]
-    mapping = {v.name: as_index_expr(i) for v, i in zip(owner.vars, indices)}
-    return [substitute(as_index_expr(i), mapping) for i in owner.user_store_index]
+    return _through(owner, [as_index_expr(i) for i in indices], [as_index_expr(i) for i in owner.user_store_index])
+
+
+def _through(owner, indices, store_index):
+    """`store_index` (expressions of the owner's variables) at the owner's coordinates `indices`."""
+    mapping = {v.name: i for v, i in zip(owner.vars, indices)}
+    return [substitute(i, mapping) for i in store_index]
 
 
 def logical_write(comp):

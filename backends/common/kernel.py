@@ -71,13 +71,13 @@ class Kernel:
         for k, v in enumerate(values):
             point = point.fix_val(isl.dim_type.param, k, isl.Val(int(v)))
         if point.is_empty():
-            given = ", ".join(f"{n} = {v}" for n, v in zip(self.lowered.params, values))
             outside = [f"{n} = {v}" for n, v in zip(self.lowered.params, values)
                        if not in_range(v, self.lowered.param_ranges.get(n, DEFAULT_SIZE_RANGE))]
             if outside:    # (the assumptions hold within the sizes' ranges: a value outside breaks them all)
                 raise ArgumentError(f"{self.name} was compiled for sizes within their ranges (from 1 unless declared "
                                     f"with declare_param); called with {', '.join(outside)}")
             promised = " and ".join(text for text, _ in self.lowered.assumptions)
+            given = ", ".join(f"{n} = {v}" for n, v in zip(self.lowered.params, values))
             raise ArgumentError(f"{self.name} was compiled assuming {promised}; called with {given}")
         self._assumed_ok.add(key)
 
