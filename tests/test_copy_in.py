@@ -60,3 +60,42 @@ def test_input_read_again_keeps_its_copy():
     same = x.copy()
     f.compile("cpu")(a_in=same, a=same)
     np.testing.assert_allclose(same, np.cumsum(x))
+
+
+@pytest.mark.parametrize("target", ["cpu", "c"])
+def test_calls_alike_in_kind_are_each_checked_for_overlap(target):
+    """A call whose arrays have the shapes, dtypes and flags of an earlier one reuses that call's checks
+    (backends/common/arguments.py), but where its arrays lie is checked at every call."""
+    N = ms.Param("N")
+    with ms.Function("two_outputs") as f:
+        i = ms.Var("i", 0, N)
+        a_in = ms.Input("a_in", [N], ms.float64)
+        a = ms.Computation("a", [i], a_in[i] * 2.0, output=True)
+        b = ms.Computation("b", [i], a_in[i] + 1.0, output=True)
+    kernel = f.compile(target)
+    x = np.random.default_rng(2).random(64)
+    for _ in range(2):   # (the second round runs on the checks the first one kept)
+        out_a, out_b = np.empty(64), np.empty(64)
+        kernel(a_in=x, a=out_a, b=out_b)
+        np.testing.assert_array_equal(out_a, x * 2.0)
+        np.testing.assert_array_equal(out_b, x + 1.0)
+        shared = np.empty(64)
+        with pytest.raises(ms.ArgumentError, match="outputs a and b share memory"):
+            kernel(a_in=x, a=shared, b=shared)
+        y = x.copy()
+        other = np.empty(64)
+        kernel(a_in=y, a=y, b=other)          # the input is the first output's memory: read before written
+        np.testing.assert_array_equal(y, x * 2.0)
+        np.testing.assert_array_equal(other, x + 1.0)
+        with pytest.raises(ms.ArgumentError, match="parameter N: expected an integer"):
+            kernel(a_in=x, a=out_a, b=out_b, N=True)
+
+
+def test_data_address_is_the_first_element():
+    from mascarpone.backends.common.addresses import data_address
+    base = np.arange(60, dtype=np.float32).reshape(6, 10)
+    read_only = base.copy()
+    read_only.flags.writeable = False
+    for a in (base, base[2:, 3:], base.T, base[::2], read_only, np.empty(0), np.zeros((3, 0)), np.ones(()),
+              np.float64(2.0)):
+        assert data_address(a) == a.__array_interface__["data"][0]

@@ -24,6 +24,7 @@ import numpy as np
 from mascarpone.middleend.errors import ArgumentError, NotSupportedError
 from mascarpone.middleend.loopir import in_range, range_text
 
+from .addresses import data_address
 from .affine import linearize
 from .evaluate import compile_int
 
@@ -67,12 +68,14 @@ class Binder:
         # sizes the kernel computes from the others on entry; shapes may use them
         self.derived = [(n, compile_int(e)) for n, e in derived]
         self.specs = [_Spec(b, False) for b in inputs] + [_Spec(b, True) for b in outputs]
+        self._names = [s.name for s in self.specs]
         self.n_in = len(inputs)
         positions = {b.name: k for k, b in enumerate(inputs)}
         for s in self.specs:
             if s.initial is not None:
                 s.initial = positions[s.initial]
         self._shapes = {}  # parameter values -> every buffer's shape (calls repeat the same sizes)
+        self._plans = {}   # a host call's signature (see _signature) -> its _Plan: calls repeat their arrays' kinds
         buffers = [s.name for s in self.specs]
         self.known = frozenset(buffers) | frozenset(self.params)
         clash = set(buffers) & set(self.params)
@@ -99,6 +102,10 @@ class Binder:
             unknown = [k for k in kwargs if k not in self.known]
             raise ArgumentError(f"{self.name}() got unexpected argument(s) {', '.join(map(repr, unknown))}; "
                                 f"it takes {', '.join(sorted(self.known))}")
+        key = self._signature(kwargs) if device is None else None
+        plan = self._plans.get(key) if key is not None else None
+        if plan is not None:
+            return self._run(plan, [kwargs.get(s.name) for s in self.specs])
         given = []
         for pos, s in enumerate(self.specs):
             a = kwargs.get(s.name)
@@ -112,7 +119,25 @@ class Binder:
                                     f"got an array of shape {_shape_str(a.shape)}")
             given.append(a)
         values = self._params(kwargs, given)
-        return self._check(given, values, device)
+        plan = self._plan(given, values, device)
+        if key is not None:
+            if len(self._plans) >= 64:
+                self._plans.clear()
+            self._plans[key] = plan
+        return self._run(plan, given, device)
+
+    def _signature(self, kwargs):
+        """What the checks of a host call depend on: each array's type, shape, dtype and flags and each
+        size's type and value (hashable; None when some argument is not what a call takes, which the
+        checks then name)."""
+        try:
+            key = tuple(None if a is None else (type(a), a.shape, a.dtype, a.flags.num)
+                        for a in map(kwargs.get, self._names))
+            key += tuple(None if v is None else (type(v), v) for v in map(kwargs.get, self.params))
+            hash(key)
+        except (AttributeError, TypeError):
+            return None
+        return key
 
     def sizes(self, kwargs, shapes) -> dict:
         """{parameter: value} from the integers among `kwargs` and the buffer shapes `shapes` (in buffer
@@ -172,30 +197,31 @@ class Binder:
             self._shapes[key] = shapes
         return shapes
 
-    def _check(self, given, values, device=None):
-        arrays, outputs, to_zero, to_copy = [], [], [], []
+    def _plan(self, given, values, device) -> "_Plan":
+        """What a call with these arrays (their shapes, dtypes and flags) and sizes does to each buffer,
+        every check that does not depend on where the arrays are made (ArgumentError otherwise)."""
+        plan = _Plan([values[p] for p in self.params])
         shapes = self._buffer_shapes(values)
         foreign = [a is not None and device is not None and device.owns(a) for a in given]
+        on_device = any(foreign)
         for pos, s in enumerate(self.specs):
             shape = shapes[pos]
             a = given[pos]
+            step = (_USE,)
             if a is None:
                 if any(d < 0 for d in shape):
                     raise ArgumentError(f"{s.name}: the parameters {values} give it a negative shape {shape}")
-                if s.initial is not None and not any(foreign):
-                    a = np.empty(shape, s.dtype)
-                    to_copy.append((s.initial, a))
-                elif any(foreign):
-                    a = device.empty(shape, s.dtype, s.zero_init)
+                if on_device:
+                    step = (_DEVICE_EMPTY, shape, s.dtype, s.zero_init)
                 else:
-                    a = (np.zeros if s.zero_init else np.empty)(shape, s.dtype)
+                    step = (_EMPTY, shape, s.dtype, s.zero_init and s.initial is None)
+                    if s.initial is not None:
+                        plan.to_copy.append((s.initial, pos))
             elif foreign[pos]:
                 if tuple(a.shape) != shape or a.dtype != s.dtype:
                     raise ArgumentError(f"{s.name}: expected shape {_shape_str(shape)} and dtype {s.dtype}, "
                                         f"got shape {_shape_str(tuple(a.shape))} and dtype {a.dtype}")
-                device.check(s.name, a, s.output)
-                if s.zero_init:
-                    device.zero(a)
+                step = (_DEVICE, s.name, s.output, s.zero_init)
             else:
                 if a.shape != shape or a.dtype != s.dtype:
                     if any(d < 0 for d in shape):
@@ -208,43 +234,70 @@ class Binder:
                     if not (flags.c_contiguous and flags.aligned and flags.writeable):
                         raise ArgumentError(f"{s.name}: an output array must be C-contiguous, aligned and "
                                             f"writeable (it is filled in place)")
+                    plan.separate = True
                     if s.initial is not None:
-                        to_copy.append((s.initial, a))
+                        plan.to_copy.append((s.initial, pos))
+                        if shapes[s.initial] == shape and self.specs[s.initial].dtype == s.dtype:
+                            plan.alike.add((s.initial, pos))
                     elif s.zero_init:  # the same result as with an output the wrapper allocates
-                        to_zero.append(a)
+                        plan.to_zero.append(pos)
                 elif not (flags.c_contiguous and flags.aligned):
-                    a = np.ascontiguousarray(a) if flags.aligned else np.array(a, order="C", copy=True)
-            arrays.append(a)
+                    step = (_CONTIGUOUS, flags.aligned)
+            plan.steps.append(step)
+            if step == (_USE,) and not foreign[pos] and a.size:
+                plan.spans.append((pos, a.nbytes))
             if s.output:
-                outputs.append(a)
-        if any(given[p] is not None and not foreign[p] for p in range(self.n_in, len(given))):
-            self._separate(arrays)  # before zeroing: an input may be an output's memory
-        for source, out in to_copy:   # after _separate: a source another output overlaps is a copy by now
-            _copy_in(arrays[source], out)
-        for a in to_zero:
-            a.fill(0)
-        return arrays, [values[p] for p in self.params], outputs
+                plan.outputs.append(pos)
+        return plan
 
-    def _separate(self, arrays):
-        """Outputs the caller passed must not overlap; inputs overlapping them are copied."""
-        outs = [o if isinstance(o, np.ndarray) else None for o in arrays[self.n_in:]]   # (device memory: apart)
-        for i, o in enumerate(outs):
-            for j in range(i):
-                if o is not None and outs[j] is not None and o.size and outs[j].size \
-                        and np.may_share_memory(o, outs[j]):
-                    raise ArgumentError(f"outputs {self.specs[self.n_in + j].name} and "
-                                        f"{self.specs[self.n_in + i].name} share memory")
-        for i in range(self.n_in):
-            a = arrays[i]
-            if not isinstance(a, np.ndarray) or not a.size:
+    def _run(self, plan, given, device=None):
+        """Carry out `plan` on a call's arrays: `(arrays in buffer order, param values, outputs)`."""
+        arrays = []
+        for a, step in zip(given, plan.steps):
+            kind = step[0]
+            if kind is _USE:
+                pass
+            elif kind is _EMPTY:
+                a = (np.zeros if step[3] else np.empty)(step[1], step[2])
+            elif kind is _CONTIGUOUS:
+                a = np.ascontiguousarray(a) if step[1] else np.array(a, order="C", copy=True)
+            elif kind is _DEVICE:
+                device.check(step[1], a, step[2])
+                if step[3]:
+                    device.zero(a)
+            elif kind is _DEVICE_EMPTY:
+                a = device.empty(step[1], step[2], step[3])
+            arrays.append(a)
+        starts = {pos: data_address(arrays[pos]) for pos, _ in plan.spans}
+        if plan.separate:
+            self._separate(arrays, plan, starts)  # before zeroing: an input may be an output's memory
+        for source, out in plan.to_copy:   # after _separate: a source another output overlaps is a copy by now
+            if not ((source, out) in plan.alike and source in starts and starts[source] == starts.get(out)):
+                _copy_in(arrays[source], arrays[out])
+        for pos in plan.to_zero:
+            arrays[pos].fill(0)
+        return arrays, plan.values, [arrays[p] for p in plan.outputs]
+
+    def _separate(self, arrays, plan, starts):
+        """Outputs the caller passed must not overlap; inputs overlapping them are copied (and leave
+        `starts`, the first byte of each array of `plan.spans`: all of them C-contiguous, so the bytes
+        from there on are exactly those an array occupies)."""
+        ranges = [(pos, starts[pos], starts[pos] + n) for pos, n in plan.spans]
+        outs = [r for r in ranges if r[0] >= self.n_in]
+        for k, (i, lo, hi) in enumerate(outs):
+            for j, lo2, hi2 in outs[:k]:
+                if lo < hi2 and lo2 < hi:
+                    raise ArgumentError(f"outputs {self.specs[j].name} and {self.specs[i].name} share memory")
+        for i, lo, hi in ranges:
+            if i >= self.n_in:
                 continue
-            for k, o in enumerate(outs):
-                if o is None or not o.size or not np.may_share_memory(a, o):
-                    continue
-                if self.specs[self.n_in + k].initial == i and _same_memory(a, o):
-                    continue    # bound in place: only the output is used
-                arrays[i] = a.copy()
-                break
+            for k, lo2, hi2 in outs:
+                if lo < hi2 and lo2 < hi and not ((i, k) in plan.alike and lo == lo2):
+                    arrays[i] = arrays[i].copy()
+                    del starts[i]
+                    break
+            # (an input whose output starts with its values, at the same place: bound in place, only the
+            # output is used)
 
 
 def _same_memory(a, b) -> bool:
@@ -252,7 +305,26 @@ def _same_memory(a, b) -> bool:
     if a is b:
         return True
     return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape and a.dtype == b.dtype
-            and a.strides == b.strides and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+            and a.strides == b.strides and data_address(a) == data_address(b))
+
+
+_USE, _EMPTY, _CONTIGUOUS, _DEVICE, _DEVICE_EMPTY = "use", "empty", "contiguous", "device", "device empty"
+
+
+class _Plan:
+    """What `Binder._run` does on a call: per buffer a step ((_USE,) the array given; (_EMPTY, shape, dtype,
+    zeroed) a new one; (_CONTIGUOUS, aligned) a C-ordered copy of an input; (_DEVICE, name, output,
+    zero) check a device's array; (_DEVICE_EMPTY, shape, dtype, zero) a new one there), then the overlap
+    check of the outputs given (`spans`: the position and bytes of each array used as given), the copies
+    of initial values (source, output position) and the zeroing."""
+
+    __slots__ = ("values", "steps", "outputs", "separate", "spans", "to_copy", "alike", "to_zero")
+
+    def __init__(self, values):
+        self.values = values
+        self.steps, self.outputs, self.spans, self.to_copy, self.to_zero = [], [], [], [], []
+        self.alike = set()   # (input, output) of to_copy of one shape and dtype: at one address, bound in place
+        self.separate = False
 
 
 def _copy_in(source, out) -> None:

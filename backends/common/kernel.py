@@ -13,6 +13,7 @@ import islpy as isl
 from mascarpone.middleend.errors import ArgumentError
 from mascarpone.middleend.loopir import DEFAULT_SIZE_RANGE, in_range
 
+from .addresses import data_address
 from .arguments import Binder
 from .threads import get_num_threads
 
@@ -120,5 +121,4 @@ class NativeKernel(Kernel):
 
     def launch(self, arrays, values) -> int:
         self._threads.value = self.num_threads or get_num_threads()
-        # (the array interface's address: a.ctypes builds a ctypes object per array, which shows on short calls)
-        return self._fn(*[a.__array_interface__["data"][0] for a in arrays], *values)
+        return self._fn(*[data_address(a) for a in arrays], *values)

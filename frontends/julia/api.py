@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import islpy as isl
 import numpy as np
@@ -135,6 +136,31 @@ def _julia_shape(f, target):
     return None
 
 
+_ARRAY, _INT, _NUMBER = "array", "int", "number"
+
+
+@dataclass(frozen=True)
+class _ArrayArgument:
+    dtype: np.dtype     # its elements' dtype
+    sizes: tuple        # the size parameter of each of its dimensions, Julia's first one first
+    input: str          # the buffer the kernel reads it from
+    output: str | None  # the buffer the kernel writes it to, when the function writes it
+
+
+def _argument_step(f, name, jt) -> tuple:
+    """(kind, name, Julia type, what the call needs to pass it) for one argument of `f`."""
+    if jt.is_array:
+        written = f.julia_arrays.get(name)
+        read = f.julia_array_inputs[name]
+        return (_ARRAY, name, jt, _ArrayArgument(
+            jt.dtype.numpy, tuple(f.julia_params[(name, d)].name for d in range(1, jt.ndim + 1)), read.name,
+            written.name if written is not None and written is not read else None))
+    if jt.dtype.is_int:
+        size = f.julia_params[name].name
+        return (_INT, name, jt, (size, size in f.param_names))
+    return (_NUMBER, name, jt, (f.julia_scalar_inputs[name].name, jt.dtype.numpy))
+
+
 class JuliaKernel:
     """A compiled Julia function: call it with the Julia function's arguments (positionally or by name).
 
@@ -148,8 +174,57 @@ class JuliaKernel:
         self.kernel = kernel
         self.argnames = list(function.julia_argtypes)
         self._checked = {}
+        self._steps = [_argument_step(function, name, jt) for name, jt in function.julia_argtypes.items()]
+        ret = function.julia_return
+        self._return = None if ret is None else (ret.name, ret.dtype.numpy)
 
     def __call__(self, *args, **kwargs):
+        values = args if not kwargs and len(args) == len(self.argnames) else self._arguments(args, kwargs)
+        call, params, copy_back = {}, {}, []
+        for (kind, name, jt, extra), v in zip(self._steps, values):
+            if kind is _ARRAY:
+                if not isinstance(v, np.ndarray) or v.ndim != jt.ndim or v.dtype != extra.dtype:
+                    check_array(name, v, jt)     # (raises, naming the argument)
+                for size, extent in zip(extra.sizes, v.shape):
+                    params[size] = extent
+                view = v.T
+                call[extra.input] = view
+                if extra.output is not None:
+                    if view.flags.c_contiguous and view.flags.aligned and view.flags.writeable:
+                        call[extra.output] = view
+                    else:
+                        out = np.empty(view.shape, view.dtype)
+                        call[extra.output] = out
+                        copy_back.append((v, out))
+            elif kind is _INT:
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                    raise ArgumentError(f"argument {name}::Int64 must be an integer, got {v!r}")
+                size, passed = extra
+                params[size] = int(v)
+                if passed:
+                    call[size] = int(v)
+            else:
+                if isinstance(v, np.ndarray) or not isinstance(v, (int, float, np.number)):
+                    raise ArgumentError(f"argument {name}::{jt} must be a number, got {v!r}")
+                call[extra[0]] = np.array(v, dtype=extra[1])
+        self._check_bounds(params)
+        ret = None
+        if self._return is not None:
+            ret = np.empty((), self._return[1])
+            call[self._return[0]] = ret
+        outputs = self.kernel(**call)
+        for a, out in copy_back:
+            a[...] = out.T
+        self._check_flags(outputs)
+        if ret is not None:
+            return ret[()]
+        if self.function.julia_returns_array is not None:
+            return values[self.argnames.index(self.function.julia_returns_array)]
+        return None
+
+    def _arguments(self, args, kwargs) -> list:
+        """The arguments in declaration order, from positional and keyword ones (ArgumentError naming what
+        is wrong)."""
         f = self.function
         if len(args) > len(self.argnames):
             raise ArgumentError(f"{f.name} takes {len(self.argnames)} arguments, got {len(args)}")
@@ -163,49 +238,7 @@ class JuliaKernel:
         missing = [a for a in self.argnames if a not in values]
         if missing:
             raise ArgumentError(f"{f.name} is missing argument(s) {missing}")
-        call, params, copy_back = {}, {}, []
-        for name, jt in f.julia_argtypes.items():
-            v = values[name]
-            if jt.is_array:
-                a = check_array(name, v, jt)
-                for d in range(1, jt.ndim + 1):
-                    params[f.julia_params[(name, d)].name] = a.shape[d - 1]
-                view = a.T
-                call[f.julia_array_inputs[name].name] = view
-                if name in f.julia_arrays and f.julia_arrays[name] is not f.julia_array_inputs[name]:
-                    out_name = f.julia_arrays[name].name
-                    fl = view.flags
-                    if fl.c_contiguous and fl.aligned and fl.writeable:
-                        call[out_name] = view
-                    else:
-                        out = np.empty(view.shape, view.dtype)
-                        call[out_name] = out
-                        copy_back.append((a, out))
-            elif jt.dtype.is_int:
-                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-                    raise ArgumentError(f"argument {name}::Int64 must be an integer, got {v!r}")
-                p = f.julia_params[name]
-                params[p.name] = int(v)
-                if p.name in f.param_names:
-                    call[p.name] = int(v)
-            else:
-                if isinstance(v, np.ndarray) or not isinstance(v, (int, float, np.number)):
-                    raise ArgumentError(f"argument {name}::{jt} must be a number, got {v!r}")
-                call[f.julia_scalar_inputs[name].name] = np.array(v, dtype=jt.dtype.numpy)
-        self._check_bounds(params)
-        ret = None
-        if f.julia_return is not None:
-            ret = np.empty((), f.julia_return.dtype.numpy)
-            call[f.julia_return.name] = ret
-        outputs = self.kernel(**call)
-        for a, out in copy_back:
-            a[...] = out.T
-        self._check_flags(outputs)
-        if ret is not None:
-            return ret[()]
-        if f.julia_returns_array is not None:
-            return values[f.julia_returns_array]
-        return None
+        return [values[a] for a in self.argnames]
 
     def _check_flags(self, outputs):
         """Julia's BoundsError for an access with a data-dependent index that went outside its array (the
@@ -219,7 +252,7 @@ class JuliaKernel:
                 raise ArgumentError(f"BoundsError: {flags[buf.name]}")
 
     def _check_bounds(self, params):
-        key = tuple(sorted(params.items()))
+        key = tuple(params.items())     # (in the arguments' order, the same at every call)
         if key in self._checked:
             if self._checked[key]:
                 raise ArgumentError(self._checked[key])
