@@ -433,3 +433,27 @@ def test_measurements_fill_the_outputs_of_the_first_call():
     kept = timer.arguments["C"]
     assert isinstance(kept, np.ndarray) and kernel(**timer.arguments) is kept
     np.testing.assert_allclose(kept, timer.arguments["A"] @ timer.arguments["B"], rtol=1e-4)
+
+
+def test_stencil_rows_are_unrolled_and_jammed_around_the_vector_loop():
+    """jacobi-2d where the arrays fit the caches (no time tiles): each sweep computes JAM columns together
+    inside the vector loop, since its 5-point reads share their column loads; the values are the naive
+    loops' for every factor the search tries, and for sizes that leave a partial group of columns."""
+    make, argtypes = _julia("jacobi2d")
+    naive = make().compile()
+    small = {"tsteps": 4, "A_1": 60, "A_2": 60, "B_1": 60, "B_2": 60}
+    for factor in (None, 0) + model.JAM_VARIANTS:
+        g = make()
+        stages = analyze(g, g.context(small))
+        applier = Applier(g, stages, Checker(g))
+        applier.apply({} if factor is None else {"jam": {name: factor for name in stages}})
+        stencils = sorted(applier.jammable)
+        assert len(stencils) == 2, g.history()
+        want = model.JAM if factor is None else factor
+        assert all(applier.jammable[s] == want for s in stencils)
+        jammed = [c for c in g.history() if c.startswith(tuple(f"{s}.unroll(j1, " for s in stencils))]
+        assert len(jammed) == (2 if want else 0), g.history()
+        _same_values(naive, g.compile(), argtypes, n=23)    # 21 columns: a partial group of each factor
+    g = make()
+    jacobi = analyze(g, g.context(small))[stencils[0]]
+    assert model.reuses_along(jacobi, "j") and model.reuses_along(jacobi, "i") and not model.reuses_along(jacobi, "t")

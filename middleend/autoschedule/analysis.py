@@ -21,13 +21,15 @@ CACHE_LINE = 64
 @dataclass
 class Reference:
     """One memory reference of a computation: the array it touches, per index dimension the
-    coefficient of each loop variable ({} for a constant index, None where the index is not affine),
-    and its element size."""
+    coefficient of each loop variable ({} for a constant index, None where the index is not affine)
+    and the constant term (None where it is not an integer: it involves a size, or the index is not
+    affine), and its element size."""
 
     array: str
     dims: list
     elem_bytes: int
     is_write: bool = False
+    constants: list = field(default_factory=list)
 
     def coefficient(self, var, dim):
         """The coefficient of `var` in index dimension `dim`; None when that index is not affine."""
@@ -99,12 +101,14 @@ def references(comp, stored=False) -> list:
     """The computation's memory references, its write first, then its reads: at the elements they touch
     in the program's meaning, or with `stored`, where a layout of the schedule's (store_in) puts them."""
     array, index = logical_write(comp)
-    refs = [Reference(array, _coefficients(comp, index), comp.dtype.bytes, True)]
+    coefficients, constants = _affine_parts(comp, index)
+    refs = [Reference(array, coefficients, comp.dtype.bytes, True, constants)]
     for node in _reads(comp):
         array, index = logical_read(node.target, node.indices)
         if stored:
             index = scheduled_read_index(node.target, node.indices)
-        refs.append(Reference(array, _coefficients(comp, index), node.dtype.bytes))
+        coefficients, constants = _affine_parts(comp, index)
+        refs.append(Reference(array, coefficients, node.dtype.bytes, constants=constants))
     return refs
 
 
@@ -183,33 +187,41 @@ def _extents(comp, context) -> dict:
     return out
 
 
-def _coefficients(comp, index) -> list:
+def _affine_parts(comp, index) -> tuple:
+    """([coefficients per index dimension], [constant term per dimension]) of an access (see Reference)."""
     names = [v.name for v in comp.vars]
     params = sorted(comp.function.param_names)
-    out = []
-    for idx in index:
-        text = affine_text(idx)
-        out.append(None if text is None else _aff_coefficients(text, names, params))
-    return out
+    parts = [_aff_parts(text, names, params) if text is not None else (None, None)
+             for text in map(affine_text, index)]
+    return [c for c, _ in parts], [k for _, k in parts]
 
 
 def _aff_coefficients(text, names, params):
     """{variable: nonzero coefficient} of an affine index, None when isl cannot read it as one."""
+    return _aff_parts(text, names, params)[0]
+
+
+def _aff_parts(text, names, params):
+    """({variable: nonzero coefficient}, the integer constant term or None where a size takes part) of
+    an affine index; (None, None) when isl cannot read it as one."""
     try:
         aff = isl.PwAff(f"[{', '.join(params)}] -> {{ [{', '.join(names)}] -> [({text})] }}")
     except isl.Error:
-        return None
+        return None, None
     pieces = aff.get_pieces()
     if len(pieces) != 1:
-        return None
+        return None, None
     a = pieces[0][1]
     out = {}
     for k, n in enumerate(names):
         c = a.get_coefficient_val(isl.dim_type.in_, k)
         if not c.is_int():
-            return None
+            return None, None
         if c.to_python():
             out[n] = c.to_python()
     if any(not a.get_div(k).is_cst() for k in range(a.dim(isl.dim_type.div))):
-        return None     # a floor division of the variables: not a plain stride
-    return out
+        return None, None     # a floor division of the variables: not a plain stride
+    constant = a.get_constant_val()
+    sized = any(not a.get_coefficient_val(isl.dim_type.param, k).is_zero()
+                for k in range(a.dim(isl.dim_type.param)))
+    return out, (constant.to_python() if constant.is_int() and not sized else None)

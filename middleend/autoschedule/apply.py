@@ -40,6 +40,8 @@ class Applier:
         self.vectorized = set()  # stages whose innermost loop the model vectorized (the search may leave
         #                          it to the compiler's own vectorizer, which can reuse loads across lanes)
         self.interleaved = set()  # stages whose recurrence chains are interleaved (see _interleave)
+        self.jammable = {}    # stencil stage name -> the factor its loop around the vector loop was jammed by
+        #                       (0: none; see _jam)
         self.transposed = set()   # stages reading transposed copies (see _transposed_copies)
         self.time_groups = {}  # first stage's name -> (the statements of a time step, the model's tile sizes)
         self.time_tiled = set()  # names of the groups time-tiled
@@ -191,6 +193,8 @@ class Applier:
             vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
             if comp.tags.get(comp.loops[-1]) is not None:
                 self.vectorized.add(comp.name)
+        if vector_outer is not None:
+            self._jam(comp, stage, origin, vector_outer, choice.get("jam", {}).get(comp.name, model.JAM))
         if vector_outer is None and comp.tags.get(comp.loops[-1]) is None:
             self._interleave(comp, stage, origin, choice.get("interleave", {}).get(comp.name, model.CHAINS))
         if stage.work() >= MIN_PARALLEL_WORK:
@@ -413,6 +417,27 @@ class Applier:
                 self.interleaved.add(comp.name)
                 return True
             restore(self.function, saved)
+        return False
+
+    def _jam(self, comp, stage, origin, vector_outer, factor) -> bool:
+        """For a stencil along the loop around `vector_outer` (model.reuses_along): compute `factor`
+        consecutive values of that loop inside the vector loop, unrolled (unroll-and-jam), so that the
+        compiler loads each vector they share once. True if applied."""
+        k = comp.loops.index(vector_outer)
+        loop = comp.loops[k - 1] if k else None
+        if loop is None or comp.tags.get(loop) is not None or not model.reuses_along(stage, origin.get(loop, loop)):
+            return False
+        self.jammable[comp.name] = 0
+        if not factor or stage.trip(origin.get(loop, loop)) < 2 * factor:
+            return False
+
+        def commands():
+            inner = comp.split(loop, factor)[1]
+            comp.reorder(vector_outer, inner)
+            comp.unroll(inner, factor)
+        if self.attempt(commands):
+            self.jammable[comp.name] = factor
+            return True
         return False
 
     def _carries_nothing(self, comp, loop) -> bool:

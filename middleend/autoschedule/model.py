@@ -27,6 +27,10 @@ MAX_SKEW = 3
 MAX_ORDERS = 6
 #: register tiles (values of the outer loop, vectors of the stride-one loop) the search tries
 REGISTER_TILES = ((8, 1), (4, 2), (6, 2))
+#: values of a stencil's loop around the vector loop computed together (unroll-and-jam), so that each
+#: vector loaded serves its neighbours too; the search tries the others. Jacobi's 5-point sweep, float64
+#: at 260^2 on one Zen 4 core: 0.36 ns a point without, 0.31 by 2, 0.28 by 4, 0.30 by 6.
+JAM, JAM_VARIANTS = 4, (2, 8)
 
 
 def reference_cost(ref, var, trip) -> float:
@@ -81,6 +85,22 @@ def has_reuse(stage, band) -> bool:
         if shape in seen:
             return True
         seen.add(shape)
+    return False
+
+
+def reuses_along(stage, var) -> bool:
+    """Whether two reads of one array differ only by a constant in an index dimension that `var` moves
+    (a stencil's neighbours along `var`): iterations of `var` computed side by side share their loads."""
+    groups = {}
+    for r in stage.refs:
+        if not r.is_write and r.constants and all(c is not None for c in r.dims):
+            key = (r.array, tuple(tuple(sorted(c.items())) for c in r.dims))
+            groups.setdefault(key, []).append(r.constants)
+    for (_, dims), constants in groups.items():
+        for d, coeffs in enumerate(dims):
+            offsets = {k[d] for k in constants}
+            if dict(coeffs).get(var) and None not in offsets and len(offsets) > 1:
+                return True
     return False
 
 
