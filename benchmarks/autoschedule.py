@@ -8,7 +8,9 @@ Kernels: gemm (mascarpone/examples.py, float32; hand: schedule_gemm_two_level), 
 mascarpone/bench/suite/julia_kernels.py at their small sizes (hand: the suite's schedules; peer:
 numba's @njit of the same loops). Each variant is compiled for the cpu target in this process and
 timed as the median of 15 calls after a warm-up, all variants of a kernel interleaved round by round
-(in a turning order).
+(in a turning order); in each round a variant is called twice in a row and the second call is timed,
+as a program calling it in a loop would see it (the first may find the arrays in another core's
+cache, where the variant before left them, a cost of that other variant's threads).
 The autoscheduler's search runs with a fresh cache (a temporary folder) and its search time is
 reported. Ratios are times over the autoscheduled time (above 1: the autoscheduler is faster).
 Results are appended to benchmarks/RESULTS.md unless --no-append.
@@ -41,13 +43,14 @@ ROUNDS = 15
 def median_times(calls: dict, rounds=ROUNDS) -> dict:
     """{name: median seconds} of the zero-argument callables, interleaved round by round; the order
     turns each round, so that no variant always runs right after a parallel one (whose threads
-    may still be waking or spinning)."""
+    may still be waking or spinning). Each round times the second of two calls in a row."""
     for fn in calls.values():
         fn()
     times = {name: [] for name in calls}
     names = list(calls)
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
+            calls[name]()
             t0 = time.perf_counter()
             calls[name]()
             times[name].append(time.perf_counter() - t0)
@@ -181,7 +184,7 @@ def main():
         print(rows[-1], flush=True)
     load = max(load, os.getloadavg()[0])
     intro = (f"benchmarks/autoschedule.py, budget_s={args.budget:g} per kernel, {ms.get_num_threads()} threads, "
-             f"{machine.simd_bytes() * 8}-bit SIMD; median of {ROUNDS} interleaved calls; load average up to "
+             f"{machine.simd_bytes() * 8}-bit SIMD; median of {ROUNDS} interleaved calls (each the second of two in a row); load average up to "
              f"{load:.1f} during the run (the machine is shared). Ratios: time / autoscheduled time "
              f"(above 1: the autoscheduler is faster). 'timed': schedules the search measured.")
     table = "\n".join(rows)
