@@ -457,3 +457,24 @@ def test_stencil_rows_are_unrolled_and_jammed_around_the_vector_loop():
     g = make()
     jacobi = analyze(g, g.context(small))[stencils[0]]
     assert model.reuses_along(jacobi, "j") and model.reuses_along(jacobi, "i") and not model.reuses_along(jacobi, "t")
+
+
+def test_a_parallel_loop_must_have_enough_work_each_time_it_starts():
+    """jacobi-2d's sweeps start their parallel loop at every time step: parallel at 260^2 (67000 points a
+    sweep), serial at 100^2 (10^4), where the threads' start and join would cost more than they share;
+    the search may also try a stage serial."""
+    make, argtypes = _julia("jacobi2d")
+
+    def parallel_commands(n, choice):
+        g = make()
+        sizes = {p: (10 if p == "tsteps" else n) for p in g.sizes()}
+        applier = Applier(g, analyze(g, g.context(sizes)), Checker(g))
+        applier.apply(choice)
+        return [c for c in g.history() if ".parallelize(" in c and c.startswith("s")], applier, g
+
+    big, applier, _ = parallel_commands(260, {})
+    assert len(big) == 2 and {c.split(".")[0] for c in big} <= applier.parallel
+    assert parallel_commands(100, {})[0] == []
+    serial, _, g = parallel_commands(260, {"parallel": {name: False for name in applier.parallel}})
+    assert serial == []
+    _same_values(make().compile(), g.compile(), argtypes)

@@ -17,9 +17,10 @@ NAIVE = {"naive": True}
 
 def variants(applier, stages, seed) -> list:
     """[(stage name, knob, value)] to try, in a fixed order for a given seed: no packing or other blocks
-    of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or none) of a time-stepped stencil, other
-    numbers of interleaved chains, other unroll-and-jam factors of a stencil, the innermost loop left to the compiler's vectorizer, unroll factors
-    around the vector loop, root for producers computed at tiles."""
+    of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or
+    none) of a time-stepped stencil, other numbers of interleaved chains, other unroll-and-jam factors
+    of a stencil, serial loops for parallel ones, the innermost loop left to the compiler's vectorizer,
+    unroll factors around the vector loop, root for producers computed at tiles."""
     out = []
     order = sorted(stages.values(), key=lambda s: (-s.work(), s.name))
     rng = random.Random(seed)
@@ -48,6 +49,8 @@ def variants(applier, stages, seed) -> list:
             mine += [(stage.name, "timetile", s) for s in sizes]
         if stage.name in applier.interleaved:
             mine += [(stage.name, "interleave", c) for c in model.CHAIN_VARIANTS]
+        if stage.name in applier.parallel:
+            mine.append((stage.name, "parallel", False))
         if stage.name in applier.jammable:
             mine += [(stage.name, "jam", f) for f in (0, model.JAM) + model.JAM_VARIANTS
                      if f != applier.jammable[stage.name]]
