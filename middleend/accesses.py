@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from .affine import IslAff, affine_text, pwaff_on
+from .affine import IslAff, affine_text, free_pwaff, pwaff_on
 from .buffer import as_index_expr
 from .expr import Access, BinOp, Sym, binop, floormod, transform, walk
 from .layout import inline_reads, read_index, write_index
@@ -40,7 +40,8 @@ def _isl_aff(stmt, text, source):
     text (an index repeats across a body, and each object is turned into loop IR once per leaf)."""
     cache = stmt.__dict__.setdefault("_isl_affs", {})
     if text not in cache:
-        cache[text] = IslAff(pwaff_on(stmt.domain, text, stmt.params), source)
+        free = free_pwaff(stmt.domain, text, stmt.params)
+        cache[text] = IslAff(free.intersect_domain(stmt.domain), source, free)
     return cache[text]
 
 

@@ -18,14 +18,28 @@ ISL_KEYWORDS = {"and", "or", "not", "mod", "floor", "ceil", "min", "max", "exist
 
 class IslAff(Expr):
     """An isl piecewise affine function of a statement's instance, kept symbolic until
-    code generation turns it into an expression of the loop iterators."""
+    code generation turns it into an expression of the loop iterators.
 
-    __slots__ = ("pwaff", "source")
+    `pwaff` is defined on the statement's instances; `free`, where known, is the same function
+    without that restriction (defined wherever its formula is). Where every use lies inside the
+    instances (code at a leaf, a check intersected with them afterwards), `free` is the cheaper one:
+    a statement's instances under an autoscheduler's tiles can take tens of kilobytes of constraints,
+    which every pullback and gist of the restricted function drags along."""
 
-    def __init__(self, pwaff: isl.PwAff, source: Expr | None = None):
+    __slots__ = ("pwaff", "source", "free")
+
+    def __init__(self, pwaff: isl.PwAff, source: Expr | None = None, free: isl.PwAff | None = None):
         self.pwaff = pwaff
         self.source = source   # the index expression it was made from, over the computation's variables
+        self.free = free
         self.dtype = int64
+
+    @property
+    def unrestricted(self) -> isl.PwAff:
+        """`free` where known (a function of one piece is its formula everywhere), else `pwaff`."""
+        if self.free is None and self.pwaff.n_piece() == 1:
+            self.free = isl.PwAff.from_aff(self.pwaff.get_pieces()[0][1])
+        return self.pwaff if self.free is None else self.free
 
     @property
     def name(self):
@@ -120,9 +134,13 @@ def space_text(params, tuple_name, dims) -> str:
 
 def pwaff_on(domain: isl.Set, text: str, params) -> isl.PwAff:
     """The affine function `text` of the domain's variables and `params`, restricted to the domain."""
+    return free_pwaff(domain, text, params).intersect_domain(domain)
+
+
+def free_pwaff(domain: isl.Set, text: str, params) -> isl.PwAff:
+    """The affine function `text` of the domain's variables and `params`, wherever it is defined."""
     dims = [domain.get_dim_name(isl.dim_type.set, i) for i in range(domain.dim(isl.dim_type.set))]
-    pa = isl.PwAff(f"{space_text(params, domain.get_tuple_name(), dims)} -> [({text})] }}")
-    return pa.intersect_domain(domain)
+    return isl.PwAff(f"{space_text(params, domain.get_tuple_name(), dims)} -> [({text})] }}")
 
 
 _AST_BINOPS = {

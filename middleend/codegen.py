@@ -69,7 +69,8 @@ class _Leaves:
             def repl(n):
                 if isinstance(n, IslAff):
                     if id(n) not in done:
-                        pa = n.pwaff.pullback_pw_multi_aff(iterators).gist(leaf_range)
+                        # (the leaf runs only instances of the statement: the unrestricted function will do)
+                        pa = n.unrestricted.pullback_pw_multi_aff(iterators).gist(leaf_range)
                         e = _min_max_expr(pa, build)
                         if e is None and shifted and pa.n_piece() > 1 and n.source is not None:
                             # an index of a shifted tile's point that isl can only write as a select

@@ -19,7 +19,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .accesses import IslAff, lower_reads, statement_accesses, tile_instance
-from .affine import affine_text
+from .affine import affine_text, free_pwaff
 from .buffer import as_index_expr
 from .errors import LayoutError, OutOfBoundsError, OverwriteError
 from .expr import Access, walk
@@ -163,22 +163,25 @@ def check_bounds(accesses, function, context, facts):
         seen.add(key)
         domain = stmt.domain.intersect_params(context)
         for d, index in enumerate(a.index):
-            lo, hi = index_range(stmt, index, _facts(a, facts))
+            exact = _unrestricted(stmt, index)
+            lo, hi = (exact, exact) if exact is not None else index_range(stmt, index, _facts(a, facts))
             if lo is None or hi is None:
                 raise OutOfBoundsError(
                     f"{_who(a)} {a.buffer.name} at an index whose range mascarpone cannot bound ({_show(index)} in "
                     f"dimension {d}: computed from data, or not affine); clamp it to the buffer "
                     f"(ms.clamp(index, 0, extent - 1)){_layout_hint(function, a)}",
                     computation=stmt.comp.name, buffer=a.buffer.name, command=_layout_commands(function, [a.owner]))
-            extent = _extent(stmt, a.buffer.shape[d])
+            extent = _unrestricted(stmt, a.buffer.shape[d])
+            extent = _extent(stmt, a.buffer.shape[d]) if extent is None else extent
             if extent is None:
                 raise OutOfBoundsError(
                     f"buffer {a.buffer.name}: its extent {a.buffer.shape[d]} in dimension {d} is not affine in the "
                     f"sizes, so its accesses cannot be proved inside it", computation=stmt.comp.name,
                     buffer=a.buffer.name)
-            if stmt.domain.n_basic_set() > MAX_PLAIN_DOMAIN_PIECES:
+            if stmt.domain.n_basic_set() > MAX_PLAIN_DOMAIN_PIECES and not (exact is not None and extent.n_piece() == 1):
                 # (each bound simplified on the domain first: comparing two functions defined on the
-                # same n pieces takes n * n steps, minutes for a window of many pieces)
+                # same n pieces takes n * n steps, minutes for a window of many pieces; unrestricted
+                # functions of one piece each compare at once)
                 lo, hi, extent = (f.gist(stmt.domain) for f in (lo, hi, extent))
             zero = isl.PwAff.val_on_domain(isl.Set.universe(stmt.domain.get_space()), isl.Val(0))
             outside = lo.lt_set(zero).union(hi.ge_set(extent)).intersect(domain)
@@ -196,6 +199,18 @@ def check_bounds(accesses, function, context, facts):
                 computation=stmt.comp.name, buffer=a.buffer.name, instance=instance,
                 command=_layout_commands(function, [a.owner]))
     return _requirements(unsafe, function, context)
+
+
+def _unrestricted(stmt, e):
+    """An affine index or extent as an isl function defined beyond the statement's instances (which
+    the test intersects afterwards), or None: on the instances of a tiled statement, it would carry all
+    their constraints into every comparison."""
+    if isinstance(e, IslAff):
+        free = e.unrestricted
+        return free if e.free is not None else None
+    e = as_index_expr(e)
+    text = affine_text(e)
+    return None if text is None else free_pwaff(stmt.domain, text, stmt.params)
 
 
 def _chosen_layout(buffer, function):
