@@ -530,6 +530,26 @@ def test_allocate_inside_parallel_loop(target, size):
     np.testing.assert_array_equal(kern(a=x), x[:, ::-1] * np.float32(3) + np.arange(9, dtype=np.float32)[:, None])
 
 
+def test_heap_temporaries_kept_between_calls_of_every_size(target):
+    """A temporary too large for the stack is a heap block that the "cpu" kernel keeps for its next call
+    (backends/cpu/blocks.py): calls with smaller, larger and equal sizes, inside a parallel loop where
+    threads allocate at once, and after the kept blocks are freed, all give numpy's values."""
+    a = Buffer("a", [N, M], float64, "input")
+    out = Buffer("out", [N, M], float64, "output")
+    tmp = Buffer("tmp", [M], float64, "temporary")
+    body = Allocate(tmp, Block([
+        loop("j", 0, M, Store(tmp, (j,), a[i, j] * 2.0)),
+        loop("j", 0, M, Store(out, (i, j), tmp[M - 1 - j] + cast(float64, i))),
+    ]))
+    kern = build(target, LoweredFunction("kept", ["N", "M"], [a], [out], loop("i", 0, N, body, "parallel")),
+                 num_threads=2)
+    for m in (40000, 100000, 30000, 100000, 1):
+        x = rng(m).standard_normal((5, m))
+        np.testing.assert_array_equal(kern(a=x), x[:, ::-1] * 2.0 + np.arange(5.0)[:, None])
+        if m == 30000 and hasattr(kern, "release_memory"):
+            kern.release_memory()
+
+
 def test_symbolic_temporary_and_kernel_wide_temporaries(target):
     a = Buffer("a", [N], int64, "input")
     out = Buffer("out", [N], int64, "output")

@@ -17,6 +17,7 @@ from .context import FnState, ModuleState, Options, Scope
 from .exprgen import ExprEmitter
 from .llvm_types import I32, I64, PTR, VOID
 from .memory import BufView
+from .blocks import release_function
 from .parallel import num_threads_global
 from .stmtgen import StmtEmitter, allocate
 from .vectorize import explicit_simd
@@ -74,6 +75,7 @@ def build_module(lowered, options: Options | None = None) -> ir.Module:
 
     _argv_entry(module, fn, len(buffers), len(params))
     _thread_setter(ms)
+    release_function(ms)
     return module
 
 

@@ -29,6 +29,7 @@ class ModuleState:
     name: str
     options: Options
     counter: int = 0
+    kept_blocks: list = field(default_factory=list)   # the slots of heap temporaries kept across calls (blocks.py)
 
     def fresh(self, stem: str) -> str:
         """A new symbol name in the kernel's namespace."""

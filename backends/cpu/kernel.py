@@ -1,6 +1,8 @@
 """`CpuKernel`: a kernel compiled by LLVM into this process."""
 from __future__ import annotations
 
+import ctypes
+
 from mascarpone.backends.common.kernel import NativeKernel
 
 
@@ -14,6 +16,16 @@ class CpuKernel(NativeKernel):
         self._ir = unoptimized_ir
         super().__init__(lowered, jit.function_address(lowered.name),
                          jit.global_address(f"{lowered.name}.num_threads"), num_threads=num_threads)
+        self._release = ctypes.CFUNCTYPE(None)(jit.function_address(f"{lowered.name}_release_memory"))
+
+    def release_memory(self):
+        """Free the heap temporaries the kernel keeps for its next call (it takes them again then)."""
+        self._release()
+
+    def __del__(self):
+        release = getattr(self, "_release", None)
+        if release is not None:
+            release()
 
     def source(self, kind: str = "llvm") -> str:
         """The generated code: 'llvm' (optimized IR), 'llvm-unoptimized' or 'asm'."""

@@ -5,7 +5,7 @@ from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store
 from mascarpone.backends.common.prefetch import Prefetch, line_offsets
 
-from . import memory
+from . import blocks, memory
 from mascarpone.backends.common.affine import constant_difference
 from .exprgen import ExprEmitter
 from .llvm_types import i64
@@ -119,8 +119,9 @@ def allocate(fs, scope, buffer, body):
     A temporary the function's `StackBudget` takes (backends/common/temporaries)
     gets a stack slot in the function's entry block, so a temporary inside a
     parallel loop is per thread and one inside a loop is not re-allocated each
-    iteration. Other sizes are 64-byte aligned heap blocks freed after the
-    body; out of memory skips the body and makes the call fail.
+    iteration. Other sizes are 64-byte aligned heap blocks given back after the
+    body, kept for the next call (blocks.py); out of memory skips the body and
+    makes the call fail.
     """
     em = ExprEmitter(fs, scope)
     extents = [em.index(d) for d in buffer.shape]
@@ -130,10 +131,10 @@ def allocate(fs, scope, buffer, body):
         ptr = memory.alloca_bytes(fs.entry, nbytes, buffer.name)
         body(scope.with_buf(BufView(buffer.name, buffer.dtype, ptr, extents)))
         return
-    ptr = memory.heap_alloc(B, memory.byte_size(B, buffer.dtype, extents))
+    ptr, site = blocks.take(fs, memory.byte_size(B, buffer.dtype, extents))
 
     def ok():
         body(scope.with_buf(BufView(buffer.name, buffer.dtype, ptr, extents)))
-        memory.heap_free(fs.builder, ptr)
+        blocks.give_back(fs, site, ptr)
 
     if_then_else(fs, memory.is_null(B, ptr), fs.fail, ok, name=f"{buffer.name}.alloc")
