@@ -3,11 +3,12 @@
 A kernel's temporaries larger than its stack budget (a Func stored at the root, a packed panel) were
 taken from `aligned_alloc` and freed at each call. glibc serves blocks that large with fresh pages
 of `mmap`, so each call paid a page fault per 4 KB of them: on a shared 2-core machine, Halide's
-image pyramid took 36 ms a call, 17 ms with the blocks kept. Each site now keeps the block its last
+image pyramid took 36 ms a call, 15 ms with the blocks kept. Each site now keeps the block its last
 call freed, in a global slot taken and given back with atomic exchanges (parallel iterations that
 allocate at one site each get a block: one the cached one, the others new ones); a block starts
 with a header holding its usable size. `NAME_release_memory()` frees every kept block (the kernel
-calls it when it is collected).
+calls it when it is collected; an object file exports it too, and without a call its blocks live as
+long as the process, one call's worth).
 """
 from __future__ import annotations
 

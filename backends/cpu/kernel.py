@@ -25,7 +25,7 @@ class CpuKernel(NativeKernel):
     def __del__(self):
         release = getattr(self, "_release", None)
         if release is not None:
-            release()
+            release()   # (the engine holding the code is this object's: still there)
 
     def source(self, kind: str = "llvm") -> str:
         """The generated code: 'llvm' (optimized IR), 'llvm-unoptimized' or 'asm'."""
