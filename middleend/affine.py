@@ -34,12 +34,18 @@ class IslAff(Expr):
         self.free = free
         self.dtype = int64
 
-    @property
-    def unrestricted(self) -> isl.PwAff:
-        """`free` where known (a function of one piece is its formula everywhere), else `pwaff`."""
+    def formula(self) -> isl.PwAff | None:
+        """The function without the restriction: `free`, or the formula of a function of one piece;
+        None where neither is known."""
         if self.free is None and self.pwaff.n_piece() == 1:
             self.free = isl.PwAff.from_aff(self.pwaff.get_pieces()[0][1])
-        return self.pwaff if self.free is None else self.free
+        return self.free
+
+    @property
+    def unrestricted(self) -> isl.PwAff:
+        """`formula()` where known, else `pwaff`."""
+        free = self.formula()
+        return self.pwaff if free is None else free
 
     @property
     def name(self):

@@ -206,8 +206,7 @@ def _unrestricted(stmt, e):
     the test intersects afterwards), or None: on the instances of a tiled statement, it would carry all
     their constraints into every comparison."""
     if isinstance(e, IslAff):
-        free = e.unrestricted
-        return free if e.free is not None else None
+        return e.formula()
     e = as_index_expr(e)
     text = affine_text(e)
     return None if text is None else free_pwaff(stmt.domain, text, stmt.params)

@@ -16,7 +16,7 @@ from llvmlite import ir
 
 from .llvm_types import I64, PTR, VOID, i64
 from .loops import if_then_else
-from .memory import ALIGN, heap_alloc, heap_free, is_null, stack_slot
+from .memory import ALIGN, aligned_size, heap_alloc, heap_free, is_null, stack_slot
 
 
 def _slot(ms):
@@ -32,7 +32,7 @@ def take(fs, nbytes):
     memory), and the site's slot to give it back to (`give_back`)."""
     B = fs.builder
     slot = _slot(fs.ms)
-    need = B.and_(B.add(B.select(B.icmp_signed("<", nbytes, i64(1)), i64(1), nbytes), i64(ALIGN - 1)), i64(-ALIGN))
+    need = aligned_size(B, nbytes)
     result = stack_slot(fs.entry, PTR, "block", 8)
     kept = B.atomic_rmw("xchg", slot, ir.Constant(PTR, None), "acq_rel")
     empty = is_null(B, kept)

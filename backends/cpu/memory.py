@@ -110,12 +110,16 @@ def alloca_bytes(entry: ir.IRBuilder, nbytes: int, name: str):
     return stack_slot(entry, ir.ArrayType(I8, max(nbytes, 1)), name, ALIGN)
 
 
+def aligned_size(B, nbytes):
+    """`round_up(max(nbytes, 1), ALIGN)`: the bytes a heap block of `nbytes` takes."""
+    return B.and_(B.add(B.select(B.icmp_signed("<", nbytes, i64(1)), i64(1), nbytes), i64(ALIGN - 1)),
+                  i64(-ALIGN))
+
+
 def heap_alloc(B, nbytes):
-    """`aligned_alloc(ALIGN, round_up(max(nbytes, 1), ALIGN))`; null when out of memory."""
+    """`aligned_alloc(ALIGN, aligned_size(nbytes))`; null when out of memory."""
     fn = declare(B.module, "aligned_alloc", ir.FunctionType(PTR, [I64, I64]))
-    rounded = B.and_(B.add(B.select(B.icmp_signed("<", nbytes, i64(1)), i64(1), nbytes), i64(ALIGN - 1)),
-                     i64(-ALIGN))
-    return B.call(fn, [i64(ALIGN), rounded])
+    return B.call(fn, [i64(ALIGN), aligned_size(B, nbytes)])
 
 
 def heap_free(B, ptr):
