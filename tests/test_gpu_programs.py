@@ -247,6 +247,47 @@ def test_a_call_with_the_last_calls_device_arrays(device):
     np.testing.assert_array_equal(k(A=small).get(), np.tril(a[:5, :5] * 2))
 
 
+def two_stages():
+    """t = 3 A in a device temporary, out = t + t[i, N-1-j]; both 4x8 GPU tiles, two launches."""
+    N = ms.Param("N")
+    i, j = ms.Var("i", 0, N), ms.Var("j", 0, N)
+    with ms.Function("two_stages") as f:
+        A = ms.Input("A", [N, N], ms.float32)
+        t = ms.Computation("t", [i, j], A[i, j] * 3.0)
+        out = ms.Computation("out", [i, j], t[i, j] + t[i, N - 1 - j], output=True)
+    t.gpu_tile("i", "j", 4, 8)
+    out.gpu_tile("i", "j", 4, 8)
+    return f
+
+
+def test_a_repeated_call_runs_the_last_calls_launches_again(device):
+    """A call with the very device arrays of the last one repeats its launches on the same temporaries;
+    where the runtime's pool holds other buffers by then (another kernel of a shared runtime took them), it
+    is bound afresh. Each call's profile lists its own launches."""
+    k = two_stages().compile(device.target)
+    a = rng.random((24, 24), dtype=np.float32)
+    want = lambda a: a * 3 + (a * 3)[:, ::-1]    # noqa: E731
+    d_a, d_out = device.to_device(a), device.empty((24, 24), np.float32)
+    k(A=d_a, out=d_out)
+    replay = k._replay
+    assert replay is not None and replay.allocs and len(replay.launches) == 2
+    for step in range(3):
+        d_a.set(a + step)
+        assert k(A=d_a, out=d_out) is d_out and k._replay is replay
+        np.testing.assert_allclose(d_out.get(), want(a + step), rtol=1e-6)
+        assert [e[:2] for e in k.profile().events] == [("kernel", "two_stages_k0"), ("kernel", "two_stages_k1")]
+    (nbytes, temporary), = replay.allocs
+    rt = k.runtime
+    assert rt.free[nbytes].popleft() is temporary      # taken: the next call gets another buffer
+    b = rng.random((24, 24), dtype=np.float32)
+    d_a.set(b)
+    np.testing.assert_allclose(k(A=d_a, out=d_out).get(), want(b), rtol=1e-6)
+    assert k._replay is not replay and k._replay.allocs[0][1] is not temporary
+    # numpy arrays are copied at each call, and such a call is not repeated
+    np.testing.assert_allclose(k(A=b), want(b), rtol=1e-6)
+    assert k._replay is None
+
+
 def nb():
     """nb: f = 255 - in, g = 2 * in, h = f + g, k = f - g; f and g inlined, h and k fused in one kernel."""
     H, W = ms.Param("H"), ms.Param("W")

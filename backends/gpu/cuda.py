@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import weakref
 
 import numpy as np
 
@@ -211,11 +210,14 @@ def _driver():
 
 
 def _check(result, what):
-    err = result[0] if isinstance(result, tuple) else result
-    if int(err) != 0:
-        raise TargetError(f"CUDA driver: {what} failed with {err!r}")
-    return result[1:] if isinstance(result, tuple) and len(result) > 2 else \
-        (result[1] if isinstance(result, tuple) and len(result) == 2 else None)
+    """What a driver call returned after its status (None, one value, or a tuple of several); a TargetError
+    naming `what` where the status is an error."""
+    if type(result) is not tuple:
+        result = (result,)
+    if result[0]:     # (CUresult is an int; 0 is success)
+        raise TargetError(f"CUDA driver: {what} failed with {result[0]!r}")
+    n = len(result)
+    return None if n == 1 else result[1] if n == 2 else result[1:]
 
 
 @functools.lru_cache(maxsize=None)
@@ -362,6 +364,7 @@ class CUDARuntime(DeviceAdapter, BufferPool):
         self.code, self.constants, self.dialect = code, constants, dialect
         self.module = None
         self.events, self.spare_events = [], []
+        self.constant_addresses = {}
         self._init_pool()
 
     def ready(self):
@@ -435,7 +438,7 @@ class CUDARuntime(DeviceAdapter, BufferPool):
     def launch(self, k, grid, block, args):
         if k.handle is None:
             k.handle = self.function(k.entry_point)
-        if args != k.last_args:    # (packed again only when they changed since the kernel's last launch)
+        if args is not k.last_args and args != k.last_args:   # (packed again only when they changed)
             # buffers (pointers) first, then int64 sizes, then scratch pointers
             n_buf, n_scalar = len(k.buffers), len(k.scalars)
             values = [ctypes.c_uint64(int(a)) if i < n_buf or i >= n_buf + n_scalar else ctypes.c_int64(int(a))
@@ -449,16 +452,26 @@ class CUDARuntime(DeviceAdapter, BufferPool):
 
     def prepare(self, arguments, handles):
         """Copy the constant inputs into the module's constant arrays; `arguments`: (buffer, array) pairs."""
+        if not self.constants:
+            return
         arrays = {b.name: a for b, a in arguments}
         for buf in self.constants:
             a = arrays[buf.name]
             cap = self.dialect.constant_capacity(buf) * buf.dtype.bytes
             if a.nbytes > cap:
                 raise ArgumentError(f"{buf.name}: {a.nbytes} bytes do not fit its {cap} bytes of constant memory")
+            if a.nbytes:
+                _check(self.driver.cuMemcpyDtoDAsync(self._constant_address(buf), handles[buf.name], a.nbytes,
+                                                     self.stream), "constant copy")
+
+    def _constant_address(self, buf):
+        """The device address of `buf`'s constant array in the module (looked up once)."""
+        ptr = self.constant_addresses.get(buf.name)
+        if ptr is None:
             ident = self.constant_names[buf.name]
             ptr, _ = _check(self.driver.cuModuleGetGlobal(self.module, ident.encode()), f"constant {ident}")
-            if a.nbytes:
-                _check(self.driver.cuMemcpyDtoDAsync(ptr, handles[buf.name], a.nbytes, self.stream), "constant copy")
+            self.constant_addresses[buf.name] = ptr
+        return ptr
 
     def finish(self):
         _check(self.driver.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
@@ -466,24 +479,22 @@ class CUDARuntime(DeviceAdapter, BufferPool):
     def end(self):
         """The Profile of the call's events, read when first asked for; its events come back for reuse once
         read, or once the profile is forgotten."""
-        held = [self.events]
-        self.events = []
+        held, self.events = self.events, []
         self._release()
         spare = self.spare_events
 
         def give_back():
-            for _, _, a, b in held.pop() if held else ():
+            for _, _, a, b in held:
                 spare.extend((a, b))
+            held.clear()
 
         def times():
-            for kind, name, a, b in held[0] if held else ():
+            for kind, name, a, b in held:
                 err, elapsed = self.driver.cuEventElapsedTime(a, b)
-                if int(err) == 0:             # (an event of a call that failed before it ran is skipped)
+                if not err:             # (an event of a call that failed before it ran is skipped)
                     yield kind, name, float(elapsed)
             give_back()
-        profile = Profile(pending=times)
-        weakref.finalize(profile, give_back)
-        return profile
+        return Profile(pending=times, release=give_back)
 
 
 def to_device(array) -> DeviceArray:
@@ -504,6 +515,7 @@ class CUDAKernel(GPUKernel):
     def __init__(self, lowered, host, kernels, runtime, source, code, arch):
         super().__init__(lowered, host, kernels, runtime, source)
         self.ptx, self.arch = code, arch
+        self._views = {}
 
     def source(self, kind="cuda"):
         """The generated code: 'cuda' or 'ptx'."""
@@ -514,8 +526,24 @@ class CUDAKernel(GPUKernel):
         raise ValueError(f"unknown source kind {kind!r} for a CUDA kernel; use 'cuda' or 'ptx'")
 
     def __call__(self, **kwargs):
-        kwargs = {k: _View(v) if hasattr(v, "__cuda_array_interface__") and not isinstance(v, DeviceArray) else v
-                  for k, v in kwargs.items()}
+        kwargs = self._viewed(kwargs)
         out = super().__call__(**kwargs)
         unwrap = (lambda a: a.obj if isinstance(a, _View) else a)
         return tuple(map(unwrap, out)) if isinstance(out, tuple) else unwrap(out)
+
+    def _viewed(self, kwargs):
+        """`kwargs` with other libraries' device arrays seen through a _View (the last call's view of the
+        same object again, so that a repeated call is one)."""
+        if all(type(v) in _OWN_TYPES for v in kwargs.values()):
+            return kwargs
+        last, views = self._views, {}
+        for name, v in kwargs.items():
+            if type(v) not in _OWN_TYPES and hasattr(v, "__cuda_array_interface__"):
+                view = last.get(name)
+                views[name] = view if view is not None and view.obj is v else _View(v)
+        self._views = views
+        return {**kwargs, **views}
+
+
+#: argument types a CUDA kernel takes as they are (anything else with __cuda_array_interface__ is viewed)
+_OWN_TYPES = frozenset((DeviceArray, np.ndarray, int, float, bool, np.int64, np.int32))

@@ -13,7 +13,8 @@ The host program reads sizes only, so its run for given sizes (the
 temporaries it allocates and each launch's grid, block, scalar arguments and
 scratch sizes) is worked out on the first call with those sizes and replayed
 by the next ones: a call with the same sizes costs a binding, the copies and
-one enqueue per launch.
+one enqueue per launch. A call given the very device arrays of the last call
+skips the binding too and repeats the last call's launches as they were.
 """
 from __future__ import annotations
 
@@ -37,11 +38,17 @@ class Profile:
     launch and copy by name (`events`: (kind, name, ms), kind 'kernel', 'upload' or 'download').
 
     `pending`, where given, yields the events when first asked for: a call reads its timings only when
-    someone looks at them, so a call that nobody profiles pays nothing for them."""
+    someone looks at them, so a call that nobody profiles pays nothing for them. `release`, where given,
+    is called once a profile whose events were never read is forgotten (the runtime reuses them)."""
 
-    def __init__(self, events=(), pending=None):
+    def __init__(self, events=(), pending=None, release=None):
         self._events = list(events)
         self._pending = pending
+        self._release = release
+
+    def __del__(self):
+        if self._pending is not None and self._release is not None:
+            self._release()
 
     @property
     def events(self) -> list:
@@ -125,7 +132,7 @@ class GPUKernel(Kernel):
         self._source = source
         self._profile = Profile()
         self._traces = {}   # sizes -> the host program's steps (see _steps)
-        self._last_binding = None
+        self._replay = None      # the last call, where the next may repeat it (_Replay)
 
     def source(self, kind=None) -> str:
         raise NotImplementedError
@@ -136,16 +143,15 @@ class GPUKernel(Kernel):
 
     def __call__(self, **kwargs):
         rt = self.runtime.ready()
-        bound = self._bound_again(kwargs, rt)
-        if bound is None:
-            arrays, values, outputs = self._binder.bind(kwargs, device=rt)
-            self.check(values)
-            self._remember_binding(kwargs, arrays, values, outputs, rt)
-        else:
-            arrays, values, outputs = bound
+        replay = self._replay
+        if replay is not None and replay.repeats(kwargs) and self._run_again(rt, replay):
+            return replay.result
+        arrays, values, outputs = self._binder.bind(kwargs, device=rt)
+        self.check(values)
         steps = self._steps(tuple(values))
         rt.begin()
         handles = {}
+        launched = []
         n_in = len(self.lowered.inputs)
         try:
             for pos, (buf, a) in enumerate(zip(self.lowered.arguments, arrays)):
@@ -156,7 +162,8 @@ class GPUKernel(Kernel):
                 handles[buf.name] = h
                 if pos < n_in or buf.zero_init:   # outputs that may be left partly unwritten start as zeros
                     rt.upload(h, a, buf.name)
-            rt.prepare(list(zip(self.lowered.arguments, arrays)), handles)
+            arguments = list(zip(self.lowered.arguments, arrays))
+            rt.prepare(arguments, handles)
             for step in steps:
                 if isinstance(step, HostStepAlloc):
                     handles[step.name] = rt.alloc(step.nbytes)
@@ -167,39 +174,49 @@ class GPUKernel(Kernel):
                 for ident, nbytes in plan.scratch:
                     args.append(rt.scratch(ident, nbytes))
                 rt.launch(k, plan.grid, plan.block, args)
+                launched.append((k, plan.grid, plan.block, args))
             for buf, a in zip(self.lowered.outputs, arrays[n_in:]):
                 if not rt.owns(a):
                     rt.download(a, handles[buf.name], buf.name)
             rt.finish()
+            result = outputs[0] if self._single else tuple(outputs)
+            self._replay = self._replay_of(kwargs, arrays, result, steps, arguments, handles, launched, rt)
         finally:
             self._profile = rt.end()
-        return outputs[0] if self._single else tuple(outputs)
+        return result
 
-    # binding ---------------------------------------------------------------------------------
-    # A call given the very objects of the last call, all device arrays (whose shape, dtype and context do
-    # not change) and sizes, outputs included, binds as the last one did: its checks are not run again.
-    # (The kernel holds those objects until its next call.)
-    def _remember_binding(self, kwargs, arrays, values, outputs, rt):
-        self._last_binding = None
-        n_in = len(self.lowered.inputs)
-        if not all(b.name in kwargs for b in self.lowered.outputs):
-            return   # (outputs allocated at each call)
+    # a call that repeats the last one ---------------------------------------------------------
+    # A call given the very objects of the last call, all of them device arrays (whose shape, dtype, place
+    # and context do not change) and sizes, outputs included, does what the last one did: the same
+    # launches with the same arguments. The kernel holds those objects until its next call.
+    def _replay_of(self, kwargs, arrays, result, steps, arguments, handles, launched, rt):
+        """The _Replay of a call that just ran, or None where the next call cannot repeat it."""
+        if not isinstance(steps, list) or not all(b.name in kwargs for b in self.lowered.outputs):
+            return None   # (a host program too long to keep; outputs allocated at each call)
         if not all(rt.owns(v) or type(v) is int for v in kwargs.values()):
-            return
-        zeroed = [a for b, a in zip(self.lowered.outputs, arrays[n_in:]) if b.zero_init]
-        self._last_binding = (tuple(kwargs.items()), (arrays, values, outputs), zeroed)
-
-    def _bound_again(self, kwargs, rt):
-        """The last call's binding when `kwargs` holds the same objects (see _remember_binding), else None."""
-        last = self._last_binding
-        if last is None or len(last[0]) != len(kwargs):
             return None
-        for name, v in last[0]:
-            if kwargs.get(name) is not v:
-                return None
-        for a in last[2]:
-            rt.zero(a)    # (as binding does to a given output the kernel may leave partly unwritten)
-        return last[1]
+        n_in = len(self.lowered.inputs)
+        zeroed = [a for b, a in zip(self.lowered.outputs, arrays[n_in:]) if b.zero_init]
+        # (with device arrays alone, the buffers the call took from the pool are its temporaries and scratch)
+        return _Replay(tuple(kwargs.items()), result, zeroed, arguments, handles, list(rt.in_use), launched)
+
+    def _run_again(self, rt, replay) -> bool:
+        """Run `replay`'s launches again; False, having run nothing, where the runtime's pool gives other
+        temporaries than last time (the call is then bound afresh)."""
+        rt.begin()
+        try:
+            for (nbytes, handle) in replay.allocs:
+                if rt.alloc(nbytes) != handle:
+                    return False
+            for a in replay.zeroed:
+                rt.zero(a)    # (as binding does to a given output the kernel may leave partly unwritten)
+            rt.prepare(replay.arguments, replay.handles)
+            for k, grid, block, args in replay.launches:
+                rt.launch(k, grid, block, args)
+            rt.finish()
+        finally:
+            self._profile = rt.end()
+        return True
 
     # the host program ------------------------------------------------------------------------
     #: step lists kept (one per distinct sizes), and the longest kept (a long time loop is traced anew at
@@ -272,6 +289,28 @@ class GPUKernel(Kernel):
 def _elements(buffer, env) -> int:
     """Elements of `buffer` at the sizes in `env` (an empty dimension counts as 0)."""
     return int(np.prod([max(evaluate(d, env), 0) for d in buffer.shape], dtype=np.int64))
+
+
+@dataclass(eq=False)
+class _Replay:
+    """What a call did, for a call with the same objects to do again (see GPUKernel._replay_of)."""
+
+    kwargs: tuple       # (name, object) pairs the call was given
+    result: object      # what it returned
+    zeroed: list        # outputs zeroed before the launches
+    arguments: list     # (buffer, array) pairs, for the runtime's `prepare`
+    handles: dict       # buffer name -> device handle
+    allocs: list        # (nbytes, handle): the buffers it took from the runtime's pool, in order
+    launches: list      # (kernel, grid, block, arguments)
+
+    def repeats(self, kwargs) -> bool:
+        """Whether `kwargs` names the very objects the call was given."""
+        if len(self.kwargs) != len(kwargs):
+            return False
+        for name, v in self.kwargs:
+            if kwargs.get(name) is not v:
+                return False
+        return True
 
 
 @dataclass(frozen=True)
@@ -380,6 +419,8 @@ class BufferPool:
     def _release(self):
         """Keep the call's buffers for the next calls, up to KEEP_BYTES; drop the rest."""
         self.pool = {}
+        if not self.in_use:
+            return
         kept = sum(n * len(handles) for n, handles in self.free.items())
         for nbytes, handle in self.in_use:
             if kept + nbytes <= self.KEEP_BYTES:
