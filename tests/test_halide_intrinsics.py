@@ -141,3 +141,29 @@ def test_unsupported_intrinsic_names_the_func():
     f[x] = hl.saturating_add(a[x], a[x])
     with pytest.raises(ms.NotSupportedError, match="Func saturated.*saturating_add"):
         ms.from_halide(f)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_division_by_a_constant_as_halide_computes_it(dtype):
+    """Halide multiplies by a constant divisor's reciprocal, rounded to the type (a constant Halide folds
+    too: 1 + 6); strict_float and a Param divide as IEEE does. Each quotient bit for bit, where IEEE
+    division differs from the reciprocal's product in many of them."""
+    inp, a = image("inp", dtype)
+    a *= 100
+    p = hl.Param(hl_type(dtype), "p")
+    t = dtype
+
+    def c(v):
+        return hl.f32(v) if dtype == np.float32 else hl.f64(v)
+    quotients = {"by 3": (inp[x] / c(3), a * (t(1) / t(3))),
+                 "by 1 + 6": (inp[x] / (c(1) + c(6)), a * (t(1) / t(7))),
+                 "by 0.1": (inp[x] / c(0.1), a * (t(1) / t(0.1))),
+                 "strict": (hl.strict_float(inp[x] / c(3)), a / t(3)),
+                 "by a Param": (inp[x] / p, a / t(3))}
+    for name, (expr, want) in quotients.items():
+        f = hl.Func("q")
+        f[x] = expr
+        ours, theirs = realize_both(f, [N], {inp: a}, [(p, 3.0)] if name == "by a Param" else [])
+        np.testing.assert_array_equal(theirs[0], want, err_msg=f"Halide, {name}")
+        np.testing.assert_array_equal(ours[0], theirs[0], err_msg=f"ours, {name}")
+    assert (a * (t(1) / t(3)) != a / t(3)).sum() > N // 10    # (the two rules differ here)

@@ -2,7 +2,9 @@
 
 Halide's IR is already explicitly typed, so the translation is node for node:
 integer `/` and `%` become the floor kinds (`ediv`, `emod`), float `%` is
-`a - b * floor(a / b)`, intrinsics that only guide Halide's compiler
+`a - b * floor(a / b)`, a float divided by a constant is multiplied by the
+constant's reciprocal rounded to its type, as Halide computes it (its
+`strict_float` keeps the division: `strict_div`), intrinsics that only guide Halide's compiler
 (`likely`, `strict_float`) vanish, `promise_clamped` becomes the clamp it
 promises, bitwise intrinsics become the IR's bitwise operations and `lerp` is
 expanded into the arithmetic Halide lowers it to. Accesses to Funcs and images
@@ -11,12 +13,15 @@ mascarpone's buffers are row-major.
 """
 from __future__ import annotations
 
+import numpy as np
+
 import mascarpone.middleend.expr as E
 from mascarpone.middleend.affine import const_value
 from mascarpone.middleend.errors import ExprTypeError, NotSupportedError
 from mascarpone.middleend.types import DType, bool_, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64
 
 from .errors import HalideFormatError
+from .scalars import evaluate
 from .schema import CALL_TYPES, TYPE_CODES
 
 _INTS = {8: int8, 16: int16, 32: int32, 64: int64}
@@ -28,12 +33,41 @@ _MATH = {"sqrt": "sqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
          "floor": "floor", "ceil": "ceil", "round": "round", "trunc": "trunc", "pow": "pow", "atan2": "atan2",
          "abs": "fabs"}
 _IDENTITY_INTRINSICS = {"likely", "likely_if_innermost", "strict_float", "promise_clamped_identity"}
+#: what `strict_float` makes of float arithmetic
+_STRICT = {"strict_add": "add", "strict_sub": "sub", "strict_mul": "mul", "strict_div": "div", "strict_min": "min",
+           "strict_max": "max", "strict_lt": "lt", "strict_le": "le", "strict_eq": "eq"}
 _CLAMP_INTRINSICS = {"promise_clamped", "unsafe_promise_clamped"}
 _BITWISE = {"bitwise_and": "bitand", "bitwise_or": "bitor", "bitwise_xor": "bitxor"}
 #: on bools (UInt(1)) the bitwise intrinsics are logic
 _BOOL_BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "ne"}
 _SHIFTS = {"shift_left": "shl", "shift_right": "shr"}
 _BIT_COUNTS = {"popcount": "popcount", "count_leading_zeros": "clz", "count_trailing_zeros": "ctz"}
+
+
+def _reciprocal(divisor):
+    """1 / c as a constant of c's float type, for a divisor c that Halide folds to a constant and whose
+    reciprocal is a normal number, else None: Halide's code generator divides by such a constant as a multiply
+    by its rounded reciprocal (so `x / 3.0f` differs from IEEE division in about a third of the quotients,
+    by one ulp)."""
+    if not divisor.dtype.is_float or not _folds(divisor):
+        return None
+    c = evaluate(divisor, {})
+    with np.errstate(all="ignore"):
+        r = c.dtype.type(1) / c
+    if not np.isfinite(r) or abs(r) < np.finfo(r.dtype).tiny:
+        return None
+    return E.Const(float(r), divisor.dtype)
+
+
+def _folds(e) -> bool:
+    """Whether `e` is arithmetic on constants alone (which Halide's simplifier folds to one constant)."""
+    if isinstance(e, E.Const):
+        return True
+    if isinstance(e, E.BinOp) and e.op in ("add", "sub", "mul", "div", "min", "max"):
+        return _folds(e.a) and _folds(e.b)
+    if isinstance(e, (E.Cast, E.UnOp)):
+        return _folds(e.a)
+    return False
 
 
 def dtype_of(t, what="a value") -> DType:
@@ -130,7 +164,10 @@ class Translator:
 
     def _Div(self, n):
         a, b = self(n.a), self(n.b)
-        return E.binop("div" if a.dtype.is_float else "ediv", a, b)
+        if not a.dtype.is_float:
+            return E.binop("ediv", a, b)
+        reciprocal = _reciprocal(b)
+        return E.binop("div", a, b) if reciprocal is None else E.binop("mul", a, reciprocal)
 
     def _Mod(self, n):
         a, b = self(n.a), self(n.b)
@@ -176,6 +213,8 @@ class Translator:
         name = n.name
         if name in _IDENTITY_INTRINSICS:
             return self(n.args[0])
+        if name in _STRICT:    # IEEE operations (a division stays a division)
+            return E.binop(_STRICT[name], *(self(a) for a in n.args))
         if name in _CLAMP_INTRINSICS:
             value, lo, hi = (self(a) for a in n.args)
             return E.clamp(value, lo, hi)
