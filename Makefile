@@ -39,6 +39,7 @@ test: $(STAMP)
 gpu-check: $(STAMP)
 	$(PY) -m pytest -rs tests/test_gpu_programs.py tests/test_gpu_halide.py tests/test_gpu_semantics.py
 	$(PY) benchmarks/gpu.py --target cuda
+	$(PY) benchmarks/gpu_calls.py --target cuda
 
 # the default suite at paper sizes; prints what changed since the last published run, then writes
 # README's benchmark tables, a section of benchmarks/RESULTS.md and benchmarks/RESULTS.json from it
