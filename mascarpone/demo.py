@@ -8,8 +8,14 @@ import numpy as np
 from mascarpone import examples
 
 
+#: seconds of quiet before a contender is timed: OpenBLAS's threads, and ours, spin for about 0.1 s after a
+#: call, and a call that starts meanwhile loses cores to them (sgemm 1024 took twice its time)
+PAUSE_S = 0.3
+
+
 def median_time(fn, repeat=5):
-    """Median wall time of `fn()` over `repeat` runs, after one warm-up run."""
+    """Median wall time of `fn()` over `repeat` runs, after a pause and one warm-up run."""
+    time.sleep(PAUSE_S)
     fn()
     times = []
     for _ in range(repeat):
