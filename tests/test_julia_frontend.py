@@ -8,6 +8,7 @@ import pytest
 
 import mascarpone as ms
 from mascarpone.frontends.julia import JuliaNotSupportedError, JuliaParseError, from_julia, interpret, parse
+from mascarpone.frontends.julia.ir import JuliaRuntimeError
 from julia_fixtures import KERNELS, STYLES, fixture, random_args
 
 
@@ -397,3 +398,37 @@ def test_bitwise_operators_and_intrinsics(s):
         with np.errstate(over="ignore"):
             first = ((x & 255) | (x << s)) ^ ((~x >> 3) + (x.view(np.uint64) >> np.uint64(s)).view(np.int64))
             np.testing.assert_array_equal(ref, first + (x >> s) - (x & 7))
+
+
+AXPY = """CodeInfo(
+1 ─ %1 = Base.broadcasted(Main.:*, a, x)
+│   %2 = Base.broadcasted(Main.:+, %1, y)
+│   %3 = Base.materialize!(y, %2)
+└──      return %3
+)"""
+
+
+def test_broadcast_sizes_other_than_the_destinations_are_refused_at_the_call():
+    """`y .= a .* x .+ y` runs over y's indices: an x of another length is refused (Julia throws a
+    DimensionMismatch, or expands a length of 1), where the interpreter follows Julia."""
+    argtypes = {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}"}
+    kernel = from_julia(AXPY, argtypes).compile()
+    y, x = np.arange(5.0), np.arange(5.0) + 10
+    np.testing.assert_array_equal(kernel(y, 2.0, x), 2.0 * (np.arange(5.0) + 10) + np.arange(5.0))
+    for n in (1, 4, 6):
+        with pytest.raises(ms.ArgumentError, match=r"DimensionMismatch: statement %3 .* broadcasts x into y along "
+                                                   rf"dimension 1, of sizes {n} and 5"):
+            kernel(np.zeros(5), 2.0, np.ones(n))
+    with pytest.raises(JuliaRuntimeError, match="DimensionMismatch"):
+        interpret(AXPY, argtypes, np.zeros(5), 2.0, np.ones(4))
+    y = np.zeros(5)
+    interpret(AXPY, argtypes, y, 2.0, np.ones(1))      # Julia expands a length of 1
+    np.testing.assert_array_equal(y, np.full(5, 2.0))
+
+
+def test_broadcast_into_what_is_no_array_argument_is_refused_by_name():
+    text = AXPY.replace("Base.materialize!(y, %2)", "Base.materialize!(a, %2)")
+    with pytest.raises(JuliaNotSupportedError, match=r"statement %3 .*`.=` into a Float64 value, which is not an array argument"):
+        from_julia(text, {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}"})
+    with pytest.raises(JuliaNotSupportedError, match=r"broadcasting the 2-d array x into the 1-d array y"):
+        from_julia(AXPY, {"y": "Vector{Float64}", "a": "Float64", "x": "Matrix{Float64}"})

@@ -80,6 +80,7 @@ def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFuncti
     f.julia_returns_array = tr.returned.name if _is_array(tr.returned) else None
     f.bounds_violations = _bounds_violations(f)
     f.julia_bounds_flags = [(comp.name, what) for comp, what in tr.bounds_flags]
+    f.julia_same_sizes = tr.same_sizes
     return f
 
 
@@ -207,6 +208,10 @@ class JuliaKernel:
                 if isinstance(v, np.ndarray) or not isinstance(v, (int, float, np.number)):
                     raise ArgumentError(f"argument {name}::{jt} must be a number, got {v!r}")
                 call[extra[0]] = np.array(v, dtype=extra[1])
+        for size, dest_size, what in self.function.julia_same_sizes:
+            if params[size] != params[dest_size]:
+                raise ArgumentError(f"DimensionMismatch: {what}, of sizes {params[size]} and {params[dest_size]} (the "
+                                    "kernel does not expand a size of 1 as Julia does)")
         self._check_bounds(params)
         ret = None
         if self._return is not None:

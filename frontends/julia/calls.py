@@ -9,8 +9,8 @@ from mascarpone.middleend.expr import BinOp, Const, Expr, call, cast, floordiv, 
 
 from .ir import JuliaNotSupportedError
 from .types import JULIA_NAME, TypeValue, isa, promote_dtype
-from .values import (ArrayRef, EnumerateValue, FunctionRef, ITERABLE, NothingValue, RangeValue, TupleValue, TypeRef,
-                     ZipValue)
+from .values import (ArrayRef, BroadcastValue, EnumerateValue, FunctionRef, ITERABLE, NothingValue, RangeValue,
+                     TupleValue, TypeRef, ZipValue)
 
 MATH = {"sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "trunc", "round"}
 _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne", "≤": "le", "≥": "ge",
@@ -31,6 +31,7 @@ ARITY = {
     **{n: (3,) for n in ("literal_pow", "muladd", "fma", "ifelse")},
     ":": (2, 3), "indexed_iterate": (2, 3), "apply_type": range(1, 4), "tuple": range(0, 16),
     "zip": range(1, 8), "getindex": range(1, 8), "setindex!": range(2, 9), "iterate": (1, 2), "Val": (0, 1),
+    "identity": (1,), "broadcasted": range(1, 16), "materialize!": (2,),
 }
 KNOWN = set(ARITY)
 
@@ -543,6 +544,24 @@ def _val(tr, name, args, s):
     raise JuliaNotSupportedError("Val other than in x^n (literal_pow)", s)
 
 
+def _identity(tr, name, args, s):
+    return args[0]
+
+
+def _broadcasted(tr, name, args, s):
+    """`f.(args...)`, kept lazy until `materialize!` writes it element by element (Translator._broadcast)."""
+    if not isinstance(args[0], (FunctionRef, TypeRef)):
+        raise JuliaNotSupportedError(f"broadcasting {describe(args[0])}, which is no function or type", s)
+    for a in args[1:]:
+        if not isinstance(a, (Expr, ArrayRef, BroadcastValue, FunctionRef, TypeRef)):
+            raise JuliaNotSupportedError(f"broadcasting over {describe(a)} (arrays and numbers are supported)", s)
+    return BroadcastValue(args[0], tuple(args[1:]))
+
+
+def _materialize_into(tr, name, args, s):
+    raise JuliaNotSupportedError("materialize! (`.=`) as a value inside another expression", s)
+
+
 _HANDLERS = {
     **{n: _sum_product for n in ("+", "*", "add_int", "mul_int")},
     **{n: _minus for n in ("-", "sub_int")},
@@ -562,4 +581,5 @@ _HANDLERS = {
     "firstindex": _first_last_index, "lastindex": _first_last_index, "first": _first_last, "last": _first_last,
     "tuple": _tuple, "indexed_iterate": _indexed_iterate, "getfield": _getfield,
     "enumerate": _enumerate_zip, "zip": _enumerate_zip, "iterate": _iterate, "Val": _val,
+    "identity": _identity, "broadcasted": _broadcasted, "materialize!": _materialize_into,
 }

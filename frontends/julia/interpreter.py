@@ -73,6 +73,13 @@ class _Type:
         self.t = t        # a DType, a TypeValue, or ('Val', n)
 
 
+class _Broadcast:
+    """`Base.broadcasted(f, args...)`, computed element by element by `materialize!`."""
+
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+
+
 def _dtype(v):
     """The number type of a scalar value, or None."""
     if isinstance(v, (bool, np.bool_)):
@@ -453,6 +460,9 @@ def _functions():
     add("indexed_iterate", (2, 3), lambda n, a: _indexed_iterate(*a))
     add("tuple", range(0, 16), lambda n, a: tuple(a))
     add("apply_type", range(1, 4), lambda n, a: _apply_type(a))
+    add("identity", (1,), lambda n, a: a[0])
+    add("broadcasted", range(1, 16), lambda n, a: _Broadcast(a[0], a[1:]))
+    add("materialize!", (2,), lambda n, a: _materialize_into(*a))
     return f
 
 
@@ -547,6 +557,42 @@ def _setindex(a, v, idx):
     _array("setindex!", a)
     a[_index(a, idx)] = _convert(_elt(a), v)
     return a
+
+
+def _materialize_into(dest, bc):
+    """`dest .= bc` with Julia's broadcasting: dimensions align from the first, an argument's dimension of
+    size 1 is expanded, any other size than dest's is a DimensionMismatch; the elements in column-major
+    order, each converted to dest's element type."""
+    _array("materialize!", dest)
+    if not isinstance(bc, _Broadcast):
+        bc = _Broadcast(_Func("identity"), [bc])
+
+    def check(v):
+        if isinstance(v, _Broadcast):
+            for a in v.args:
+                check(a)
+        elif isinstance(v, np.ndarray):
+            if v.ndim > dest.ndim or any(n not in (1, m) for n, m in zip(v.shape, dest.shape)):
+                raise JuliaRuntimeError("DimensionMismatch", f"array could not be broadcast to match destination "
+                                        f"(sizes {v.shape} and {dest.shape})")
+    check(bc)
+
+    def element(v, index):
+        if isinstance(v, _Broadcast):
+            args = [element(a, index) for a in v.args]
+            if isinstance(v.fn, _Type):
+                return _convert(v.fn.t, args[0])
+            counts, impl = _FUNCTIONS[v.fn.name]
+            if len(args) not in counts:
+                raise JuliaRuntimeError("MethodError", f"no method of {v.fn.name} takes {len(args)} argument(s)")
+            return impl(v.fn.name, args)
+        if isinstance(v, np.ndarray):
+            return _scalar(v[tuple(i if n > 1 else 0 for i, n in zip(index, v.shape))])
+        return v
+    for index in np.ndindex(*reversed(dest.shape)):
+        index = tuple(reversed(index))
+        dest[index] = _convert(_elt(dest), element(bc, index))
+    return dest
 
 
 def _first_last(name, x):

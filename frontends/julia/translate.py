@@ -45,8 +45,19 @@ from .ir import (Call, CodeIR, Global, JuliaNotSupportedError, Lit, SSA, Slot, S
                  slot_names, ssa_refs)
 from .loops import callee, recover_loops
 from .types import JULIA_NAME, JuliaType, TypeValue, isa, parse_type, promote_dtype, type_from_text, type_value
-from .values import (ALIASES, ArrayRef, EnumerateValue, FunctionRef, NOTHING_VALUE, NothingValue, RangeValue,
-                     TupleValue, TypeRef, ZipValue)
+from .values import (ALIASES, ArrayRef, BroadcastValue, EnumerateValue, FunctionRef, NOTHING_VALUE, NothingValue,
+                     RangeValue, TupleValue, TypeRef, ZipValue)
+
+
+#: the calls that write into an array argument
+_ARRAY_WRITES = ("setindex!", "materialize!")
+
+
+def _broadcast_arrays(v):
+    """The ArrayRefs a broadcast reads."""
+    if isinstance(v, BroadcastValue):
+        return [r for a in v.args for r in _broadcast_arrays(a)]
+    return [v] if isinstance(v, ArrayRef) else []
 
 
 class WidenRetry(Exception):
@@ -77,10 +88,8 @@ class ScalarOwner:
 
 # what a user wrote that lowers to these globals, for messages
 _UNSUPPORTED_GLOBALS = {
-    "broadcasted": "broadcasting (`.+`, `.*`, `.=`): write the loop instead",
-    "materialize": "broadcasting (`.+`, `.*`, `.=`): write the loop instead",
-    "materialize!": "broadcasting (`.+`, `.*`, `.=`): write the loop instead",
-    "dotview": "broadcasting (`.+`, `.*`, `.=`): write the loop instead",
+    "materialize": "broadcasting into a new array (`z = x .+ y`): write into an array argument (`z .= x .+ y`)",
+    "dotview": "broadcasting into part of an array (`x[2:end] .= ...`): write the loop instead",
     "Generator": "a generator or comprehension: write the loop instead",
     "collect": "collect or a comprehension: write the loop instead",
     "getproperty": "fields of structs (`x.f`): pass the arrays and numbers as arguments",
@@ -133,6 +142,7 @@ class Translator:
         self.widen = dict(widen or {})    # slot -> the number type all its values are computed in
         self.slot_defs = {}               # slot -> [(statement, value)] as the translation met them
         self.widen_requests = {}          # slot -> joined type, from this translation
+        self.same_sizes = []              # (size, size, what): sizes a broadcast needs equal (`_broadcast`)
         self._scan()
         self.counters = self._find_counters()
         self.names = set()
@@ -173,15 +183,15 @@ class Translator:
             for sl in slot_names(s.value):
                 self.read_slots.add(sl)
             val = s.value
-            if isinstance(val, Call) and self._callee(val.fn) == "setindex!" and val.args \
+            if isinstance(val, Call) and self._callee(val.fn) in _ARRAY_WRITES and val.args \
                     and isinstance(val.args[0], Slot) and val.args[0].name not in self.written_arrays:
                 self.written_arrays.append(val.args[0].name)
         for name in self.written_arrays:
             if name not in self.argtypes:
                 writer = next(s for s in code.stmts if isinstance(s.value, Call)
-                              and self._callee(s.value.fn) == "setindex!" and s.value.args[0] == Slot(name))
-                raise JuliaNotSupportedError(f"setindex! on {name}, which is not an array argument "
-                                             f"(arguments: {list(self.argtypes)})", writer)
+                              and self._callee(s.value.fn) in _ARRAY_WRITES and s.value.args[0] == Slot(name))
+                raise JuliaNotSupportedError(f"{self._callee(writer.value.fn)} on {name}, which is not an array "
+                                             f"argument (arguments: {list(self.argtypes)})", writer)
         # slots that only receive the state of a destructuring (`@_5 = Core.getfield(%8, 2)` after
         # `%8 = Base.indexed_iterate(t, 1)`): bound to their value wherever they are assigned
         states = {}
@@ -196,7 +206,7 @@ class Translator:
             states[s.target.name] = states.get(s.target.name, True) and is_state
         self.destructure_states = {name for name, ok in states.items() if ok}
         self.writes = [s for s in code.stmts if s.kind == "assign" or (
-            s.kind == "expr" and isinstance(s.value, Call) and self._callee(s.value.fn) == "setindex!")]
+            s.kind == "expr" and isinstance(s.value, Call) and self._callee(s.value.fn) in _ARRAY_WRITES)]
 
     def _find_counters(self):
         """Slots incremented by a constant in a `while` loop: their start value stays an expression."""
@@ -614,11 +624,14 @@ class Translator:
     def _translate_statement(self, s, g, dry):
         if s.kind == "expr":
             val = s.value
-            if isinstance(val, Call) and self._callee(val.fn) == "setindex!":
+            if isinstance(val, Call) and self._callee(val.fn) in _ARRAY_WRITES:
                 if dry:
-                    raise JuliaNotSupportedError("setindex! inside the test of a `while` loop", s)
-                self._setindex(s, val, g)
-                self.ssa[s.number] = NOTHING_VALUE
+                    raise JuliaNotSupportedError(f"{self._callee(val.fn)} inside the test of a `while` loop", s)
+                if self._callee(val.fn) == "setindex!":
+                    self._setindex(s, val, g)
+                    self.ssa[s.number] = NOTHING_VALUE
+                else:
+                    self.ssa[s.number] = self._broadcast(s, val, g)
                 return
             if s.number not in self.uses and not isinstance(val, (Call, Special)):
                 if isinstance(val, Slot) and not self._assigned_before(val.name, s):
@@ -770,6 +783,58 @@ class Translator:
         u = owner.update([c.var for c in self.loops], value, at=at, where=where,
                          name=self._name(f"s{s.number}"))
         self._register(u, f"{target.name}[...] = ... (line {s.line}: `{s.text}`)")
+
+    def _broadcast(self, s, call_, g):
+        """`materialize!(dest, bc)` (`dest .= f.(args...)`): for every index of dest, in loops of their
+        own, dest[I] = f(args[I]...), arrays indexed by the leading indices of I (a vector runs down a
+        matrix's columns) and numbers as they are. An array of another size than dest along a dimension
+        (Julia expands a size of 1, else throws DimensionMismatch) is refused at the call. Returns dest."""
+        dest, bc = (self._value(a) for a in call_.args)
+        if not isinstance(dest, ArrayRef) or dest.name not in self.written_arrays:
+            raise JuliaNotSupportedError(f"`.=` into {describe(dest)}, which is not an array argument", s)
+        if not isinstance(bc, BroadcastValue):
+            bc = BroadcastValue(FunctionRef("identity"), (bc,))
+        jt = self.argtypes[dest.name]
+        for name in sorted({a.name for a in _broadcast_arrays(bc)}):
+            other = self.argtypes[name]
+            if other.ndim > jt.ndim:
+                raise JuliaNotSupportedError(f"broadcasting the {other.ndim}-d array {name} into the {jt.ndim}-d "
+                                             f"array {dest.name} (Julia would throw a DimensionMismatch)", s)
+            for d in range(1, other.ndim + 1):
+                if name != dest.name:
+                    size, dest_size = self.params[(name, d)].name, self.params[(dest.name, d)].name
+                    self.f.assume(f"{size} = {dest_size}")
+                    self.same_sizes.append((size, dest_size, f"statement %{s.number} (line {s.line}: `{s.text}`) "
+                                            f"broadcasts {name} into {dest.name} along dimension {d}"))
+        outer = len(self.loops)
+        for d in range(jt.ndim, 0, -1):     # (column-major: the first index innermost)
+            var = self._new_var(f"{dest.name}_i{d}", Const(1, T.int64), self.size(dest.name, d) + 1)
+            self.loops.append(LoopCtx(var, var.name, cast(T.int64, var), None, self._guard_expr(g), None, None))
+        try:
+            index = [c.value for c in reversed(self.loops[outer:])]
+            self._current_reads = set()
+            value = self.convert(self._broadcast_element(bc, index, s), jt.dtype, s)
+            owner = self.arrays[dest.name]
+            self._check_hazards(owner, s)
+            u = owner.update([c.var for c in self.loops], value, at=self._indices(dest.name, index, s),
+                             where=self._guard_expr(g), name=self._name(f"s{s.number}"))
+            self._register(u, f"{dest.name} .= ... (line {s.line}: `{s.text}`)")
+        finally:
+            del self.loops[outer:]
+        return dest
+
+    def _broadcast_element(self, v, index, s):
+        """The element at `index` (Julia's, 1-based, first dimension first) of a broadcast argument."""
+        if isinstance(v, BroadcastValue):
+            args = [self._broadcast_element(a, index, s) for a in v.args]
+            if isinstance(v.fn, TypeRef):
+                if len(args) != 1:
+                    raise JuliaNotSupportedError(f"a conversion with {len(args)} arguments", s)
+                return self.convert_to(v.fn.dtype, args[0], s)
+            return apply_function(self, v.fn.name, args, s)
+        if isinstance(v, ArrayRef):
+            return self.read_array(v.name, index[:self.argtypes[v.name].ndim], s)
+        return v
 
     def _check_hazards(self, owner, s):
         """A value read from `owner` before this write must not be used after it (it would see the new

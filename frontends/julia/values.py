@@ -61,3 +61,10 @@ class ZipValue:
 
 ITERABLE = (RangeValue, ArrayRef, EnumerateValue, ZipValue)
 ALIASES = (ArrayRef, RangeValue, TypeRef, FunctionRef, TupleValue, EnumerateValue, ZipValue, NothingValue)
+
+
+@dataclass(frozen=True)
+class BroadcastValue:
+    """`Base.broadcasted(f, args...)`: the lazy elementwise `f.(args...)` that `materialize!` writes."""
+    fn: object       # a FunctionRef or TypeRef
+    args: tuple      # numbers, ArrayRefs, nested BroadcastValues, functions and types

@@ -126,7 +126,26 @@ CASES = [
          "a block that starts inside a macro expansion: `1 ─│` and `└──│` gutters with the inlining indent, "
          "`   ┌ @` and `   └` lines outside any block; `@inbounds` as the whole body (`return val`)",
          "first_two(v) = @inbounds v[1] + v[2]"),
+    Case("axpy_broadcast.v1_6.lowered.txt", {"y": V, "a": "Float64", "x": V},
+         "dotted operators fused by lowering: `Base.broadcasted` of `Main.:*` and `Main.:+`, `Base.materialize!`",
+         "axpy!(y, a, x) = y .= a .* x .+ y"),
+    Case("bcast_matrix.v1_10.lowered.txt", {"M": M, "v": V, "c": "Float64"},
+         "a vector broadcast down a matrix's columns (`v` against `M`'s first dimension), a number, "
+         "the result of `materialize!` returned",
+         "scale_rows!(M, v, c) = M .= c .* M .+ v"),
+    Case("bcast_pow_fill.v1_10.lowered.txt", {"y": V, "x": V},
+         "`y .= 0.0` (`Base.broadcasted(Base.identity, 0.0)`), `x .^ 2` (`Base.literal_pow` with a `Val`), "
+         "a `materialize!` whose value nobody uses",
+         "function sq!(y, x)\n    y .= 0.0\n    y .= x .^ 2 .+ y\n    return y\nend"),
+    Case("bcast_relax_loop.v1_6.lowered.txt", {"y": V, "x": V, "n": "Int64"},
+         "a broadcast inside a `for` loop (the loop around the element loops it implies)",
+         "function relax!(y, x, n)\n    for t in 1:n\n        y .= 0.5 .* (y .+ x)\n    end\n    return y\nend"),
+    Case("bcast_exp32.v1_10.lowered.txt", {"y": "Vector{Float32}", "x": V},
+         "a type broadcast as a function (`Main.Float32`) over a math function (`Main.exp`)",
+         "exps32!(y, x) = y .= Float32.(exp.(x))"),
     # refused, by name
+    Case("refuse_broadcast_new.v1_10.lowered.txt", {"x": V, "y": V}, "`x .+ y` into a new array (`materialize`)",
+         "add(x, y) = x .+ y", refused=("JuliaNotSupportedError", r"statement %2 .*broadcasting into a new array")),
     Case("refuse_optimized.v1_10.typed.txt", {"x": V}, "optimized @code_typed with φ nodes",
          "function total(x) ... end", refused=("JuliaParseError", "optimized IR")),
     Case("refuse_julia06.lowered.txt", {"x": V}, "Julia 0.6 lowered code (`unless ... goto 13`, `4:` labels)",
@@ -135,8 +154,6 @@ CASES = [
          "x[i] = softclip(x[i])", refused=("JuliaNotSupportedError", r"statement %10 .*Main\.softclip")),
     Case("refuse_nested.v1_6.lowered.txt", {"rows": "Vector{Vector{Float64}}"},
          "an array of arrays", "s += rows[i][1]", refused=("NotSupportedError", "Vector{Vector{Float64}}")),
-    Case("refuse_broadcast.v1_6.lowered.txt", {"y": V, "a": "Float64", "x": V}, "`y .= a .* x .+ y`",
-         "y .= a .* x .+ y", refused=("JuliaNotSupportedError", r"statement %1 .*broadcasting")),
     Case("refuse_trycatch.v1_6.lowered.txt", {"x": V}, "try/catch (`$(Expr(:enter, #3))`)",
          "try ... catch ... end", refused=("JuliaNotSupportedError", r"statement %1 .*try/catch")),
     Case("refuse_matrix_elements.v1_6.lowered.txt", {"A": M}, "`for a in A` over a matrix's elements",
@@ -157,7 +174,7 @@ def arguments(case, seed=0, n=7):
         elif t.startswith("Vector{Int64"):
             out.append(rng.integers(-9, 10, n))
         elif t.startswith("Vector"):
-            out.append(rng.random(n) * 2 - 0.5)
+            out.append((rng.random(n) * 2 - 0.5).astype(np.float32 if "Float32" in t else np.float64))
         elif t.startswith("Matrix"):
             out.append(np.asfortranarray(rng.random((n, n + 1))))
         elif t == "Int64":
