@@ -559,6 +559,23 @@ def _setindex(a, v, idx):
     return a
 
 
+def _apply(fn, args):
+    """`fn(args...)` for a function or a type (a conversion)."""
+    if isinstance(fn, _Type):
+        if len(args) != 1:
+            raise JuliaRuntimeError("MethodError", f"a type called with {len(args)} arguments")
+        return _convert(fn.t, args[0])
+    if not isinstance(fn, _Func):
+        raise JuliaRuntimeError("MethodError", f"{_show(fn)} is not a function")
+    entry = _FUNCTIONS.get(fn.name)
+    if entry is None:
+        raise JuliaNotSupportedError(f"the interpreter does not know the function {fn.name}")
+    counts, impl = entry
+    if len(args) not in counts:
+        raise JuliaRuntimeError("MethodError", f"no method of {fn.name} takes {len(args)} argument(s)")
+    return impl(fn.name, args)
+
+
 def _materialize_into(dest, bc):
     """`dest .= bc` with Julia's broadcasting: dimensions align from the first, an argument's dimension of
     size 1 is expanded, any other size than dest's is a DimensionMismatch; the elements in column-major
@@ -579,13 +596,7 @@ def _materialize_into(dest, bc):
 
     def element(v, index):
         if isinstance(v, _Broadcast):
-            args = [element(a, index) for a in v.args]
-            if isinstance(v.fn, _Type):
-                return _convert(v.fn.t, args[0])
-            counts, impl = _FUNCTIONS[v.fn.name]
-            if len(args) not in counts:
-                raise JuliaRuntimeError("MethodError", f"no method of {v.fn.name} takes {len(args)} argument(s)")
-            return impl(v.fn.name, args)
+            return _apply(v.fn, [element(a, index) for a in v.args])
         if isinstance(v, np.ndarray):
             return _scalar(v[tuple(i if n > 1 else 0 for i, n in zip(index, v.shape))])
         return v
@@ -728,21 +739,9 @@ def run(text_or_code, argtypes, *args, max_steps=50_000_000, static_parameters_=
         if isinstance(e, Call):
             fn = ev(e.fn)
             args_ = [ev(a) for a in e.args]
-            if isinstance(fn, _Type):
-                if isinstance(fn.t, tuple) and not args_:
-                    return fn                     # Val{n}() of literal_pow
-                if len(args_) != 1:
-                    raise JuliaRuntimeError("MethodError", f"a type called with {len(args_)} arguments")
-                return _convert(fn.t, args_[0])
-            if not isinstance(fn, _Func):
-                raise JuliaRuntimeError("MethodError", f"{_show(fn)} is not a function")
-            entry = _FUNCTIONS.get(fn.name)
-            if entry is None:
-                raise JuliaNotSupportedError(f"the interpreter does not know the function {fn.name}")
-            counts, impl = entry
-            if len(args_) not in counts:
-                raise JuliaRuntimeError("MethodError", f"no method of {fn.name} takes {len(args_)} argument(s)")
-            return impl(fn.name, args_)
+            if isinstance(fn, _Type) and isinstance(fn.t, tuple) and not args_:
+                return fn                     # Val{n}() of literal_pow
+            return _apply(fn, args_)
         raise JuliaNotSupportedError(f"the interpreter cannot evaluate {e!r}")
 
     pc, steps, n_stmts = 1, 0, len(code.stmts)

@@ -826,12 +826,7 @@ class Translator:
     def _broadcast_element(self, v, index, s):
         """The element at `index` (Julia's, 1-based, first dimension first) of a broadcast argument."""
         if isinstance(v, BroadcastValue):
-            args = [self._broadcast_element(a, index, s) for a in v.args]
-            if isinstance(v.fn, TypeRef):
-                if len(args) != 1:
-                    raise JuliaNotSupportedError(f"a conversion with {len(args)} arguments", s)
-                return self.convert_to(v.fn.dtype, args[0], s)
-            return apply_function(self, v.fn.name, args, s)
+            return self._call(v.fn, [self._broadcast_element(a, index, s) for a in v.args], s)
         if isinstance(v, ArrayRef):
             return self.read_array(v.name, index[:self.argtypes[v.name].ndim], s)
         return v
@@ -887,14 +882,18 @@ class Translator:
             fn = self._value(e.fn)
             if isinstance(fn, TypeRef) and not e.args and isinstance(fn.dtype, tuple):
                 return fn          # Val{2}() of literal_pow
-            if isinstance(fn, TypeRef):
-                if len(e.args) != 1:
-                    raise JuliaNotSupportedError(f"a conversion with {len(e.args)} arguments", s)
-                return self.convert_to(fn.dtype, self._value(e.args[0]), s)
-            if not isinstance(fn, FunctionRef):
-                raise JuliaNotSupportedError(f"a call of {describe(fn)}", s)
-            return apply_function(self, fn.name, [self._value(a) for a in e.args], s)
+            return self._call(fn, [self._value(a) for a in e.args], s)
         raise JuliaNotSupportedError(f"the expression {e!r}", s)
+
+    def _call(self, fn, args, s):
+        """`fn(args...)` for a function or a type (a conversion)."""
+        if isinstance(fn, TypeRef):
+            if len(args) != 1:
+                raise JuliaNotSupportedError(f"a conversion with {len(args)} arguments", s)
+            return self.convert_to(fn.dtype, args[0], s)
+        if not isinstance(fn, FunctionRef):
+            raise JuliaNotSupportedError(f"a call of {describe(fn)}", s)
+        return apply_function(self, fn.name, args, s)
 
     def _global(self, g):
         t = type_value(g.name)
