@@ -59,6 +59,12 @@ def _reciprocal(divisor):
     return E.Const(float(r), divisor.dtype)
 
 
+def _float_quotient(a, b):
+    """a / b for floats as Halide computes it: by a constant, a multiply by its reciprocal (_reciprocal)."""
+    reciprocal = _reciprocal(b)
+    return E.binop("div", a, b) if reciprocal is None else E.binop("mul", a, reciprocal)
+
+
 def _folds(e) -> bool:
     """Whether `e` is arithmetic on constants alone (which Halide's simplifier folds to one constant)."""
     if isinstance(e, E.Const):
@@ -164,15 +170,12 @@ class Translator:
 
     def _Div(self, n):
         a, b = self(n.a), self(n.b)
-        if not a.dtype.is_float:
-            return E.binop("ediv", a, b)
-        reciprocal = _reciprocal(b)
-        return E.binop("div", a, b) if reciprocal is None else E.binop("mul", a, reciprocal)
+        return _float_quotient(a, b) if a.dtype.is_float else E.binop("ediv", a, b)
 
     def _Mod(self, n):
         a, b = self(n.a), self(n.b)
         if a.dtype.is_float:
-            return a - b * E.call("floor", a / b)
+            return a - b * E.call("floor", _float_quotient(a, b))
         return E.binop("emod", a, b)
 
     def _Not(self, n):
