@@ -5,10 +5,10 @@ schedule_gemm_packed) on "cpu" and "c", and the autoscheduler's choice for the p
 
 Run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, so OpenBLAS picks its kernel for this CPU;
 the kernel it ran (threadpoolctl's `architecture`) is printed and recorded. All variants use every
-core. Each call is timed alone after a pause of PAUSE_S: OpenBLAS's threads, and ours, keep spinning
-for a while after a call, and a call that starts while another library's threads spin loses a core
-(on 2 cores, whichever ran right after numpy took 1.5x its time). Times are medians of `--rounds`
-interleaved rounds; ratios are numpy's time over ours (above 1: ours is faster).
+core. Each call is timed alone after a pause of QUIET_S (mascarpone.bench.timing): OpenBLAS's threads,
+and ours, keep spinning for a while after a call, and a call that starts while another library's threads
+spin loses a core (on 2 cores, whichever ran right after numpy took 1.5x its time). Times are medians
+of `--rounds` interleaved rounds; ratios are numpy's time over ours (above 1: ours is faster).
 """
 from __future__ import annotations
 
@@ -27,9 +27,7 @@ from benchlog import append_results  # noqa: E402
 
 import mascarpone as ms  # noqa: E402
 from mascarpone import examples  # noqa: E402
-
-#: seconds between two timed calls, longer than OpenBLAS's threads spin after a call
-PAUSE_S = 0.3
+from mascarpone.bench.timing import QUIET_S  # noqa: E402
 
 
 def openblas_kernel() -> str:
@@ -78,7 +76,7 @@ def measure(n, budget, rounds):
     names = list(calls)
     for r in range(rounds):
         for name in names if r % 2 == 0 else reversed(names):
-            time.sleep(PAUSE_S)
+            time.sleep(QUIET_S)
             t0 = time.perf_counter()
             calls[name]()
             times[name].append(time.perf_counter() - t0)
@@ -119,7 +117,7 @@ def main():
         print(note)
     if not args.no_append:
         intro = (f"`benchmarks/sgemm.py --budget {args.budget:g} --rounds {args.rounds}`: numpy ran {blas} "
-                 f"(OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset); each call timed alone after a {PAUSE_S} s "
+                 f"(OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset); each call timed alone after a {QUIET_S} s "
                  f"pause; medians; load at the end {os.getloadavg()[0]:.2f}. Cells: ms (GFLOP/s, numpy's time "
                  "/ ours).\n\n" + "\n".join(f"- {note}" for note in notes))
         append_results("sgemm against OpenBLAS at its best kernel", table, intro)

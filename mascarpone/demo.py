@@ -6,16 +6,12 @@ import time
 import numpy as np
 
 from mascarpone import examples
-
-
-#: seconds of quiet before a contender is timed: OpenBLAS's threads, and ours, spin for about 0.1 s after a
-#: call, and a call that starts meanwhile loses cores to them (sgemm 1024 took twice its time)
-PAUSE_S = 0.3
+from mascarpone.bench.timing import QUIET_S
 
 
 def median_time(fn, repeat=5):
     """Median wall time of `fn()` over `repeat` runs, after a pause and one warm-up run."""
-    time.sleep(PAUSE_S)
+    time.sleep(QUIET_S)   # (the other side's threads go to sleep first)
     fn()
     times = []
     for _ in range(repeat):

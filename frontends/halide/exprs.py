@@ -2,12 +2,12 @@
 
 Halide's IR is already explicitly typed, so the translation is node for node:
 integer `/` and `%` become the floor kinds (`ediv`, `emod`), float `%` is
-`a - b * floor(a / b)`, a float divided by a constant is multiplied by the
-constant's reciprocal rounded to its type, as Halide computes it (its
-`strict_float` keeps the division: `strict_div`), intrinsics that only guide Halide's compiler
-(`likely`, `strict_float`) vanish, `promise_clamped` becomes the clamp it
-promises, bitwise intrinsics become the IR's bitwise operations and `lerp` is
-expanded into the arithmetic Halide lowers it to. Accesses to Funcs and images
+`a - b * floor(a / b)`, a float divided by a constant (in `/` and in that
+quotient) is multiplied by the constant's reciprocal rounded to its type, as
+Halide computes it (its `strict_float` keeps the division: `strict_div`),
+intrinsics that only guide Halide's compiler (`likely`, `strict_float`)
+vanish, `promise_clamped` becomes the clamp it promises, bitwise intrinsics
+become the IR's bitwise operations and `lerp` is expanded into the arithmetic Halide lowers it to. Accesses to Funcs and images
 reverse the argument order, because Halide's dimension 0 is the innermost and
 mascarpone's buffers are row-major.
 """

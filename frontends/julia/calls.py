@@ -559,7 +559,8 @@ def _broadcasted(tr, name, args, s):
 
 
 def _materialize_into(tr, name, args, s):
-    raise JuliaNotSupportedError("materialize! (`.=`) as a value inside another expression", s)
+    raise JuliaNotSupportedError("the value of `.=` (materialize!) used in an assignment or a call: write the "
+                                 "`.=` as a statement of its own", s)
 
 
 _HANDLERS = {

@@ -14,6 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: seconds of quiet that let the worker threads of the last call go to sleep before another library's call is
+#: timed: OpenBLAS's threads, and ours, spin for about 0.1 s after a call, and a call that starts meanwhile
+#: loses cores to them (on 2 cores, an sgemm timed right after numpy's took 1.5 to 2 times its time)
+QUIET_S = 0.3
+
 #: a call shorter than this runs in bursts of BURST calls per round (the first not counted)
 FAST_S = 0.2
 BURST = 3
