@@ -8,10 +8,16 @@ from mascarpone.middleend import loopir as L
 def stored_points(lowered, values, buffer_name):
     """Counter of the indices of `buffer_name` that `lowered` stores to, for the size parameters
     `values` (the sizes it derives on entry are computed as the kernel does)."""
+    return collections.Counter(stores_in_order(lowered, values, buffer_name))
+
+
+def stores_in_order(lowered, values, buffer_name):
+    """The indices of `buffer_name` that `lowered` stores to, in the order its loops (run serially)
+    store them, for the size parameters `values`."""
     env = {p: values[p] for p in lowered.params}
     for name, value in lowered.derived:
         env[name] = evaluate(value, env)
-    counts = collections.Counter()
+    stores = []
 
     def run(s, env):
         if isinstance(s, L.Block):
@@ -28,6 +34,6 @@ def stored_points(lowered, values, buffer_name):
         elif isinstance(s, L.Allocate):
             run(s.body, env)
         elif isinstance(s, L.Store) and s.buffer.name == buffer_name:
-            counts[tuple(evaluate(i, env) for i in s.indices)] += 1
+            stores.append(tuple(evaluate(i, env) for i in s.indices))
     run(lowered.body, env)
-    return counts
+    return stores

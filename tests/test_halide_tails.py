@@ -22,7 +22,7 @@ from mascarpone.frontends.halide.reader import read_pipeline
 from mascarpone.frontends.halide.schema import TAIL_STRATEGIES
 from mascarpone.frontends.halide.splits import Loop, resolve_auto
 from halide_check import hl, realize_both
-from loopir_run import stored_points
+from loopir_run import stored_points, stores_in_order
 from mascarpone.middleend import loopir as L
 
 x, y = hl.Var("x"), hl.Var("y")
@@ -35,6 +35,13 @@ rng = np.random.default_rng(7)
 
 def halide_stores(outputs, sizes, traced, images=()):
     """{Func name: Counter of points} of the stores the `traced` Funcs make when Halide realizes `outputs`."""
+    return {name: collections.Counter(points)
+            for name, points in halide_stores_in_order(outputs, sizes, traced, images).items()}
+
+
+def halide_stores_in_order(outputs, sizes, traced, images=()):
+    """{Func name: list of points} of the stores the `traced` Funcs make when Halide realizes `outputs`,
+    in the order Halide makes them (the lanes of a vector store in lane order)."""
     for f in traced:
         f.trace_stores()
     for ip, arr in images:
@@ -57,11 +64,11 @@ def halide_stores(outputs, sizes, traced, images=()):
                 os.close(copy)
         tmp.seek(0)
         text = tmp.read().decode() + printed.getvalue()
-    out = collections.defaultdict(collections.Counter)
+    out = collections.defaultdict(list)
     for name, args in re.findall(r"^Store (\S+)\.\d+\((.*?)\) = ", text, re.M):
         coords = [[int(v) for v in a.strip("<>").split(",")] for a in re.findall(r"<[^>]*>|-?\d+", args)]
         for lane in range(max(len(c) for c in coords)):   # a vector store lists its lanes
-            out[name][tuple(c[lane] if len(c) > 1 else c[0] for c in coords)] += 1
+            out[name].append(tuple(c[lane] if len(c) > 1 else c[0] for c in coords))
     return out
 
 
@@ -401,3 +408,34 @@ def test_store_at_an_outer_loop_slides_within_each_strip():
     f = assert_same_stores([by], [11, 25], bx, [(inp, img)], tile=True)
     assert sum(our_stores(f, size_values(f, [11, 25], [(inp, img)]), buffer_of(f, bx, tile=True)).values()) \
         == 11 * (10 + 10 + 10 + 3)
+
+
+@pytest.mark.parametrize("sizes", [[21, 7], [16, 6], [30, 13]])
+@pytest.mark.parametrize("producer_at_tile", [False, True])
+def test_fused_tile_loops_keep_halides_order(sizes, producer_at_tile):
+    """Tile loops whose extents depend on the output's size, fused into one (as Halide's autoschedulers
+    write them): each loop keeps its place, so the stores come in Halide's order, and a producer computed
+    per fused tile computes a tile's worth each time (not a whole column). With a producer inside, the
+    last tiles are guarded instead of shifted (see above): the same points, first stored in the same order."""
+    inp = hl.ImageParam(hl.Int(32), 2, "inp")
+    f, g = hl.Func("fused_tiles_f"), hl.Func("fused_tiles")
+    f[x, y] = inp[x, y] * 3
+    g[x, y] = f[x, y] + f[x, y + 1]
+    tile = hl.Var("tile")
+    g.split(x, xo, xi, 8, T.ShiftInwards).split(y, yo, yi, 3, T.ShiftInwards)
+    g.reorder(xi, yi, xo, yo).fuse(xo, yo, tile)
+    if producer_at_tile:
+        f.compute_at(g, tile)
+    img = ints(sizes[1] + 1, sizes[0])
+    theirs = halide_stores_in_order([g], sizes, [g], [(inp, img)])[g.name()]
+    function = ms.from_halide(g)
+    ours = [p[::-1] for p in stores_in_order(function.lower(), size_values(function, sizes, [(inp, img)]),
+                                             buffer_of(function, g)())]
+    if producer_at_tile:
+        assert list(dict.fromkeys(ours)) == list(dict.fromkeys(theirs))
+        tile_stores = our_stores(function, size_values(function, sizes, [(inp, img)]), buffer_of(function, f, tile=True))
+        tiles = -(-sizes[0] // 8) * -(-sizes[1] // 3)
+        assert sum(tile_stores.values()) <= tiles * 8 * 4
+    else:
+        assert ours == theirs
+    realize_both(g, sizes, {inp: img})

@@ -172,11 +172,11 @@ class _Builder:
         """The relation's output dimensions (a fused group's members in its place)."""
         return [m.ident for lp in self.loops for m in lp.flat()]
 
-    def _step(self, outs, constraints):
-        """Compose the relation with `{ [loops] -> [outs] : constraints }`."""
-        ins = self.dims()
-        text = (f"[{', '.join(self.params)}] -> {{ [{', '.join(ins)}] -> [{', '.join(outs)}] : "
-                f"{' and '.join(constraints)} }}")
+    def _step(self, outs, constraints, ins=None):
+        """Compose the relation with `{ [ins] -> [outs] : constraints }` (ins: the loops as they are)."""
+        ins = self.dims() if ins is None else ins
+        where = f" : {' and '.join(constraints)}" if constraints else ""
+        text = f"[{', '.join(self.params)}] -> {{ [{', '.join(ins)}] -> [{', '.join(outs)}]{where} }}"
         self.relation = self.relation.apply_range(isl.Map(text))
 
     def split(self, s, factor):
@@ -231,7 +231,9 @@ class _Builder:
             members = outer.flat() + inner.flat()
             group = Loop(s.old_var, members[-1].ident, "0", "0", None, outer.rvar or inner.rvar,
                          outer.from_inner or inner.from_inner, members=members)
+            before = self.dims()
             self.loops = [group if lp is inner else lp for lp in self.loops if lp is not outer]
+            self._step(self.dims(), [], ins=before)   # the members move next to each other, outer first
             return
         fused = self.fresh(s.old_var)
         value = f"(({outer.ident}) - ({outer.lo})) * {inner.extent} + (({inner.ident}) - ({inner.lo}))"
