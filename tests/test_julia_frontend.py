@@ -408,27 +408,141 @@ AXPY = """CodeInfo(
 )"""
 
 
-def test_broadcast_sizes_other_than_the_destinations_are_refused_at_the_call():
-    """`y .= a .* x .+ y` runs over y's indices: an x of another length is refused (Julia throws a
-    DimensionMismatch, or expands a length of 1), where the interpreter follows Julia."""
+BCAST_MATRIX = """CodeInfo(
+1 ─ %1 = Base.broadcasted(Main.:*, c, M)
+│   %2 = Base.broadcasted(Main.:+, %1, v)
+│   %3 = Base.materialize!(M, %2)
+└──      return %3
+)"""
+
+
+def _broadcast_both(text, argtypes, *args):
+    """The arguments after the kernel (compiled for "cpu") and after the interpreter ran on copies of args."""
+    ours, ref = copy.deepcopy(list(args)), copy.deepcopy(list(args))
+    from_julia(text, argtypes).compile("cpu")(*ours)
+    interpret(text, argtypes, *ref)
+    return ours, ref
+
+
+@pytest.mark.parametrize("vshape", [(1, 6), (5, 1), (1, 1), (5, 6)], ids=["row", "column", "1x1", "full"])
+def test_broadcast_expands_a_size_of_1_as_julia_does(vshape):
+    """`M .= c .* M .+ v` with v a 1 x n row (down every row of M), an m x 1 column (across every column),
+    a 1 x 1 matrix, or M's size: the kernel, the interpreter and numpy's broadcasting agree."""
+    argtypes = {"M": "Matrix{Float64}", "v": "Matrix{Float64}", "c": "Float64"}
+    rng = np.random.default_rng(1)
+    M, v = np.asfortranarray(rng.random((5, 6))), np.asfortranarray(rng.random(vshape))
+    (ours, _, _), (ref, _, _) = _broadcast_both(BCAST_MATRIX, argtypes, M, v, 1.5)
+    np.testing.assert_array_equal(ours, ref)
+    np.testing.assert_array_equal(ours, 1.5 * M + v)
+
+
+@pytest.mark.parametrize("xshape", [(5, 1), (1, 1), (1,)])
+def test_broadcast_of_size_1_dimensions_into_a_vector(xshape):
+    """`y .= a .* x .+ y` with x a 5 x 1 or 1 x 1 matrix (Julia allows dimensions past y's rank when their
+    size is 1) or a vector of length 1 (expanded)."""
+    argtypes = {"y": "Vector{Float64}", "a": "Float64", "x": "Matrix{Float64}" if len(xshape) == 2 else
+                "Vector{Float64}"}
+    y, x = np.arange(5.0), np.asfortranarray(np.arange(1.0, 6.0)[:xshape[0]].reshape(xshape))
+    (ours, _, _), (ref, _, _) = _broadcast_both(AXPY, argtypes, y, 2.0, x)
+    np.testing.assert_array_equal(ours, ref)
+    np.testing.assert_array_equal(ours, 2.0 * x.reshape(-1) + y)
+
+
+def test_broadcast_sizes_other_than_the_destinations_or_1_raise_dimension_mismatch():
+    """Sizes that differ from the destination's and are not 1 are Julia's DimensionMismatch: the kernel
+    raises it at the call, naming the statement, and so does the interpreter."""
     argtypes = {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}"}
-    kernel = from_julia(AXPY, argtypes).compile()
+    kernel = from_julia(AXPY, argtypes).compile("cpu")
     y, x = np.arange(5.0), np.arange(5.0) + 10
     np.testing.assert_array_equal(kernel(y, 2.0, x), 2.0 * (np.arange(5.0) + 10) + np.arange(5.0))
-    for n in (1, 4, 6):
+    for n in (0, 4, 6):
         with pytest.raises(ms.ArgumentError, match=r"DimensionMismatch: statement %3 .* broadcasts x into y along "
                                                    rf"dimension 1, of sizes {n} and 5"):
             kernel(np.zeros(5), 2.0, np.ones(n))
-    with pytest.raises(JuliaRuntimeError, match="DimensionMismatch"):
-        interpret(AXPY, argtypes, np.zeros(5), 2.0, np.ones(4))
-    y = np.zeros(5)
-    interpret(AXPY, argtypes, y, 2.0, np.ones(1))      # Julia expands a length of 1
-    np.testing.assert_array_equal(y, np.full(5, 2.0))
+        with pytest.raises(JuliaRuntimeError, match="DimensionMismatch: array could not be broadcast"):
+            interpret(AXPY, argtypes, np.zeros(5), 2.0, np.ones(n))
+    kernel(np.zeros(0), 2.0, np.ones(1))          # a size of 1 expands to an empty destination too
+    matrices = {"M": "Matrix{Float64}", "v": "Matrix{Float64}", "c": "Float64"}
+    kernel = from_julia(BCAST_MATRIX, matrices).compile("cpu")
+    with pytest.raises(ms.ArgumentError, match=r"broadcasts v into M along dimension 2, of sizes 3 and 6"):
+        kernel(np.zeros((5, 6), order="F"), np.ones((1, 3), order="F"), 1.0)
+    into_vector = {**argtypes, "x": "Matrix{Float64}"}
+    kernel = from_julia(AXPY, into_vector).compile("cpu")
+    with pytest.raises(ms.ArgumentError, match=r"broadcasts x into y along dimension 2, of sizes 2 and 1"):
+        kernel(np.zeros(5), 2.0, np.ones((5, 2), order="F"))
+    with pytest.raises(JuliaRuntimeError, match="DimensionMismatch: cannot broadcast array to have fewer "
+                                                "non-singleton dimensions"):
+        interpret(AXPY, into_vector, np.zeros(5), 2.0, np.ones((5, 2), order="F"))
 
 
 def test_broadcast_into_what_is_no_array_argument_is_refused_by_name():
     text = AXPY.replace("Base.materialize!(y, %2)", "Base.materialize!(a, %2)")
     with pytest.raises(JuliaNotSupportedError, match=r"statement %3 .*`.=` into a Float64 value, which is not an array argument"):
         from_julia(text, {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}"})
-    with pytest.raises(JuliaNotSupportedError, match=r"broadcasting the 2-d array x into the 1-d array y"):
-        from_julia(AXPY, {"y": "Vector{Float64}", "a": "Float64", "x": "Matrix{Float64}"})
+
+
+# `@code_lowered` (1.10) of
+#     function count_to_negative(A)
+#         k = 0
+#         for a in A
+#             k += 1
+#             a < 0 && break
+#         end
+#         return k
+#     end
+COUNT_TO_NEGATIVE = """CodeInfo(
+1 ─       k = 0
+│   %2  = A
+│         @_3 = Base.iterate(%2)
+│   %4  = @_3 === nothing
+│   %5  = Base.not_int(%4)
+└──       goto #6 if not %5
+2 ┄ %7  = @_3
+│         a = Core.getfield(%7, 1)
+│   %9  = Core.getfield(%7, 2)
+│         k = k + 1
+│   %11 = a < 0
+└──       goto #4 if not %11
+3 ─       goto #6
+4 ─       @_3 = Base.iterate(%2, %9)
+│   %15 = @_3 === nothing
+│   %16 = Base.not_int(%15)
+└──       goto #6 if not %16
+5 ─       goto #2
+6 ┄       return k
+)"""
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (3, 4, 2)])
+def test_break_in_a_loop_over_an_arrays_elements_stops_the_whole_nest(shape):
+    """`for a in A` over a matrix or a 3-d array is a loop per dimension; `break` ends all of them at the
+    element Julia stops at (column-major order)."""
+    argtypes = {"A": "Matrix{Float64}" if len(shape) == 2 else f"Array{{Float64, {len(shape)}}}"}
+    kernel = from_julia(COUNT_TO_NEGATIVE, argtypes).compile("cpu")
+    A = np.asfortranarray(np.arange(1.0, np.prod(shape) + 1).reshape(shape, order="F"))
+    for at in [(1,) * len(shape), (2,) + (0,) * (len(shape) - 1), tuple(n - 1 for n in shape)]:
+        B = A.copy(order="F")
+        B[at] = -1.0
+        expected = np.ravel_multi_index(at, shape, order="F") + 1
+        assert kernel(B) == interpret(COUNT_TO_NEGATIVE, argtypes, B) == expected
+    assert kernel(A) == interpret(COUNT_TO_NEGATIVE, argtypes, A) == A.size
+    assert kernel(np.zeros((0,) + shape[1:], order="F")) == 0
+
+
+@pytest.mark.parametrize("argtype, shape", [("Matrix{Float64}", (4, 6)), ("Array{Float64, 3}", (3, 4, 2))])
+def test_enumerate_of_an_arrays_elements_gives_linear_indices(argtype, shape):
+    """`for (i, v) in enumerate(x)` (the corpus's wsum) over an N-d array: i is Julia's linear index."""
+    from julia_corpus import HERE
+    text = (HERE / "wsum_enumerate.v1_6.lowered.txt").read_text()
+    x = np.asfortranarray(np.random.default_rng(2).random(shape))
+    ours = from_julia(text, {"x": argtype}).compile("cpu")(x)
+    ref = interpret(text, {"x": argtype}, x)
+    assert ours == ref
+    np.testing.assert_allclose(ours, np.arange(1, x.size + 1) @ x.ravel(order="F"), rtol=1e-12)
+
+
+def test_zip_of_a_matrix_is_refused_by_name():
+    from julia_corpus import HERE
+    text = (HERE / "zipdot.v1_10.lowered.txt").read_text()
+    with pytest.raises(JuliaNotSupportedError, match=r"statement %7 .*`zip` of the array a, whose elements are those of a 2-d array"):
+        from_julia(text, {"a": "Matrix{Float64}", "b": "Vector{Float64}"})

@@ -80,7 +80,7 @@ def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFuncti
     f.julia_returns_array = tr.returned.name if _is_array(tr.returned) else None
     f.bounds_violations = _bounds_violations(f)
     f.julia_bounds_flags = [(comp.name, what) for comp, what in tr.bounds_flags]
-    f.julia_same_sizes = tr.same_sizes
+    f.julia_broadcast_sizes = tr.broadcast_sizes
     return f
 
 
@@ -208,10 +208,11 @@ class JuliaKernel:
                 if isinstance(v, np.ndarray) or not isinstance(v, (int, float, np.number)):
                     raise ArgumentError(f"argument {name}::{jt} must be a number, got {v!r}")
                 call[extra[0]] = np.array(v, dtype=extra[1])
-        for size, dest_size, what in self.function.julia_same_sizes:
-            if params[size] != params[dest_size]:
-                raise ArgumentError(f"DimensionMismatch: {what}, of sizes {params[size]} and {params[dest_size]} (the "
-                                    "kernel does not expand a size of 1 as Julia does)")
+        for size, dest_size, what in self.function.julia_broadcast_sizes:
+            n, m = params[size], params.get(dest_size, dest_size)    # (1 past the destination's rank)
+            if n not in (m, 1):
+                raise ArgumentError(f"DimensionMismatch: {what}, of sizes {n} and {m} (Julia broadcasts an "
+                                    "argument whose size is the destination's or 1)")
         self._check_bounds(params)
         ret = None
         if self._return is not None:

@@ -91,6 +91,7 @@ def _number(tok):
 _NAMED = {"nothing": NOTHING, "true": Lit(True, "Bool"), "false": Lit(False, "Bool"),
           "Inf": Lit(float("inf"), "Float64"), "NaN": Lit(float("nan"), "Float64"),
           "Inf32": Lit(float("inf"), "Float32"), "NaN32": Lit(float("nan"), "Float32")}
+_FLOAT_CONSTANTS = ("Inf", "NaN", "Inf32", "NaN32")
 
 
 class ExprParser:
@@ -291,6 +292,8 @@ class ExprParser:
                     self.fail("an operator name after `.:`")
                 break
             self.fail(f"unexpected `{val}` after `.`")
+        if path[-1] in _FLOAT_CONSTANTS and path[:-1] in (["Main"], ["Base"]):
+            return _NAMED[path[-1]]     # `m = -Inf` lowers to `m = -Main.Inf`: Base's constant, read here once
         return Global(".".join(path[:-1]), path[-1])
 
 

@@ -578,7 +578,8 @@ def _apply(fn, args):
 
 def _materialize_into(dest, bc):
     """`dest .= bc` with Julia's broadcasting: dimensions align from the first, an argument's dimension of
-    size 1 is expanded, any other size than dest's is a DimensionMismatch; the elements in column-major
+    size 1 is expanded, any other size than dest's is a DimensionMismatch, and past dest's rank an
+    argument's sizes must be 1 (Base.Broadcast.check_broadcast_shape); the elements in column-major
     order, each converted to dest's element type."""
     _array("materialize!", dest)
     if not isinstance(bc, _Broadcast):
@@ -589,7 +590,10 @@ def _materialize_into(dest, bc):
             for a in v.args:
                 check(a)
         elif isinstance(v, np.ndarray):
-            if v.ndim > dest.ndim or any(n not in (1, m) for n, m in zip(v.shape, dest.shape)):
+            if any(n != 1 for n in v.shape[dest.ndim:]):
+                raise JuliaRuntimeError("DimensionMismatch", "cannot broadcast array to have fewer non-singleton "
+                                        f"dimensions (sizes {v.shape} and {dest.shape})")
+            if any(n not in (1, m) for n, m in zip(v.shape, dest.shape)):
                 raise JuliaRuntimeError("DimensionMismatch", f"array could not be broadcast to match destination "
                                         f"(sizes {v.shape} and {dest.shape})")
     check(bc)
@@ -597,8 +601,8 @@ def _materialize_into(dest, bc):
     def element(v, index):
         if isinstance(v, _Broadcast):
             return _apply(v.fn, [element(a, index) for a in v.args])
-        if isinstance(v, np.ndarray):
-            return _scalar(v[tuple(i if n > 1 else 0 for i, n in zip(index, v.shape))])
+        if isinstance(v, np.ndarray):     # index 1 where the size is 1 (and past dest's rank)
+            return _scalar(v[tuple(index[d] if n > 1 else 0 for d, n in enumerate(v.shape))])
         return v
     for index in np.ndindex(*reversed(dest.shape)):
         index = tuple(reversed(index))

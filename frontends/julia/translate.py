@@ -39,7 +39,7 @@ from mascarpone.middleend.expr import Access, BinOp, Cast, Const, Expr, cast, mi
 
 from . import guards as G
 from . import widening
-from .calls import KNOWN, apply_function, describe, length_of, range_count
+from .calls import KNOWN, apply_function, describe, range_count
 from .cfg import analyze
 from .ir import (Call, CodeIR, Global, JuliaNotSupportedError, Lit, SSA, Slot, Special, StaticParam, Stmt,
                  slot_names, ssa_refs)
@@ -142,7 +142,7 @@ class Translator:
         self.widen = dict(widen or {})    # slot -> the number type all its values are computed in
         self.slot_defs = {}               # slot -> [(statement, value)] as the translation met them
         self.widen_requests = {}          # slot -> joined type, from this translation
-        self.same_sizes = []              # (size, size, what): sizes a broadcast needs equal (`_broadcast`)
+        self.broadcast_sizes = []         # (size, dest's size or 1, what): equal or 1 at the call (`_broadcast`)
         self._scan()
         self.counters = self._find_counters()
         self.names = set()
@@ -409,18 +409,19 @@ class Translator:
             brk = self._new_comp(f"brk{header_stmt.number}", Const(False, T.bool_), g,
                                  f"the `break` flag of the loop at block {shape.header}")
         if shape.kind == "for":
-            ctx = self._for_ctx(shape, entry_guard, brk)
+            ctxs = self._for_ctxs(shape, entry_guard, brk)
         else:
-            ctx = self._while_ctx(shape, entry_guard, brk)
-        self.loops.append(ctx)
+            ctxs = [self._while_ctx(shape, entry_guard, brk)]
+        outer = len(self.loops)
+        self.loops.extend(ctxs)
         try:
             if shape.kind == "for":
-                self._bind_element(shape, ctx)
+                self._bind_element(shape, ctxs)
             nodes = {b for b in shape.loop.blocks if self.cf.loop_of.get(b) is shape.loop}
             nodes |= {c.header for c in shape.loop.children}
             self._walk_region(nodes, shape)
         finally:
-            self.loops.pop()
+            del self.loops[outer:]
         # the loop variable and values computed inside the loop are not visible after it
         for k in list(self.bindings):
             if k not in saved or self.bindings[k] is not saved[k]:
@@ -431,8 +432,10 @@ class Translator:
         if shape.kind == "while":
             self.bindings[shape.var_slot] = _Escaped(shape.var_slot)
 
-    def _new_var(self, jname, lo, hi):
-        taken = {c.var.name for c in self.loops} | {p.name for p in self.params.values()} | \
+    def _new_var(self, jname, lo, hi, siblings=()):
+        """A loop variable named after `jname`, its name unlike those of the enclosing loops, `siblings`
+        (loops made with it), sizes and inputs; its bounds must be affine."""
+        taken = {c.var.name for c in [*self.loops, *siblings]} | {p.name for p in self.params.values()} | \
             {i.name for i in self.scalar_inputs.values()}
         name = _safe(jname.split("@")[0] or "i", taken)
         for bound in (lo, hi):
@@ -451,27 +454,35 @@ class Translator:
         var = self._new_var(jname, Const(0, T.int64), count)
         return var, lo + cast(T.int64, var) * step
 
-    def _for_ctx(self, shape, entry_guard, brk):
+    def _for_ctxs(self, shape, entry_guard, brk):
+        """The loops of `for x in it`, outermost first (`_extents`); the first one carries the guard of
+        the loop's entry and its `break` flag, which stops the whole nest as Julia's single loop stops."""
         it = self._value(shape.range_expr)
         jname = shape.var_slot or self._destructured_name(shape) or "k"
         if isinstance(it, RangeValue):
             var, value = self._counted_var(jname, it.lo, it.step, it.hi)
-            element = value
-        else:
-            count = self._trip_count(it, jname)
-            var = self._new_var(jname, Const(1, T.int64), count + 1)
-            value = cast(T.int64, var)
-            element = None
-        ctx = LoopCtx(var, jname, value, None, entry_guard, brk, shape, element)
-        ctx.iterated = it
-        return ctx
+            ctx = LoopCtx(var, jname, value, None, entry_guard, brk, shape, element=value)
+            ctx.iterated = it
+            return [ctx]
+        extents = self._extents(it)
+        ctxs = []
+        for k, count in enumerate(extents):
+            # x_2 around x_1 (without the `@_n` of a reused name, which _new_var drops)
+            name = jname if len(extents) == 1 else f"{jname.split('@')[0]}_{len(extents) - k}"
+            var = self._new_var(name, Const(1, T.int64), count + 1, ctxs)
+            ctxs.append(LoopCtx(var, name, cast(T.int64, var), None, entry_guard if k == 0 else None,
+                                brk if k == 0 else None, shape))
+            ctxs[-1].iterated = it
+        return ctxs
 
-    def _bind_element(self, shape, ctx):
+    def _bind_element(self, shape, ctxs):
         """Bind the loop variable (or the element taken apart later) to this iteration's element; an
         element read from an array the function writes is kept where the iteration starts."""
         self._current_reads = set()
         self._g = G.TRUE
-        element = ctx.element if ctx.element is not None else self._element(ctx.iterated, ctx.value)
+        inner = ctxs[-1]
+        element = inner.element if inner.element is not None else \
+            self._element(inner.iterated, [c.value for c in reversed(ctxs)])
         element = self._keep(element, f"the element of `for` at block {shape.header}")
         if shape.var_slot is not None:
             self.bindings[shape.var_slot] = element
@@ -493,40 +504,55 @@ class Translator:
                     return s.target.name
         return None
 
-    def _trip_count(self, it, jname):
-        """The number of iterations of `for x in it` (an affine expression), or a refusal naming it."""
+    def _extents(self, it):
+        """The trip counts (affine) of the loops that visit the elements of `for ... in it` in Julia's
+        order, outermost first. An array's elements come in column-major order (Julia's iterate of an
+        Array), so an N-d array is N loops, its last dimension outermost and its first innermost (a
+        vector: one loop over its length); enumerate is the loops of what it enumerates; zip is one loop
+        as long as the shortest of its collections, each of one loop."""
         s = self.stmt
         if isinstance(it, RangeValue):
-            return range_count(it)
+            return [range_count(it)]
         if isinstance(it, ArrayRef):
-            nd = self.argtypes[it.name].ndim
-            if nd != 1:
-                raise JuliaNotSupportedError(
-                    f"`for {jname} in {it.name}` over a {nd}-d array (its elements in memory order); "
-                    "loop over the "
-                    f"indices instead: `for j in axes({it.name}, 2), i in axes({it.name}, 1)` and read "
-                    f"{it.name}[i, j]", s)
-            return length_of(self, it, s)
+            return [self.size(it.name, d) for d in range(self.argtypes[it.name].ndim, 0, -1)]
         if isinstance(it, EnumerateValue):
-            return self._trip_count(it.inner, jname)
+            return self._extents(it.inner)
         if isinstance(it, ZipValue):
-            counts = [self._trip_count(x, jname) for x in it.items]
-            out = counts[0]
-            for c in counts[1:]:
-                out = min_(out, c)
-            return out
+            out = None
+            for x in it.items:
+                extents = self._extents(x)
+                if len(extents) != 1:
+                    raise JuliaNotSupportedError(
+                        f"`zip` of {describe(x)}, whose elements are those of a {len(extents)}-d array (in "
+                        "column-major order, paired one by one with the others'); loop over its indices instead: "
+                        "`for j in axes(A, 2), i in axes(A, 1)`", s)
+                out = extents[0] if out is None else min_(out, extents[0])
+            return [out]
         raise JuliaNotSupportedError(f"`for ... in` over {describe(it)}; supported: a:b, a:s:b, eachindex, axes, "
-                                     "1-d arrays, enumerate and zip of those", s)
+                                     "arrays, enumerate and zip of those", s)
 
-    def _element(self, it, k):
-        """The k-th element (k counts from 1) of what `for` iterates."""
+    def _element(self, it, idx):
+        """The element of what `for` iterates at the loop indices `idx` (Julia's, from 1, one per loop of
+        `_extents`, the innermost loop's first)."""
         if isinstance(it, RangeValue):
+            (k,) = idx
             return it.lo + (k - 1) * it.step if it.step != 1 else it.lo + (k - 1)
         if isinstance(it, ArrayRef):
-            return self.read_array(it.name, [k], self.stmt)
+            return self.read_array(it.name, idx, self.stmt)
         if isinstance(it, EnumerateValue):
-            return TupleValue((k, self._element(it.inner, k)))
-        return TupleValue(tuple(self._element(x, k) for x in it.items))
+            return TupleValue((self._linear_index(it.inner, idx), self._element(it.inner, idx)))
+        return TupleValue(tuple(self._element(x, idx) for x in it.items))
+
+    def _linear_index(self, it, idx):
+        """The position (from 1) of the element at `idx` among those `for` visits: Julia's linear index
+        of an array's element, i1 + (i2 - 1) * size(A, 1) + ... (column-major)."""
+        k = idx[0]
+        if isinstance(it, ArrayRef):
+            stride = self.size(it.name, 1)
+            for d, i in enumerate(idx[1:], start=2):
+                k = k + (i - 1) * stride
+                stride = stride * self.size(it.name, d)
+        return k
 
     def _keep(self, value, why):
         """The value itself, or (when it reads storage the function writes) a computation that keeps it."""
@@ -787,25 +813,22 @@ class Translator:
     def _broadcast(self, s, call_, g):
         """`materialize!(dest, bc)` (`dest .= f.(args...)`): for every index of dest, in loops of their
         own, dest[I] = f(args[I]...), arrays indexed by the leading indices of I (a vector runs down a
-        matrix's columns) and numbers as they are. An array of another size than dest along a dimension
-        (Julia expands a size of 1, else throws DimensionMismatch) is refused at the call. Returns dest."""
+        matrix's columns) and numbers as they are. As in Julia, an array's size along a dimension is
+        dest's or 1, which is expanded (`_broadcast_element`); past dest's rank it is 1. Other sizes
+        raise DimensionMismatch at the call (`broadcast_sizes`). Returns dest."""
         dest, bc = (self._value(a) for a in call_.args)
         if not isinstance(dest, ArrayRef) or dest.name not in self.written_arrays:
             raise JuliaNotSupportedError(f"`.=` into {describe(dest)}, which is not an array argument", s)
         if not isinstance(bc, BroadcastValue):
             bc = BroadcastValue(FunctionRef("identity"), (bc,))
         jt = self.argtypes[dest.name]
-        for name in sorted({a.name for a in _broadcast_arrays(bc)}):
-            other = self.argtypes[name]
-            if other.ndim > jt.ndim:
-                raise JuliaNotSupportedError(f"broadcasting the {other.ndim}-d array {name} into the {jt.ndim}-d "
-                                             f"array {dest.name} (Julia would throw a DimensionMismatch)", s)
-            for d in range(1, other.ndim + 1):
-                if name != dest.name:
-                    size, dest_size = self.params[(name, d)].name, self.params[(dest.name, d)].name
-                    self.f.assume(f"{size} = {dest_size}")
-                    self.same_sizes.append((size, dest_size, f"statement %{s.number} (line {s.line}: `{s.text}`) "
-                                            f"broadcasts {name} into {dest.name} along dimension {d}"))
+        for name in sorted({a.name for a in _broadcast_arrays(bc)} - {dest.name}):
+            for d in range(1, self.argtypes[name].ndim + 1):
+                size = self.params[(name, d)].name
+                dest_size = self.params[(dest.name, d)].name if d <= jt.ndim else 1
+                self.f.assume(f"{size} = {dest_size} or {size} = 1")
+                self.broadcast_sizes.append((size, dest_size, f"statement %{s.number} (line {s.line}: `{s.text}`) "
+                                             f"broadcasts {name} into {dest.name} along dimension {d}"))
         outer = len(self.loops)
         for d in range(jt.ndim, 0, -1):     # (column-major: the first index innermost)
             var = self._new_var(f"{dest.name}_i{d}", Const(1, T.int64), self.size(dest.name, d) + 1)
@@ -813,7 +836,7 @@ class Translator:
         try:
             index = [c.value for c in reversed(self.loops[outer:])]
             self._current_reads = set()
-            value = self.convert(self._broadcast_element(bc, index, s), jt.dtype, s)
+            value = self.convert(self._broadcast_element(bc, index, dest, s), jt.dtype, s)
             owner = self.arrays[dest.name]
             self._check_hazards(owner, s)
             u = owner.update([c.var for c in self.loops], value, at=self._indices(dest.name, index, s),
@@ -823,12 +846,19 @@ class Translator:
             del self.loops[outer:]
         return dest
 
-    def _broadcast_element(self, v, index, s):
-        """The element at `index` (Julia's, 1-based, first dimension first) of a broadcast argument."""
+    def _broadcast_element(self, v, index, dest, s):
+        """The element at dest's `index` (Julia's, 1-based, first dimension first) of a broadcast argument."""
         if isinstance(v, BroadcastValue):
-            return self._call(v.fn, [self._broadcast_element(a, index, s) for a in v.args], s)
+            return self._call(v.fn, [self._broadcast_element(a, index, dest, s) for a in v.args], s)
+        if isinstance(v, ArrayRef) and v.name == dest.name:
+            return self.read_array(v.name, index, s)
         if isinstance(v, ArrayRef):
-            return self.read_array(v.name, index[:self.argtypes[v.name].ndim], s)
+            # Each size is dest's or 1, known only at the call (which checks it): min(i, size) is i in
+            # the first case and 1, the expanded element, in the second, so one kernel serves both and
+            # the index stays affine (isl's min: bounds proved, no run-time checks). Past dest's rank i is 1.
+            nd = self.argtypes[v.name].ndim
+            padded = list(index[:nd]) + [Const(1, T.int64)] * (nd - len(index))
+            return self.read_array(v.name, [min_(i, self.size(v.name, d)) for d, i in enumerate(padded, 1)], s)
         return v
 
     def _check_hazards(self, owner, s):

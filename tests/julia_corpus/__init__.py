@@ -143,6 +143,18 @@ CASES = [
     Case("bcast_exp32.v1_10.lowered.txt", {"y": "Vector{Float32}", "x": V},
          "a type broadcast as a function (`Main.Float32`) over a math function (`Main.exp`)",
          "exps32!(y, x) = y .= Float32.(exp.(x))"),
+    Case("matrix_max_elements.v1_6.lowered.txt", {"A": M},
+         "`for a in A` over a matrix's elements (column-major: a loop per dimension, the first innermost); "
+         "`m = -Main.Inf`, Base's constant read through Main",
+         "function maxelt(A)\n    m = -Inf\n    for a in A\n        m = max(m, a)\n    end\n    return m\nend"),
+    Case("sumsq_f32_elements.v1_10.lowered.txt", {"A": "Matrix{Float32}"},
+         "a Float32 sum over a matrix's elements: `s = 0.0f0`, the local read into `%10 = s` before the call "
+         "`a * a`, as 1.10 lowers `s += a * a`",
+         "function sumsq(A)\n    s = 0.0f0\n    for a in A\n        s += a * a\n    end\n    return s\nend"),
+    Case("count_above_3d.v1_10.lowered.txt", {"X": "Array{Float64, 3}", "t": "Float64"},
+         "`for x in X` over a 3-d array's elements with an `if` in the body (`4 ┄` joins the skipped increment)",
+         "function count_above(X, t)\n    n = 0\n    for x in X\n        if x > t\n            n += 1\n"
+         "        end\n    end\n    return n\nend", shapes={"X": (4, 3, 5)}),
     # refused, by name
     Case("refuse_broadcast_new.v1_10.lowered.txt", {"x": V, "y": V}, "`x .+ y` into a new array (`materialize`)",
          "add(x, y) = x .+ y", refused=("JuliaNotSupportedError", r"statement %2 .*broadcasting into a new array")),
@@ -156,27 +168,26 @@ CASES = [
          "an array of arrays", "s += rows[i][1]", refused=("NotSupportedError", "Vector{Vector{Float64}}")),
     Case("refuse_trycatch.v1_6.lowered.txt", {"x": V}, "try/catch (`$(Expr(:enter, #3))`)",
          "try ... catch ... end", refused=("JuliaNotSupportedError", r"statement %1 .*try/catch")),
-    Case("refuse_matrix_elements.v1_6.lowered.txt", {"A": M}, "`for a in A` over a matrix's elements",
-         "m = -Inf; for a in A; m = max(m, a); end", refused=("JuliaNotSupportedError", r"2-d array.*axes\(A, 2\)")),
     Case("refuse_global_write.v1_10.lowered.txt", {"x": V}, "`global calls; calls += 1`",
          "global calls += 1", refused=("JuliaNotSupportedError", r"statement %2 .*global Main\.calls")),
 ]
 
 
 def arguments(case, seed=0, n=7):
-    """Julia-shaped random arguments for a case: n-vectors, n x (n+1) matrices (or `shapes`), Int64 values
-    from `ints`."""
+    """Julia-shaped random arguments for a case: n-vectors, n x (n+1) matrices (or `shapes`) of the element
+    type the Julia type names, Int64 values from `ints`."""
     rng = np.random.default_rng(seed)
     out = []
     for name, t in case.argtypes.items():
+        dtype = np.float32 if "Float32" in t else np.float64
         if name in case.shapes:
-            out.append(np.asfortranarray(rng.random(case.shapes[name])))
+            out.append(np.asfortranarray(rng.random(case.shapes[name]).astype(dtype)))
         elif t.startswith("Vector{Int64"):
             out.append(rng.integers(-9, 10, n))
         elif t.startswith("Vector"):
-            out.append((rng.random(n) * 2 - 0.5).astype(np.float32 if "Float32" in t else np.float64))
+            out.append((rng.random(n) * 2 - 0.5).astype(dtype))
         elif t.startswith("Matrix"):
-            out.append(np.asfortranarray(rng.random((n, n + 1))))
+            out.append(np.asfortranarray(rng.random((n, n + 1)).astype(dtype)))
         elif t == "Int64":
             out.append(case.ints.get(name, 3))
         else:
