@@ -546,3 +546,244 @@ def test_zip_of_a_matrix_is_refused_by_name():
     text = (HERE / "zipdot.v1_10.lowered.txt").read_text()
     with pytest.raises(JuliaNotSupportedError, match=r"statement %7 .*`zip` of the array a, whose elements are those of a 2-d array"):
         from_julia(text, {"a": "Matrix{Float64}", "b": "Vector{Float64}"})
+
+
+# linear indices of N-d arrays ---------------------------------------------------------------------
+
+def _corpus_text(name):
+    from julia_corpus import HERE
+    return (HERE / name).read_text()
+
+
+def _both_on(text, argtypes, *args):
+    """(kernel's return, arguments after it) and (interpreter's return, arguments after it), on copies."""
+    ours, ref = copy.deepcopy(list(args)), copy.deepcopy(list(args))
+    got = from_julia(text, argtypes).compile("cpu")(*ours)
+    want = interpret(text, argtypes, *ref)
+    return (got, ours), (want, ref)
+
+
+MATRICES3 = {"C": "Matrix{Float64}", "A": "Matrix{Float64}", "B": "Matrix{Float64}"}
+
+
+@pytest.mark.parametrize("old, new", [
+    ("", ""),                                                            # 1:length(A)
+    ("%1  = Main.length(A)", "%1  = Main.lastindex(A)"),                 # 1:lastindex(A)
+    ("%2  = 1:%1", "%2  = Base.OneTo(%1)"),                              # Base.OneTo(length(A))
+    ("%2  = 1:%1", "%2  = Main.eachindex(A)"),
+    ("%2  = 1:%1", "%2  = Main.LinearIndices(A)"),
+], ids=["colon_length", "colon_lastindex", "oneto", "eachindex", "linearindices"])
+def test_a_loop_over_a_matrixs_linear_indices_is_a_loop_per_dimension(old, new):
+    """`C[i] = A[i] * B[i] + 1` for i in A's linear indices, however written: one loop per dimension of A
+    (the first innermost, as Julia's column-major order visits them), each array read and written at
+    i's Cartesian index; the kernel, the interpreter and numpy agree."""
+    text = _corpus_text("muladd_linear.v1_10.lowered.txt")
+    assert old in text
+    text = text.replace(old, new)
+    f = from_julia(text, MATRICES3)
+    assert [c.loops for c in f.computations if c.name == "s14"] == [["i_2", "i_1"]]
+    rng = np.random.default_rng(3)
+    A, B = (np.asfortranarray(rng.random((5, 7))) for _ in range(2))
+    (got, ours), (want, ref) = _both_on(text, MATRICES3, np.zeros((5, 7), order="F"), A, B)
+    assert got is ours[0] and want is ref[0]
+    np.testing.assert_array_equal(ours[0], ref[0])
+    np.testing.assert_array_equal(ours[0], A * B + 1)
+
+
+@pytest.mark.parametrize("argtype, shape", [("Matrix{Float64}", (6, 5)), ("Array{Float64, 3}", (3, 4, 2)),
+                                            ("Array{Float64, 4}", (2, 3, 1, 2)), ("Matrix{Float64}", (0, 4))])
+def test_mean_over_eachindex_and_length(argtype, shape):
+    """`s += A[i]` over eachindex(A) then `s / length(A)` (the length as a number): A's mean, NaN when A is
+    empty, as in Julia."""
+    text = _corpus_text("mean_eachindex.v1_10.lowered.txt")
+    A = np.asfortranarray(np.random.default_rng(4).random(shape))
+    (got, _), (want, _) = _both_on(text, {"A": argtype}, A)
+    assert got == want or (np.isnan(got) and np.isnan(want))
+    if A.size:
+        np.testing.assert_allclose(got, A.mean(), rtol=1e-12)
+
+
+def test_linear_indexing_of_an_array_of_other_sizes_raises_at_the_call():
+    """B[i] with i a linear index of A reads B at i's Cartesian index in A, Julia's element when B has A's
+    sizes: other sizes raise ArgumentError at the call, naming the statement (BoundsError when B has fewer
+    elements, as Julia throws one when the loop reaches them)."""
+    text = _corpus_text("muladd_linear.v1_10.lowered.txt")
+    kernel = from_julia(text, MATRICES3).compile("cpu")
+    A = np.asfortranarray(np.arange(35.0).reshape(5, 7))
+    with pytest.raises(ms.ArgumentError, match=r"^statement %11 \(line 12: `Base.getindex\(B, i\)`\) indexes B with "
+                                               r"a linear index of A: B has sizes \(7, 5\) and A \(5, 7\); .*"
+                                               r"reshape\(B, size\(A\)\)"):
+        kernel(np.zeros((5, 7), order="F"), A, np.ones((7, 5), order="F"))
+    with pytest.raises(ms.ArgumentError, match=r"^BoundsError: statement %11 .* indexes B with a linear index of A, "
+                                               r"of sizes \(3, 7\) and A \(5, 7\): .* linear index 22 of B"):
+        kernel(np.zeros((5, 7), order="F"), A, np.ones((3, 7), order="F"))
+    with pytest.raises(JuliaRuntimeError, match=r"statement %11 .*BoundsError"):
+        interpret(text, MATRICES3, np.zeros((5, 7), order="F"), A, np.ones((3, 7), order="F"))
+    with pytest.raises(ms.ArgumentError, match=r"^statement %14 .* indexes C with a linear index of A: C has sizes "
+                                               r"\(5, 8\) and A \(5, 7\); .* equal sizes$"):
+        kernel(np.zeros((5, 8), order="F"), A, np.ones((5, 7), order="F"))
+    # the interpreter, as Julia, reads a B of A's length in its own column-major order
+    C, B = np.zeros((5, 7), order="F"), np.asfortranarray(np.arange(35.0).reshape(7, 5))
+    interpret(text, MATRICES3, C, A, B)
+    np.testing.assert_array_equal(C.ravel(order="F"), A.ravel(order="F") * B.ravel(order="F") + 1)
+
+
+# `@code_lowered` (1.10) of
+#     function argmax_lin(A)
+#         best = 1
+#         m = A[1]
+#         for i in eachindex(A)
+#             if A[i] > m
+#                 m = A[i]
+#                 best = i
+#             end
+#         end
+#         return best
+#     end
+ARGMAX = """CodeInfo(
+1 ─       best = 1
+│         m = Base.getindex(A, 1)
+│   %3  = Main.eachindex(A)
+│         @_4 = Base.iterate(%3)
+│   %5  = @_4 === nothing
+│   %6  = Base.not_int(%5)
+└──       goto #6 if not %6
+2 ┄ %8  = @_4
+│         i = Core.getfield(%8, 1)
+│   %10 = Core.getfield(%8, 2)
+│   %11 = Base.getindex(A, i)
+│   %12 = %11 > m
+└──       goto #4 if not %12
+3 ─       m = Base.getindex(A, i)
+└──       best = i
+4 ┄       @_4 = Base.iterate(%3, %10)
+│   %17 = @_4 === nothing
+│   %18 = Base.not_int(%17)
+└──       goto #6 if not %18
+5 ─       goto #2
+6 ┄       return best
+)"""
+
+# `@code_lowered` (1.6) of
+#     function scaled_copy!(B, A)
+#         for (k, a) in enumerate(A)
+#             B[k] = a * k
+#         end
+#         return B
+#     end
+ENUMERATE_COPY = """CodeInfo(
+1 ─ %1  = Main.enumerate(A)
+│         @_4 = Base.iterate(%1)
+│   %3  = @_4 === nothing
+│   %4  = Base.not_int(%3)
+└──       goto #4 if not %4
+2 ┄ %6  = @_4
+│   %7  = Core.getfield(%6, 1)
+│   %8  = Base.indexed_iterate(%7, 1)
+│         k = Core.getfield(%8, 1)
+│         @_6 = Core.getfield(%8, 2)
+│   %11 = Base.indexed_iterate(%7, 2, @_6)
+│         a = Core.getfield(%11, 1)
+│   %13 = Core.getfield(%6, 2)
+│   %14 = a * k
+│         Base.setindex!(B, %14, k)
+│         @_4 = Base.iterate(%1, %13)
+│   %17 = @_4 === nothing
+│   %18 = Base.not_int(%17)
+└──       goto #4 if not %18
+3 ─       goto #2
+4 ┄       return B
+)"""
+
+
+def test_a_linear_index_used_as_a_number_is_julias():
+    """The linear index as a number is i1 + (i2 - 1) * size(A, 1) + ...: stored in a local (argmax, with
+    `A[1]` the first element), multiplied (`X[k] * k / n`, `a * k` of enumerate) or used as a vector's index
+    (checked while running: BoundsError past its end)."""
+    A = np.asfortranarray(np.random.default_rng(5).random((4, 6)))
+    (got, _), (want, _) = _both_on(ARGMAX, {"A": "Matrix{Float64}"}, A)
+    assert got == want == np.argmax(A.ravel(order="F")) + 1
+    X = np.asfortranarray(np.random.default_rng(6).random((4, 3, 5)))
+    types = {"Y": "Array{Float64, 3}", "X": "Array{Float64, 3}"}
+    (_, ours), (_, ref) = _both_on(_corpus_text("ramp_lastindex_3d.v1_10.lowered.txt"), types,
+                                   np.zeros(X.shape, order="F"), X)
+    np.testing.assert_array_equal(ours[0], ref[0])
+    positions = np.arange(1, X.size + 1).reshape(X.shape, order="F")
+    np.testing.assert_allclose(ours[0], X * positions / X.size, rtol=1e-15)
+    for btype, b in (("Matrix{Float64}", np.zeros((4, 6), order="F")), ("Vector{Float64}", np.zeros(24))):
+        types = {"B": btype, "A": "Matrix{Float64}"}
+        (_, ours), (_, ref) = _both_on(ENUMERATE_COPY, types, b, A)
+        np.testing.assert_array_equal(ours[0], ref[0])
+        np.testing.assert_array_equal(ours[0].ravel(order="F"), A.ravel(order="F") * np.arange(1, 25))
+    kernel = from_julia(ENUMERATE_COPY, {"B": "Vector{Float64}", "A": "Matrix{Float64}"}).compile("cpu")
+    with pytest.raises(ms.ArgumentError, match=r"BoundsError: statement %15 .*writes B at an index outside it"):
+        kernel(np.zeros(23), A)
+
+
+# `@code_lowered` (1.10) of
+#     function triangle_sums(A)
+#         s = 0.0
+#         for i in eachindex(A)
+#             for j in 1:i
+#                 s += A[j]
+#             end
+#         end
+#         return s
+#     end
+TRIANGLE = """CodeInfo(
+1 ─       s = 0.0
+│   %2  = Main.eachindex(A)
+│         @_3 = Base.iterate(%2)
+│   %4  = @_3 === nothing
+│   %5  = Base.not_int(%4)
+└──       goto #7 if not %5
+2 ┄ %7  = @_3
+│         i = Core.getfield(%7, 1)
+│   %9  = Core.getfield(%7, 2)
+│   %10 = 1:i
+│         @_6 = Base.iterate(%10)
+│   %12 = @_6 === nothing
+│   %13 = Base.not_int(%12)
+└──       goto #5 if not %13
+3 ┄ %15 = @_6
+│         j = Core.getfield(%15, 1)
+│   %17 = Core.getfield(%15, 2)
+│   %18 = Base.getindex(A, j)
+│         s = s + %18
+│         @_6 = Base.iterate(%10, %17)
+│   %21 = @_6 === nothing
+│   %22 = Base.not_int(%21)
+└──       goto #5 if not %22
+4 ─       goto #3
+5 ┄       @_3 = Base.iterate(%2, %9)
+│   %26 = @_3 === nothing
+│   %27 = Base.not_int(%26)
+└──       goto #7 if not %27
+6 ─       goto #2
+7 ┄       return s
+)"""
+
+
+def test_a_linear_index_where_an_affine_one_is_needed_is_refused_by_name():
+    """Where the linear index (not affine) would be a loop bound, a matrix's index other than A[i] with i
+    itself, or the index of an array of another rank, the refusal names the statement and what to write."""
+    shifted = _corpus_text("mean_eachindex.v1_10.lowered.txt").replace(
+        "%10 = Base.getindex(A, i)", "%10 = i + 1").replace("s = s + %10", "Base.setindex!(A, 1.0, %10)")
+    with pytest.raises(JuliaNotSupportedError, match=r"statement %11 .*linear indexing A\[k\] of the 2-d array A "
+                                                     r"with a Int64 value: .*write A\[i, j\] with Cartesian indices"):
+        from_julia(shifted, {"A": "Matrix{Float64}"})
+    with pytest.raises(JuliaNotSupportedError, match=r"statement %15 .*B\[k\] with k a linear index of the 2-d "
+                                                     r"array A: B is 3-d"):
+        from_julia(ENUMERATE_COPY, {"B": "Array{Float64, 3}", "A": "Matrix{Float64}"})
+    text = _corpus_text("muladd_linear.v1_10.lowered.txt").replace("%2  = 1:%1", "%2  = 2:%1")
+    with pytest.raises(JuliaNotSupportedError, match=r"the bounds of loop i are not affine .* the length of the "
+                                                     r"array A \(the product of its sizes\) is not affine: loop over "
+                                                     r"`eachindex\(A\)` or `1:length\(A\)` itself"):
+        from_julia(text, MATRICES3)
+    with pytest.raises(JuliaNotSupportedError, match=r"statement %15 .*the bounds of loop j are not affine .*; a "
+                                                     r"linear index of the array A \(i1 \+ \(i2 - 1\) \* size\(A, 1\) "
+                                                     r"\+ \.\.\.\) is not affine: .*`for j in axes\(A, 2\), i in "
+                                                     r"axes\(A, 1\)`"):
+        from_julia(TRIANGLE, {"A": "Matrix{Float64}"})
+    (got, _), (want, _) = _both_on(TRIANGLE, {"A": "Vector{Float64}"}, np.arange(1.0, 6.0))   # a vector's: affine
+    assert got == want == 35.0

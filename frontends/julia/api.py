@@ -81,6 +81,7 @@ def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFuncti
     f.bounds_violations = _bounds_violations(f)
     f.julia_bounds_flags = [(comp.name, what) for comp, what in tr.bounds_flags]
     f.julia_broadcast_sizes = tr.broadcast_sizes
+    f.julia_linear_sizes = list(tr.linear_sizes.values())
     return f
 
 
@@ -138,6 +139,21 @@ def _julia_shape(f, target):
 
 
 _ARRAY, _INT, _NUMBER = "array", "int", "number"
+
+
+def _check_linear_sizes(name, sizes, of, of_sizes, what):
+    """ArgumentError unless the array `name`, indexed with linear indices of the array `of`, has its sizes:
+    the kernel reads it at their Cartesian indices in `of`, Julia's elements only then."""
+    if sizes == of_sizes:
+        return
+    n, m = int(np.prod(sizes)), int(np.prod(of_sizes))
+    if n < m:
+        raise ArgumentError(f"BoundsError: {what}, of sizes {sizes} and {of} {of_sizes}: Julia throws a "
+                            f"BoundsError when the loop reaches the linear index {n + 1} of {name}")
+    reshape = f" (reshape({name}, size({of})) in Julia)" if n == m else ""
+    raise ArgumentError(f"{what}: {name} has sizes {sizes} and {of} {of_sizes}; the kernel indexes {name} at the "
+                        f"Cartesian index each linear index has in {of}, which is Julia's element only when the sizes "
+                        f"are equal: pass arrays of equal sizes{reshape}")
 
 
 @dataclass(frozen=True)
@@ -213,6 +229,8 @@ class JuliaKernel:
             if n not in (m, 1):
                 raise ArgumentError(f"DimensionMismatch: {what}, of sizes {n} and {m} (Julia broadcasts an "
                                     "argument whose size is the destination's or 1)")
+        for name, sizes, of, of_sizes, what in self.function.julia_linear_sizes:
+            _check_linear_sizes(name, tuple(params[p] for p in sizes), of, tuple(params[p] for p in of_sizes), what)
         self._check_bounds(params)
         ret = None
         if self._return is not None:

@@ -9,8 +9,8 @@ from mascarpone.middleend.expr import BinOp, Const, Expr, call, cast, floordiv, 
 
 from .ir import JuliaNotSupportedError
 from .types import JULIA_NAME, TypeValue, isa, promote_dtype
-from .values import (ArrayRef, BroadcastValue, EnumerateValue, FunctionRef, ITERABLE, NothingValue, RangeValue,
-                     TupleValue, TypeRef, ZipValue)
+from .values import (ArrayLength, ArrayRef, BroadcastValue, EnumerateValue, FunctionRef, ITERABLE, LinearIndex,
+                     NothingValue, RangeValue, TupleValue, TypeRef, ZipValue, number)
 
 MATH = {"sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "trunc", "round"}
 _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne", "≤": "le", "≥": "ge",
@@ -27,13 +27,16 @@ ARITY = {
     **{n: (2,) for n in ("/", "÷", "div", "%", "rem", "^", "oftype", "convert", "typeassert", "isa", "getfield",
                          "===", "!==", *_COMPARE, *_BITWISE, *_SHIFTS)},
     **{n: (1,) for n in ("!", "not_int", "~", "abs", "√", "zero", "one", "float", "eltype", "length", "eachindex",
-                         "OneTo", "first", "last", "enumerate", "ndims", *MATH)},
+                         "OneTo", "LinearIndices", "first", "last", "enumerate", "ndims", *MATH)},
     **{n: (3,) for n in ("literal_pow", "muladd", "fma", "ifelse")},
     ":": (2, 3), "indexed_iterate": (2, 3), "apply_type": range(1, 4), "tuple": range(0, 16),
     "zip": range(1, 8), "getindex": range(1, 8), "setindex!": range(2, 9), "iterate": (1, 2), "Val": (0, 1),
     "identity": (1,), "broadcasted": range(1, 16), "materialize!": (2,),
 }
 KNOWN = set(ARITY)
+#: the calls that read a length(A) or a linear index of an N-d array as such (`1:length(A)`, `B[i]`); the
+#: others get the number they stand for
+_TAGGED_ARGUMENTS = {":", "OneTo", "getindex"}
 
 
 def apply_function(tr, name, args, s):
@@ -50,6 +53,8 @@ def apply_function(tr, name, args, s):
     handler = _HANDLERS.get(name)
     if handler is None:
         raise JuliaNotSupportedError(f"{name} outside the loop protocol the front-end recognises", s)
+    if name not in _TAGGED_ARGUMENTS:
+        args = [number(a) for a in args]
     return handler(tr, name, args, s)
 
 
@@ -72,7 +77,11 @@ def describe(v):
     if isinstance(v, ArrayRef):
         return f"the array {v.name}"
     if isinstance(v, RangeValue):
-        return "a range"
+        return f"the linear indices of the array {v.of}" if v.of else "a range"
+    if isinstance(v, LinearIndex):
+        return "a linear index"
+    if isinstance(v, ArrayLength):
+        return "the length"
     if isinstance(v, TupleValue):
         return f"a {len(v.items)}-tuple"
     if isinstance(v, (EnumerateValue, ZipValue)):
@@ -443,15 +452,29 @@ def range_count(r):
 
 
 def _length(tr, name, args, s):
-    return length_of(tr, args[0], s)
+    return linear_length(tr, args[0], s)
+
+
+def linear_length(tr, a, s):
+    """`length(a)`, or `lastindex(a)` of an array: for an N-d array (N >= 2) the number remembers a
+    (ArrayLength), so that `1:length(A)` is A's linear indices (`linear_indices`)."""
+    n = length_of(tr, a, s)
+    return ArrayLength(a.name, n) if isinstance(a, ArrayRef) and tr.argtypes[a.name].ndim >= 2 else n
+
+
+def linear_indices(tr, a, n):
+    """The range 1:n of the linear indices of the array named by `a` (None: a plain range), n its length."""
+    nd = tr.argtypes[a].ndim if a is not None else 1
+    return RangeValue(Const(1, T.int64), 1, cast(T.int64, n), a if nd >= 2 else None)
 
 
 def _ranges(tr, name, args, s):
     if name == "OneTo":
-        (n,) = _numbers(args, s, name)
+        of = args[0].array if isinstance(args[0], ArrayLength) else None
+        (n,) = _numbers([number(args[0])], s, name)
         if not n.dtype.is_int:
             raise JuliaNotSupportedError("Base.OneTo of a non-integer", s)
-        return RangeValue(Const(1, T.int64), 1, cast(T.int64, n))
+        return linear_indices(tr, of, n)
     a = args[0]
     if not isinstance(a, ArrayRef):
         raise JuliaNotSupportedError(f"{name} of {describe(a)}", s)
@@ -460,11 +483,13 @@ def _ranges(tr, name, args, s):
             return TupleValue(tuple(RangeValue(Const(1, T.int64), 1, tr.size(a.name, d))
                                     for d in range(1, tr.argtypes[a.name].ndim + 1)))
         return RangeValue(Const(1, T.int64), 1, tr.size(a.name, dimension(tr, a, args[1], s, "axes")))
-    return RangeValue(Const(1, T.int64), 1, length_of(tr, a, s))    # eachindex: linear indices
+    return linear_indices(tr, a.name, length_of(tr, a, s))     # eachindex, LinearIndices (IndexLinear arrays)
 
 
 def _colon(tr, name, args, s):
-    _numbers(args, s, name)
+    if len(args) == 2 and _const_int(args[0]) == 1 and isinstance(args[1], ArrayLength):
+        return linear_indices(tr, args[1].array, args[1].number)     # 1:length(A), 1:lastindex(A)
+    args = _numbers([number(a) for a in args], s, name)
     if len(args) == 2:
         lo, hi = args
         step = 1
@@ -488,7 +513,7 @@ def _first_last_index(tr, name, args, s):
             dimension(tr, a, args[1], s, name)
         return Const(1, T.int64)
     if len(args) == 1:
-        return length_of(tr, a, s)       # lastindex(A) is the last linear index
+        return linear_length(tr, a, s)       # lastindex(A) is the last linear index
     return tr.size(a.name, dimension(tr, a, args[1], s, name))
 
 
@@ -578,7 +603,7 @@ _HANDLERS = {
     "ifelse": _ifelse, "zero": _zero_one, "one": _zero_one, "oftype": _oftype, "float": _float,
     "convert": _convert, "typeassert": _typeassert, "isa": _isa, "eltype": _eltype, "ndims": _ndims,
     "getindex": _getindex, "setindex!": _setindex, "size": _size, "length": _length,
-    "eachindex": _ranges, "axes": _ranges, "OneTo": _ranges, ":": _colon,
+    "eachindex": _ranges, "axes": _ranges, "OneTo": _ranges, "LinearIndices": _ranges, ":": _colon,
     "firstindex": _first_last_index, "lastindex": _first_last_index, "first": _first_last, "last": _first_last,
     "tuple": _tuple, "indexed_iterate": _indexed_iterate, "getfield": _getfield,
     "enumerate": _enumerate_zip, "zip": _enumerate_zip, "iterate": _iterate, "Val": _val,

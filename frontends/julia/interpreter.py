@@ -448,6 +448,7 @@ def _functions():
     add("axes", (1, 2), lambda n, a: tuple(_Range(1, 1, m) for m in _array(n, a[0]).shape) if len(a) == 1
         else _Range(1, 1, _dim(n, _array(n, a[0]), a[1])))
     add("OneTo", (1,), lambda n, a: _Range(1, 1, _int_arg(n, a[0])))
+    add("LinearIndices", (1,), lambda n, a: _Range(1, 1, _array(n, a[0]).size))
     add(":", (2, 3), lambda n, a: _Range(*[_int_arg(":", x) for x in (a if len(a) == 3 else (a[0], 1, a[1]))]))
     add("firstindex", (1, 2), lambda n, a: 1)
     add("lastindex", (1, 2), lambda n, a: _length(a[0]) if len(a) == 1 else _dim(n, _array(n, a[0]), a[1]))

@@ -35,7 +35,7 @@ from mascarpone.middleend.affine import ISL_KEYWORDS, affine_text
 from mascarpone.middleend.algorithm import Computation, Input, Param, Var
 from mascarpone.middleend.buffer import as_index_expr
 from mascarpone.middleend.errors import MascarponeError
-from mascarpone.middleend.expr import Access, BinOp, Cast, Const, Expr, cast, min_, walk
+from mascarpone.middleend.expr import Access, BinOp, Cast, Const, Expr, cast, clamp, min_, walk
 
 from . import guards as G
 from . import widening
@@ -45,8 +45,8 @@ from .ir import (Call, CodeIR, Global, JuliaNotSupportedError, Lit, SSA, Slot, S
                  slot_names, ssa_refs)
 from .loops import callee, recover_loops
 from .types import JULIA_NAME, JuliaType, TypeValue, isa, parse_type, promote_dtype, type_from_text, type_value
-from .values import (ALIASES, ArrayRef, BroadcastValue, EnumerateValue, FunctionRef, NOTHING_VALUE, NothingValue,
-                     RangeValue, TupleValue, TypeRef, ZipValue)
+from .values import (ALIASES, ArrayLength, ArrayRef, BroadcastValue, EnumerateValue, FunctionRef, LinearIndex,
+                     NOTHING_VALUE, NothingValue, RangeValue, TAGGED_NUMBERS, TupleValue, TypeRef, ZipValue, number)
 
 
 #: the calls that write into an array argument
@@ -78,6 +78,7 @@ class LoopCtx:
     brk: Computation | None
     shape: object
     element: object = None
+    nest_of: str | None = None     # the N-d array of a loop per dimension (`_extents`) it is one of
 
 
 @dataclass(eq=False)
@@ -143,6 +144,8 @@ class Translator:
         self.slot_defs = {}               # slot -> [(statement, value)] as the translation met them
         self.widen_requests = {}          # slot -> joined type, from this translation
         self.broadcast_sizes = []         # (size, dest's size or 1, what): equal or 1 at the call (`_broadcast`)
+        self.linear_sizes = {}            # (B, A) -> (B, its sizes, A, its sizes, what): equal at the call
+        #                                   (B indexed with A's linear indices, `_cartesian`)
         self._scan()
         self.counters = self._find_counters()
         self.names = set()
@@ -343,7 +346,7 @@ class Translator:
                 if g != G.TRUE:
                     raise JuliaNotSupportedError("a `return` that only some paths reach (several returns)", last)
                 self._g = G.TRUE
-                self.returned = self._value(last.value)
+                self.returned = number(self._value(last.value))
             elif last.kind == "unreachable":
                 continue
             else:
@@ -441,8 +444,31 @@ class Translator:
         for bound in (lo, hi):
             if affine_text(bound) is None:
                 raise JuliaNotSupportedError(f"the bounds of loop {jname} are not affine in the sizes and outer "
-                                             f"loop variables ({bound})", self.stmt)
+                                             f"loop variables ({bound}){self._linear_hint(bound)}", self.stmt)
         return Var(name, lo, hi)
+
+    def _linear_hint(self, e):
+        """What to write instead of a linear index or length of an N-d array where an affine one is needed."""
+        names = {getattr(n, "name", None) for n in walk(e)}
+        nest = next((c.nest_of for c in self.loops if c.var.name in names and c.nest_of), None)
+        if nest is not None:
+            what, a = f"a linear index of the array {nest} (i1 + (i2 - 1) * size({nest}, 1) + ...)", nest
+        else:
+            # length(A) of an N-d array: a product of two of its sizes
+            products = [n for n in walk(e) if isinstance(n, BinOp) and n.op == "mul"]
+            a = next((a for a, jt in self.argtypes.items() if jt.ndim >= 2 and any(
+                all(self._mentions_size(x, a) for x in (p.a, p.b)) for p in products)), None)
+            if a is None:
+                return ""
+            what = f"the length of the array {a} (the product of its sizes)"
+        return (f"; {what} is not affine: loop over `eachindex({a})` or `1:length({a})` itself, which runs as "
+                f"a loop per dimension of {a}, or over Cartesian indices (`for j in axes({a}, 2), i in "
+                f"axes({a}, 1)`) and index {a}[i, j]")
+
+    def _mentions_size(self, e, a):
+        """Whether the expression `e` reads a size of the array `a`."""
+        sizes = {self.params[(a, d)].name for d in range(1, self.argtypes[a].ndim + 1)}
+        return any(getattr(n, "name", None) in sizes for n in walk(e))
 
     def _counted_var(self, jname, lo, step, hi):
         """The loop variable of `lo:step:hi`: itself for step 1, else an iteration counter from 0
@@ -459,7 +485,7 @@ class Translator:
         the loop's entry and its `break` flag, which stops the whole nest as Julia's single loop stops."""
         it = self._value(shape.range_expr)
         jname = shape.var_slot or self._destructured_name(shape) or "k"
-        if isinstance(it, RangeValue):
+        if isinstance(it, RangeValue) and it.of is None:
             var, value = self._counted_var(jname, it.lo, it.step, it.hi)
             ctx = LoopCtx(var, jname, value, None, entry_guard, brk, shape, element=value)
             ctx.iterated = it
@@ -471,7 +497,8 @@ class Translator:
             name = jname if len(extents) == 1 else f"{jname.split('@')[0]}_{len(extents) - k}"
             var = self._new_var(name, Const(1, T.int64), count + 1, ctxs)
             ctxs.append(LoopCtx(var, name, cast(T.int64, var), None, entry_guard if k == 0 else None,
-                                brk if k == 0 else None, shape))
+                                brk if k == 0 else None, shape,
+                                nest_of=self._iterated_array(it) if len(extents) > 1 else None))
             ctxs[-1].iterated = it
         return ctxs
 
@@ -508,13 +535,15 @@ class Translator:
         """The trip counts (affine) of the loops that visit the elements of `for ... in it` in Julia's
         order, outermost first. An array's elements come in column-major order (Julia's iterate of an
         Array), so an N-d array is N loops, its last dimension outermost and its first innermost (a
-        vector: one loop over its length); enumerate is the loops of what it enumerates; zip is one loop
-        as long as the shortest of its collections, each of one loop."""
+        vector: one loop over its length); its linear indices (eachindex, 1:length, LinearIndices) are
+        the same loops; enumerate is the loops of what it enumerates; zip is one loop as long as the
+        shortest of its collections, each of one loop."""
         s = self.stmt
-        if isinstance(it, RangeValue):
+        if isinstance(it, RangeValue) and it.of is None:
             return [range_count(it)]
-        if isinstance(it, ArrayRef):
-            return [self.size(it.name, d) for d in range(self.argtypes[it.name].ndim, 0, -1)]
+        array = self._iterated_array(it)
+        if array is not None:
+            return [self.size(array, d) for d in range(self.argtypes[array].ndim, 0, -1)]
         if isinstance(it, EnumerateValue):
             return self._extents(it.inner)
         if isinstance(it, ZipValue):
@@ -534,24 +563,40 @@ class Translator:
     def _element(self, it, idx):
         """The element of what `for` iterates at the loop indices `idx` (Julia's, from 1, one per loop of
         `_extents`, the innermost loop's first)."""
-        if isinstance(it, RangeValue):
+        if isinstance(it, RangeValue) and it.of is None:
             (k,) = idx
             return it.lo + (k - 1) * it.step if it.step != 1 else it.lo + (k - 1)
+        if isinstance(it, RangeValue):
+            return self._position(it, idx)      # a linear index is its own position
         if isinstance(it, ArrayRef):
             return self.read_array(it.name, idx, self.stmt)
         if isinstance(it, EnumerateValue):
-            return TupleValue((self._linear_index(it.inner, idx), self._element(it.inner, idx)))
+            return TupleValue((self._position(it.inner, idx), self._element(it.inner, idx)))
         return TupleValue(tuple(self._element(x, idx) for x in it.items))
+
+    def _iterated_array(self, it):
+        """The array whose elements or linear indices `for ... in it` visits (a loop per dimension), or None."""
+        if isinstance(it, ArrayRef):
+            return it.name
+        return it.of if isinstance(it, RangeValue) else None
+
+    def _position(self, it, idx):
+        """The position of the element at `idx` among those `for` visits (`_linear_index`): in a loop per
+        dimension of an N-d array, a LinearIndex that `B[i]` reads at the Cartesian index `idx`."""
+        k = self._linear_index(it, idx)
+        array = self._iterated_array(it)
+        return LinearIndex(array, tuple(idx), k) if array is not None and len(idx) > 1 else k
 
     def _linear_index(self, it, idx):
         """The position (from 1) of the element at `idx` among those `for` visits: Julia's linear index
         of an array's element, i1 + (i2 - 1) * size(A, 1) + ... (column-major)."""
         k = idx[0]
-        if isinstance(it, ArrayRef):
-            stride = self.size(it.name, 1)
+        array = self._iterated_array(it)
+        if array is not None:
+            stride = self.size(array, 1)
             for d, i in enumerate(idx[1:], start=2):
                 k = k + (i - 1) * stride
-                stride = stride * self.size(it.name, d)
+                stride = stride * self.size(array, d)
         return k
 
     def _keep(self, value, why):
@@ -732,6 +777,11 @@ class Translator:
         return None
 
     def _assign(self, s, name, value, g):
+        if isinstance(value, TAGGED_NUMBERS):
+            if self.assign_count.get(name, 0) == 1 and g == G.TRUE:
+                self.bindings[name] = value     # `n = length(A)`, `k = i`: A's length, a linear index still
+                return
+            value = number(value)           # a local assigned again holds the number
         if isinstance(value, ALIASES):
             self.bindings[name] = value     # an alias: `r = 1:n`, `B = A`, `t = (a, b)`
             return
@@ -806,6 +856,11 @@ class Translator:
         ok = self._runtime_bounds(target.name, at, s, "writes")
         if ok is not None:
             where = ok if where is None else where & ok
+            # where the store runs the index is inside (`ok`): clamped to the array, it is that index with a
+            # range the middle-end can bound (it has none for a product of a variable and a size, as in the
+            # linear index k1 + (k2 - 1) * size(A, 1) of a matrix used on a vector)
+            at = [i if affine_text(as_index_expr(i)) is not None else
+                  clamp(i, Const(0, T.int64), self.size(target.name, jt.ndim - k) - 1) for k, i in enumerate(at)]
         u = owner.update([c.var for c in self.loops], value, at=at, where=where,
                          name=self._name(f"s{s.number}"))
         self._register(u, f"{target.name}[...] = ... (line {s.line}: `{s.text}`)")
@@ -875,15 +930,52 @@ class Translator:
 
     def _indices(self, name, idx, s):
         jt = self.argtypes[name]
+        if len(idx) == 1 and jt.ndim >= 2:
+            idx = self._cartesian(name, idx[0], s)
         if len(idx) != jt.ndim:
             raise JuliaNotSupportedError(f"{name} has {jt.ndim} dimension(s) but is indexed with {len(idx)} "
-                                         "index(es) (linear indexing of arrays is not supported)", s)
+                                         "index(es) (the front-end indexes an array with one index per "
+                                         "dimension, or an N-d one with the linear index of a loop over it)", s)
+        idx = [number(i) for i in idx]
         out = []
         for i in reversed(idx):
             if not isinstance(i, Expr) or not i.dtype.is_int:
                 raise JuliaNotSupportedError(f"index {describe(i)} of {name} is not an integer", s)
             out.append(cast(T.int64, i) - 1)
         return out
+
+    def _cartesian(self, name, k, s):
+        """The Cartesian index of the linear index k of the N-d array `name` (`name[k]`), where it is
+        affine: 1 (the first element); a LinearIndex of a loop over an array A, or length(A) (the last
+        element), at its Cartesian index in A, which is Julia's element when `name` has A's sizes (assumed,
+        and checked at the call: `linear_sizes`)."""
+        jt = self.argtypes[name]
+        if isinstance(k, Const) and k.dtype.is_int and k.value == 1:
+            return [k] * jt.ndim
+        if not isinstance(k, (LinearIndex, ArrayLength)):
+            raise JuliaNotSupportedError(
+                f"linear indexing {name}[k] of the {jt.ndim}-d array {name} with {describe(k)}: the front-end "
+                f"reads it with k = 1, length({name}) or the variable of a loop over the linear indices of an "
+                f"array of {name}'s sizes itself (`for k in eachindex({name})`, `1:length({name})`, "
+                f"`LinearIndices({name})`, the counter of `enumerate({name})`); write {name}[i, j] with "
+                "Cartesian indices otherwise", s)
+        index = k.index if isinstance(k, LinearIndex) else \
+            [self.size(k.array, d) for d in range(1, self.argtypes[k.array].ndim + 1)]
+        if jt.ndim != len(index):
+            raise JuliaNotSupportedError(
+                f"{name}[k] with k {describe(k)} of the {len(index)}-d array {k.array}: {name} is {jt.ndim}-d (the "
+                f"front-end reads B[k] at k's Cartesian index in {k.array}, for a B of its sizes); index "
+                f"{name} with its own indices (`eachindex({name})`, or {name}[i, j] in loops over "
+                f"`axes({name}, d)`)", s)
+        if name != k.array and (name, k.array) not in self.linear_sizes:
+            sizes = tuple(self.params[(name, d)].name for d in range(1, jt.ndim + 1))
+            of = tuple(self.params[(k.array, d)].name for d in range(1, jt.ndim + 1))
+            for a, b in zip(sizes, of):
+                self.f.assume(f"{a} = {b}")
+            self.linear_sizes[(name, k.array)] = (
+                name, sizes, k.array, of, f"statement %{s.number} (line {s.line}: `{s.text}`) indexes {name} "
+                                          f"with a linear index of {k.array}")
+        return list(index)
 
     # values ----------------------------------------------------------------------------------------
     def _value(self, e):
@@ -975,6 +1067,7 @@ class Translator:
 
     def convert_to(self, t, v, s):
         """`T(v)` / `convert(T, v)`: a number conversion, or v itself when it already is a T."""
+        v = number(v)
         if isinstance(t, T.DType):
             return self.convert(v, t, s, explicit=True)
         if isinstance(t, TypeValue):
@@ -985,6 +1078,7 @@ class Translator:
 
     def convert(self, v, dtype, s, explicit=False):
         """v as a `dtype` number: stores into arrays convert implicitly, T(v) explicitly."""
+        v = number(v)
         if not isinstance(v, Expr):
             raise JuliaNotSupportedError(f"{describe(v)} where a {_jname(dtype)} number is needed", s)
         if v.dtype == dtype:

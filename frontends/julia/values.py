@@ -34,10 +34,31 @@ class ArrayRef:
 
 @dataclass(frozen=True)
 class RangeValue:
-    """`lo:step:hi` with an integer literal step (UnitRange, StepRange, Base.OneTo)."""
+    """`lo:step:hi` with an integer literal step (UnitRange, StepRange, Base.OneTo). `of` names the N-d
+    array (N >= 2) whose linear indices 1:length(A) it is (eachindex(A), 1:length(A), LinearIndices(A)):
+    `for` visits them in a loop per dimension of A, as it visits A's elements."""
     lo: Expr
     step: int
     hi: Expr
+    of: str | None = None
+
+
+@dataclass(frozen=True)
+class ArrayLength:
+    """`length(A)` (or `lastindex(A)`) of an N-d array A (N >= 2): the number size(A, 1) * ... * size(A, N),
+    which remembers A so that `1:length(A)` is A's linear indices."""
+    array: str
+    number: Expr
+
+
+@dataclass(frozen=True)
+class LinearIndex:
+    """A linear index of the N-d array `array` (N >= 2) that a loop nest over A's dimensions visits: the
+    number i1 + (i2 - 1) * size(A, 1) + ... (not affine), and its Cartesian index (i1, ..., iN), which
+    `B[i]` reads for an array B of A's sizes (an affine access)."""
+    array: str
+    index: tuple
+    number: Expr
 
 
 @dataclass(frozen=True)
@@ -61,6 +82,13 @@ class ZipValue:
 
 ITERABLE = (RangeValue, ArrayRef, EnumerateValue, ZipValue)
 ALIASES = (ArrayRef, RangeValue, TypeRef, FunctionRef, TupleValue, EnumerateValue, ZipValue, NothingValue)
+#: numbers that remember where they come from: an alias where assigned once, else their `number`
+TAGGED_NUMBERS = (ArrayLength, LinearIndex)
+
+
+def number(v):
+    """The number a value stands for where Julia uses it as a number (arithmetic, stores, calls)."""
+    return v.number if isinstance(v, TAGGED_NUMBERS) else v
 
 
 @dataclass(frozen=True)

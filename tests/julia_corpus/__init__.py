@@ -155,6 +155,21 @@ CASES = [
          "`for x in X` over a 3-d array's elements with an `if` in the body (`4 ┄` joins the skipped increment)",
          "function count_above(X, t)\n    n = 0\n    for x in X\n        if x > t\n            n += 1\n"
          "        end\n    end\n    return n\nend", shapes={"X": (4, 3, 5)}),
+    Case("mean_eachindex.v1_10.lowered.txt", {"A": M},
+         "`for i in eachindex(A)` over a matrix (IndexLinear: a loop per dimension, i read at its Cartesian index), "
+         "`s / length(A)` with the length as a number after the loop",
+         "function mean_all(A)\n    s = 0.0\n    for i in eachindex(A)\n        s += A[i]\n    end\n"
+         "    return s / length(A)\nend"),
+    Case("muladd_linear.v1_10.lowered.txt", {"C": M, "A": M, "B": M},
+         "`for i in 1:length(A)` over a matrix's linear indices writing `C[i]` and reading `B[i]` of two other "
+         "matrices (of A's sizes, checked at the call), `%13 = %12 + 1` of a Float64 and an Int64",
+         "function mul1!(C, A, B)\n    for i in 1:length(A)\n        C[i] = A[i] * B[i] + 1\n    end\n"
+         "    return C\nend"),
+    Case("ramp_lastindex_3d.v1_10.lowered.txt", {"Y": "Array{Float64, 3}", "X": "Array{Float64, 3}"},
+         "`n = lastindex(X)` then `for k in 1:n` over a 3-d array's linear indices, k and n used as numbers "
+         "(`X[k] * k / n`, column-major positions)",
+         "function ramp!(Y, X)\n    n = lastindex(X)\n    for k in 1:n\n        Y[k] = X[k] * k / n\n    end\n"
+         "    return Y\nend", shapes={"Y": (4, 3, 5), "X": (4, 3, 5)}),
     # refused, by name
     Case("refuse_broadcast_new.v1_10.lowered.txt", {"x": V, "y": V}, "`x .+ y` into a new array (`materialize`)",
          "add(x, y) = x .+ y", refused=("JuliaNotSupportedError", r"statement %2 .*broadcasting into a new array")),
