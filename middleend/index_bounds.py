@@ -10,6 +10,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .affine import IslAff, affine_text, const_value, constraint_text, pwaff_on, space_text
+from .buffer import as_index_expr
 from .expr import Access, BinOp, Call, Cast, Select
 
 
@@ -184,14 +185,17 @@ def guard_facts(stmt, predicate):
             if affine_text(e) is not None:
                 continue
             lo_o, hi_o = index_range(stmt, other)
-            lo, hi = facts.get(expr_key(e), (None, None))
+            # keyed as the indices it bounds are written (int64 symbols, see as_index_expr), not as the
+            # predicate writes it (a loop's Var, a size's Param)
+            key = expr_key(as_index_expr(e))
+            lo, hi = facts.get(key, (None, None))
             if op in ("ge", "gt") and lo_o is not None:
                 bound = lo_o if op == "ge" else lo_o.add(_const(stmt, 1))
                 lo = _either(lo, bound, "max")
             if op in ("le", "lt") and hi_o is not None:
                 bound = hi_o if op == "le" else hi_o.sub(_const(stmt, 1))
                 hi = _either(hi, bound, "min")
-            facts[expr_key(e)] = (lo, hi)
+            facts[key] = (lo, hi)
     return facts
 
 

@@ -35,7 +35,7 @@ from mascarpone.middleend.affine import ISL_KEYWORDS, affine_text
 from mascarpone.middleend.algorithm import Computation, Input, Param, Var
 from mascarpone.middleend.buffer import as_index_expr
 from mascarpone.middleend.errors import MascarponeError
-from mascarpone.middleend.expr import Access, BinOp, Cast, Const, Expr, cast, clamp, min_, walk
+from mascarpone.middleend.expr import Access, BinOp, Cast, Const, Expr, cast, min_, walk
 
 from . import guards as G
 from . import widening
@@ -856,11 +856,6 @@ class Translator:
         ok = self._runtime_bounds(target.name, at, s, "writes")
         if ok is not None:
             where = ok if where is None else where & ok
-            # where the store runs the index is inside (`ok`): clamped to the array, it is that index with a
-            # range the middle-end can bound (it has none for a product of a variable and a size, as in the
-            # linear index k1 + (k2 - 1) * size(A, 1) of a matrix used on a vector)
-            at = [i if affine_text(as_index_expr(i)) is not None else
-                  clamp(i, Const(0, T.int64), self.size(target.name, jt.ndim - k) - 1) for k, i in enumerate(at)]
         u = owner.update([c.var for c in self.loops], value, at=at, where=where,
                          name=self._name(f"s{s.number}"))
         self._register(u, f"{target.name}[...] = ... (line {s.line}: `{s.text}`)")
