@@ -572,7 +572,9 @@ MATRICES3 = {"C": "Matrix{Float64}", "A": "Matrix{Float64}", "B": "Matrix{Float6
     ("%2  = 1:%1", "%2  = Base.OneTo(%1)"),                              # Base.OneTo(length(A))
     ("%2  = 1:%1", "%2  = Main.eachindex(A)"),
     ("%2  = 1:%1", "%2  = Main.LinearIndices(A)"),
-], ids=["colon_length", "colon_lastindex", "oneto", "eachindex", "linearindices"])
+    ("%2  = 1:%1", "%2  = Main.eachindex(A, B)"),
+    ("%2  = 1:%1", "%2  = Main.eachindex(C, A, B)"),
+], ids=["colon_length", "colon_lastindex", "oneto", "eachindex", "linearindices", "eachindex_ab", "eachindex_cab"])
 def test_a_loop_over_a_matrixs_linear_indices_is_a_loop_per_dimension(old, new):
     """`C[i] = A[i] * B[i] + 1` for i in A's linear indices, however written: one loop per dimension of A
     (the first innermost, as Julia's column-major order visits them), each array read and written at
@@ -787,3 +789,82 @@ def test_a_linear_index_where_an_affine_one_is_needed_is_refused_by_name():
         from_julia(TRIANGLE, {"A": "Matrix{Float64}"})
     (got, _), (want, _) = _both_on(TRIANGLE, {"A": "Vector{Float64}"}, np.arange(1.0, 6.0))   # a vector's: affine
     assert got == want == 35.0
+
+
+# eachindex of several arrays ----------------------------------------------------------------------
+
+DOT_EACH = "dot_eachindex_xy.v1_10.lowered.txt"
+A3 = "Array{Float64, 3}"
+
+
+@pytest.mark.parametrize("xtype, xshape, ytype, yshape", [
+    ("Matrix{Float64}", (5, 7), "Matrix{Float64}", (5, 7)),
+    (A3, (3, 4, 2), A3, (3, 4, 2)),
+    ("Matrix{Float64}", (5, 7), "Vector{Float64}", (35,)),
+    ("Vector{Float64}", (35,), "Matrix{Float64}", (5, 7)),
+    ("Vector{Float64}", (0,), "Vector{Float64}", (0,)),
+], ids=["matrices", "3d", "matrix_vector", "vector_matrix", "empty"])
+def test_eachindex_of_several_arrays_is_the_linear_indices(xtype, xshape, ytype, yshape):
+    """`s += x[i] * y[i]` over eachindex(x, y): Julia's 1:length(x), a loop per dimension of the first array
+    of the highest rank (its elements read at their Cartesian index, a vector's at the linear index as a
+    number); the kernel (cpu), the interpreter and numpy agree."""
+    text = _corpus_text(DOT_EACH)
+    types = {"x": xtype, "y": ytype}
+    f = from_julia(text, types)
+    rank = max(len(xshape), len(yshape))
+    assert [c.loops for c in f.computations if c.name == "s13"] == [[f"i_{d}" for d in range(rank, 0, -1)]
+                                                                     if rank > 1 else ["i"]]
+    rng = np.random.default_rng(7)
+    x, y = (np.asfortranarray(rng.random(shape)) for shape in (xshape, yshape))
+    (got, _), (want, _) = _both_on(text, types, x, y)
+    assert got == want
+    np.testing.assert_allclose(got, x.ravel(order="F") @ y.ravel(order="F"), rtol=1e-12)
+
+
+def test_eachindex_of_arrays_of_other_lengths_is_a_dimension_mismatch():
+    """Julia's eachindex(A, B, ...) throws DimensionMismatch unless the arrays have A's length: the kernel
+    raises it at the call (ms.ArgumentError naming the statement, before any other check), the
+    interpreter when it runs the statement; arrays of A's length but other sizes are Julia's same indices
+    (the interpreter runs them), and only an array the kernel reads at A's Cartesian indices needs A's sizes."""
+    text = _corpus_text(DOT_EACH)
+    for xshape, yshape in [((5, 7), (5, 6)), ((7,), (6,))]:
+        types = {"x": "Matrix{Float64}" if len(xshape) == 2 else "Vector{Float64}",
+                 "y": "Matrix{Float64}" if len(yshape) == 2 else "Vector{Float64}"}
+        x, y = np.ones(xshape, order="F"), np.ones(yshape, order="F")
+        got = rf"got Base\.OneTo\({x.size}\) and Base\.OneTo\({y.size}\)"
+        with pytest.raises(ms.ArgumentError, match=r"^DimensionMismatch: statement %2 \(line 3: `Main\.eachindex\(x, "
+                                                   rf"y\)`\): all inputs to eachindex must have the same indices, "
+                                                   rf"{got} \(sizes x \(.*\), y \(.*\)\): pass arrays of x's length$"):
+            from_julia(text, types).compile("cpu")(x, y)
+        with pytest.raises(JuliaRuntimeError, match=r"^statement %2 .*: DimensionMismatch: all inputs to eachindex "
+                                                     rf"must have the same indices, {got}$") as err:
+            interpret(text, types, x, y)
+        assert err.value.kind == "DimensionMismatch"
+    # three arrays, as Julia joins them
+    muladd = _corpus_text("muladd_linear.v1_10.lowered.txt").replace("%2  = 1:%1", "%2  = Main.eachindex(C, A, B)")
+    A = np.ones((5, 7), order="F")
+    with pytest.raises(ms.ArgumentError, match=r"^DimensionMismatch: statement %2 .*got Base\.OneTo\(35\), "
+                                               r"Base\.OneTo\(35\) and Base\.OneTo\(28\) "):
+        from_julia(muladd, MATRICES3).compile("cpu")(np.zeros((5, 7), order="F"), A, np.ones((4, 7), order="F"))
+    with pytest.raises(JuliaRuntimeError, match=r"got Base\.OneTo\(35\), Base\.OneTo\(35\) and Base\.OneTo\(28\)$"):
+        interpret(muladd, MATRICES3, np.zeros((5, 7), order="F"), A, np.ones((4, 7), order="F"))
+    # a 5x7 and a 7x5 matrix: Julia's same indices 1:35, y read in its own column-major order
+    types = {"x": "Matrix{Float64}", "y": "Matrix{Float64}"}
+    x, y = (np.asfortranarray(np.arange(35.0).reshape(shape)) for shape in ((5, 7), (7, 5)))
+    assert interpret(text, types, x, y) == x.ravel(order="F") @ y.ravel(order="F")
+    with pytest.raises(ms.ArgumentError, match=r"^statement %11 .* indexes y with a linear index of x: y has sizes "
+                                               r"\(7, 5\) and x \(5, 7\); .*reshape\(y, size\(x\)\)"):
+        from_julia(text, types).compile("cpu")(x, y)
+
+
+def test_eachindex_of_several_arguments_refused_by_name():
+    """Arrays of two ranks above 1 (each read at the other's Cartesian index) and a non-array argument are
+    refused at translation, naming the statement and what to write."""
+    text = _corpus_text(DOT_EACH)
+    with pytest.raises(JuliaNotSupportedError, match=r"statement %10 .*x\[k\] with k a linear index of the 3-d "
+                                                     r"array y: x is 2-d"):
+        from_julia(text, {"x": "Matrix{Float64}", "y": A3})
+    with pytest.raises(JuliaNotSupportedError, match=r"statement %2 .*`eachindex` of several arguments, one of them "
+                                                     r"a Float64 value: the front-end takes arrays there"):
+        from_julia(text.replace("Main.eachindex(x, y)", "Main.eachindex(x, s)"), {"x": "Vector{Float64}",
+                                                                                   "y": "Vector{Float64}"})

@@ -82,6 +82,7 @@ def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFuncti
     f.julia_bounds_flags = [(comp.name, what) for comp, what in tr.bounds_flags]
     f.julia_broadcast_sizes = tr.broadcast_sizes
     f.julia_linear_sizes = list(tr.linear_sizes.values())
+    f.julia_eachindex_lengths = tr.eachindex_lengths
     return f
 
 
@@ -154,6 +155,19 @@ def _check_linear_sizes(name, sizes, of, of_sizes, what):
     raise ArgumentError(f"{what}: {name} has sizes {sizes} and {of} {of_sizes}; the kernel indexes {name} at the "
                         f"Cartesian index each linear index has in {of}, which is Julia's element only when the sizes "
                         f"are equal: pass arrays of equal sizes{reshape}")
+
+
+def _check_eachindex_lengths(names, sizes, what):
+    """ArgumentError (Julia's DimensionMismatch) unless the arrays of `eachindex(A, B, ...)` all have A's
+    length: Julia compares their linear indices Base.OneTo(length(X)), not their shapes."""
+    lengths = [int(np.prod(s)) for s in sizes]
+    if all(n == lengths[0] for n in lengths):
+        return
+    ranges = [f"Base.OneTo({n})" for n in lengths]
+    got = ", ".join(ranges[:-1]) + " and " + ranges[-1]      # (as Julia joins them)
+    shapes = ", ".join(f"{n} {s}" for n, s in zip(names, sizes))
+    raise ArgumentError(f"DimensionMismatch: {what}: all inputs to eachindex must have the same indices, got {got} "
+                        f"(sizes {shapes}): pass arrays of {names[0]}'s length")
 
 
 @dataclass(frozen=True)
@@ -229,6 +243,9 @@ class JuliaKernel:
             if n not in (m, 1):
                 raise ArgumentError(f"DimensionMismatch: {what}, of sizes {n} and {m} (Julia broadcasts an "
                                     "argument whose size is the destination's or 1)")
+        # before the sizes of linear indexing: Julia throws at `eachindex(A, B)`, before the loop reads B[i]
+        for names, sizes, what in self.function.julia_eachindex_lengths:
+            _check_eachindex_lengths(names, [tuple(params[p] for p in s) for s in sizes], what)
         for name, sizes, of, of_sizes, what in self.function.julia_linear_sizes:
             _check_linear_sizes(name, tuple(params[p] for p in sizes), of, tuple(params[p] for p in of_sizes), what)
         self._check_bounds(params)

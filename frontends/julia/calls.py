@@ -26,12 +26,12 @@ ARITY = {
     **{n: (1, 2) for n in ("-", "sub_int", "size", "axes", "firstindex", "lastindex")},
     **{n: (2,) for n in ("/", "÷", "div", "%", "rem", "^", "oftype", "convert", "typeassert", "isa", "getfield",
                          "===", "!==", *_COMPARE, *_BITWISE, *_SHIFTS)},
-    **{n: (1,) for n in ("!", "not_int", "~", "abs", "√", "zero", "one", "float", "eltype", "length", "eachindex",
-                         "OneTo", "LinearIndices", "first", "last", "enumerate", "ndims", *MATH)},
+    **{n: (1,) for n in ("!", "not_int", "~", "abs", "√", "zero", "one", "float", "eltype", "length", "OneTo",
+                         "LinearIndices", "first", "last", "enumerate", "ndims", *MATH)},
     **{n: (3,) for n in ("literal_pow", "muladd", "fma", "ifelse")},
     ":": (2, 3), "indexed_iterate": (2, 3), "apply_type": range(1, 4), "tuple": range(0, 16),
     "zip": range(1, 8), "getindex": range(1, 8), "setindex!": range(2, 9), "iterate": (1, 2), "Val": (0, 1),
-    "identity": (1,), "broadcasted": range(1, 16), "materialize!": (2,),
+    "identity": (1,), "broadcasted": range(1, 16), "materialize!": (2,), "eachindex": range(1, 64),
 }
 KNOWN = set(ARITY)
 #: the calls that read a length(A) or a linear index of an N-d array as such (`1:length(A)`, `B[i]`); the
@@ -475,6 +475,8 @@ def _ranges(tr, name, args, s):
         if not n.dtype.is_int:
             raise JuliaNotSupportedError("Base.OneTo of a non-integer", s)
         return linear_indices(tr, of, n)
+    if name == "eachindex" and len(args) > 1:
+        return _eachindex_of_several(tr, args, s)
     a = args[0]
     if not isinstance(a, ArrayRef):
         raise JuliaNotSupportedError(f"{name} of {describe(a)}", s)
@@ -484,6 +486,28 @@ def _ranges(tr, name, args, s):
                                     for d in range(1, tr.argtypes[a.name].ndim + 1)))
         return RangeValue(Const(1, T.int64), 1, tr.size(a.name, dimension(tr, a, args[1], s, "axes")))
     return linear_indices(tr, a.name, length_of(tr, a, s))     # eachindex, LinearIndices (IndexLinear arrays)
+
+
+def _eachindex_of_several(tr, args, s):
+    """`eachindex(A, B, ...)` of arrays: Julia's 1:length(A) (IndexLinear arrays), which throws a
+    DimensionMismatch unless every array has A's length (checked at the call: `eachindex_lengths`)."""
+    for a in args:
+        if not isinstance(a, ArrayRef):
+            raise JuliaNotSupportedError(
+                f"`eachindex` of several arguments, one of them {describe(a)}: the front-end takes arrays there "
+                "(Julia's method takes AbstractArrays); loop over `eachindex` of one array", s)
+    names = [a.name for a in args]
+    sizes = [tuple(tr.params[(n, d)].name for d in range(1, tr.argtypes[n].ndim + 1)) for n in names]
+    # Julia compares Base.OneTo(length(X)), not the shapes: a 2x3 and a 3x2 matrix, or a matrix and a vector
+    # of its length, pass. Two vectors' lengths are sizes, an equality the middle-end can use.
+    for n, size in zip(names[1:], sizes[1:]):
+        if len(size) == 1 and len(sizes[0]) == 1 and size != sizes[0]:
+            tr.f.assume(f"{size[0]} = {sizes[0][0]}")
+    tr.eachindex_lengths.append((tuple(names), tuple(sizes), f"statement %{s.number} (line {s.line}: `{s.text}`)"))
+    # The indices are 1:length(X) for every X: the loops follow the first array of the highest rank, so that
+    # its X[i] is affine (a loop per dimension) and a vector's v[i] is the linear index as a number.
+    of = max(args, key=lambda a: tr.argtypes[a.name].ndim)
+    return linear_indices(tr, of.name, length_of(tr, of, s))
 
 
 def _colon(tr, name, args, s):

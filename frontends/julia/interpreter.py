@@ -396,6 +396,20 @@ def _length(x):
     raise JuliaNotSupportedError(f"length of {_show(x)} in the interpreter")
 
 
+def _eachindex(args):
+    """Julia's eachindex of one collection, or of several arrays: 1:length(A) (IndexLinear), after a
+    DimensionMismatch unless each has A's length (Julia compares Base.OneTo(length(X)), not shapes)."""
+    if len(args) > 1 and not all(isinstance(x, (np.ndarray, _Range)) for x in args):
+        raise JuliaNotSupportedError(f"eachindex of several arguments other than arrays and ranges "
+                                     f"({', '.join(_show(x) for x in args)}) in the interpreter")
+    lengths = [_length(x) for x in args]
+    if any(n != lengths[0] for n in lengths):
+        ranges = [f"Base.OneTo({n})" for n in lengths]
+        raise JuliaRuntimeError("DimensionMismatch", "all inputs to eachindex must have the same indices, got "
+                                f"{', '.join(ranges[:-1])} and {ranges[-1]}")
+    return _Range(1, 1, lengths[0])
+
+
 def _isa(v, t):
     if not isinstance(t, _Type) or isinstance(t.t, tuple):
         raise JuliaRuntimeError("TypeError", f"isa: the second argument {_show(t)} is not a type")
@@ -444,7 +458,7 @@ def _functions():
     add("setindex!", range(2, 9), lambda n, a: _setindex(a[0], a[1], a[2:]))
     add("size", (1, 2), lambda n, a: tuple(_array(n, a[0]).shape) if len(a) == 1 else _dim(n, _array(n, a[0]), a[1]))
     add("length", (1,), lambda n, a: _length(a[0]))
-    add("eachindex", (1,), lambda n, a: _Range(1, 1, _length(a[0])))
+    add("eachindex", range(1, 64), lambda n, a: _eachindex(a))
     add("axes", (1, 2), lambda n, a: tuple(_Range(1, 1, m) for m in _array(n, a[0]).shape) if len(a) == 1
         else _Range(1, 1, _dim(n, _array(n, a[0]), a[1])))
     add("OneTo", (1,), lambda n, a: _Range(1, 1, _int_arg(n, a[0])))

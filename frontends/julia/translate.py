@@ -146,6 +146,8 @@ class Translator:
         self.broadcast_sizes = []         # (size, dest's size or 1, what): equal or 1 at the call (`_broadcast`)
         self.linear_sizes = {}            # (B, A) -> (B, its sizes, A, its sizes, what): equal at the call
         #                                   (B indexed with A's linear indices, `_cartesian`)
+        self.eachindex_lengths = []       # (arrays, their sizes, what): equal lengths at the call
+        #                                   (`eachindex(A, B, ...)`, calls._eachindex_of_several)
         self._scan()
         self.counters = self._find_counters()
         self.names = set()

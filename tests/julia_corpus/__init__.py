@@ -170,6 +170,11 @@ CASES = [
          "(`X[k] * k / n`, column-major positions)",
          "function ramp!(Y, X)\n    n = lastindex(X)\n    for k in 1:n\n        Y[k] = X[k] * k / n\n    end\n"
          "    return Y\nend", shapes={"Y": (4, 3, 5), "X": (4, 3, 5)}),
+    Case("dot_eachindex_xy.v1_10.lowered.txt", {"x": V, "y": V},
+         "`for i in eachindex(x, y)` of two arrays (`Main.eachindex(x, y)`: 1:length(x), a DimensionMismatch "
+         "unless y has x's length, checked at the call), `s += x[i] * y[i]`",
+         "function dot_each(x, y)\n    s = 0.0\n    for i in eachindex(x, y)\n        s += x[i] * y[i]\n"
+         "    end\n    return s\nend"),
     # refused, by name
     Case("refuse_broadcast_new.v1_10.lowered.txt", {"x": V, "y": V}, "`x .+ y` into a new array (`materialize`)",
          "add(x, y) = x .+ y", refused=("JuliaNotSupportedError", r"statement %2 .*broadcasting into a new array")),
