@@ -172,6 +172,44 @@ def test_vector_strided_loads_and_stores(target, stride, dt, width):
         np.testing.assert_array_equal(u[::stride], x[::stride])
 
 
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("dt,width", [(uint8, 16), (float32, 8)])
+def test_vector_upsampling_loads(target, k, dt, width):
+    """Up-sampling reads `src[(j + c) / k]` (each element read by k lanes in a row: one dense load and a
+    shuffle per remainder of the numerator), with floor division from starts of every remainder (negative
+    numerators included) and with C division whose numerator crosses zero inside a vector; the sources
+    end at the last element a lane reads."""
+    lo = Sym("lo")
+    floor_src = Buffer("floor_src", [floordiv(N - 1 + 3, c64(k)) - floordiv(lo + c64(-7) + 3, c64(k)) + 1], dt,
+                       "input")
+    trunc_src = Buffer("trunc_src", [(N - 1 + c64(-5)) / c64(k) + 10], dt, "input")
+    up_floor = Buffer("up_floor", [N - lo + c64(7)], dt, "output")
+    up_trunc = Buffer("up_trunc", [N], dt, "output")
+    first = floordiv(lo + c64(-7) + 3, c64(k))
+    body = Block([
+        loop("j", lo + c64(-7), N, Store(up_floor, (j - lo + 7,), floor_src[floordiv(j + 3, c64(k)) - first]),
+             "vector", width),
+        loop("j", 0, N, Store(up_trunc, (j,), trunc_src[(j + c64(-5)) / c64(k) + 9]), "vector", width),
+    ])
+    kern = build(target, LoweredFunction(f"upsampled{k}", ["N", "lo"], [floor_src, trunc_src],
+                                         [up_floor, up_trunc], body))
+    if target == "cpu":   # dense loads; a gather only where a C division's numerator is negative
+        code = kern.source("llvm-unoptimized")
+        calls = [line for line in code.splitlines() if " call " in line]
+        assert sum("llvm.masked.load" in line for line in calls) == 2
+        assert sum("llvm.masked.gather" in line for line in calls) == 1
+    for n, start in ((1, 1), (width - 1, 3), (width, 2), (3 * width + 5, 1), (2 * width + 1, 9)):
+        jf = np.arange(start - 7, n)
+        floor_index = (jf + 3) // k - (start - 7 + 3) // k
+        xf = (np.arange(floor_index.max() + 1) * 7 % 97).astype(dt.numpy)
+        jt = np.arange(n)
+        trunc_index = np.trunc((jt - 5) / k).astype(np.int64) + 9
+        xt = (np.arange((n - 1 - 5) // k + 10 if n - 1 - 5 >= 0 else -((5 - n + 1) // k) + 10) * 5 % 89).astype(dt.numpy)
+        o_floor, o_trunc = kern(floor_src=xf, trunc_src=xt, N=n, lo=start)
+        np.testing.assert_array_equal(o_floor, xf[floor_index])
+        np.testing.assert_array_equal(o_trunc, xt[trunc_index])
+
+
 def test_vector_uniform_store_keeps_last_lane(target):
     a = Buffer("a", [N], int64, "input")
     out = Buffer("out", [c64(1)], int64, "output")

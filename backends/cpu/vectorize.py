@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from mascarpone.middleend.expr import Sym
+from mascarpone.middleend.expr import BinOp, Const, Sym
 from mascarpone.middleend.loopir import Block, For, If, Store, walk_stmts
 from mascarpone.middleend.types import int64
 
 from . import memory
-from mascarpone.backends.common.affine import constant_difference, mentions, stride_along
+from mascarpone.backends.common.affine import constant_difference, linearize, mentions, stride_along
 from .exprgen import ExprEmitter
 from .llvm_types import I1, I32, I64, PTR, i64, is_vector, memory_type, type_suffix, value_type
 from .loops import counted_loop, if_then_else, loop_metadata
@@ -42,6 +42,21 @@ from .ops import declare
 
 #: strides up to this many elements are loaded as contiguous vectors and shuffled (a gather beyond)
 MAX_DENSE_STRIDE = 4
+
+
+def _quotient_of_lane(e, var):
+    """(quotient, numerator, k) when `e` is terms that do not move with `var` plus `numerator / k` (floor
+    division, or C division) with a constant 2 <= k <= MAX_DENSE_STRIDE and a numerator that grows by one
+    with `var`: an upsampling read (`coarse[x / 2]`), whose lanes read each element k times in a row."""
+    moving = [(term, c) for term, c in linearize(e).terms.items() if term[0] == "sym" and term[1] == var
+              or term[0] == "atom" and mentions(term[2], var)]
+    if len(moving) != 1 or moving[0][0][0] != "atom" or moving[0][1] != 1:
+        return None
+    q = moving[0][0][2]
+    if (isinstance(q, BinOp) and q.op in ("ediv", "div") and isinstance(q.b, Const) and q.dtype.is_int
+            and 2 <= q.b.value <= MAX_DENSE_STRIDE and stride_along(q.a, var) == 1):
+        return q, q.a, q.b.value
+    return None
 
 
 def vectorizable(s, var) -> bool:
@@ -120,8 +135,10 @@ class VectorEmitter(ExprEmitter):
         return v if e.dtype == int64 else self.ops.cast(int64, e.dtype, v)
 
     # addressing ---------------------------------------------------------------------
-    def lane_pointers(self, view, indices):
-        """Per-access addressing: ('uniform', ptr) / ('contiguous', ptr) / ('lanes', [ptr...])."""
+    def lane_pointers(self, view, indices, load=False):
+        """Per-access addressing: ('uniform', ptr) / ('contiguous', ptr) / ('strided', (ptr, stride)) /
+        ('lanes', [ptr...]) / ('gather', vector of ptrs); for a `load`, also ('quotient', (ptr, numerator,
+        k, division)) where only the last index moves, as the k-th of the lane (see `_quotient_load`)."""
         B = self.B
         inb = self.mask is None  # masked-off lanes may point outside the buffer
         strides = [stride_along(i, self.var) for i in indices]
@@ -146,6 +163,11 @@ class VectorEmitter(ExprEmitter):
             ptrs = [ptr0] + [B.gep(ptr0, [B.mul(step, i64(k), flags=("nsw",))], inbounds=inb, source_etype=mty)
                              for k in range(1, self.width)]
             return "lanes", ptrs
+        quotient = _quotient_of_lane(indices[-1], self.var) if indices else None
+        if load and self.mask is None and quotient is not None and all(st == 0 for st in strides[:-1]):
+            flat0 = memory.flat_index(B, view, [self.lane0.index(i) for i in indices])
+            q, numerator, k = quotient
+            return "quotient", (memory.element_ptr(B, view, flat0), self.lane0.index(numerator), k, q.op)
         idx = [self.index(i) for i in indices]
         flat = idx[0] if idx else i64(0)
         for ext, ix in zip(view.extents[1:], idx[1:]):
@@ -164,8 +186,10 @@ class VectorEmitter(ExprEmitter):
     # loads --------------------------------------------------------------------------
     def access(self, e):
         view = self.scope.buf(e.target.name)
-        how, ptr = self.lane_pointers(view, e.indices)
+        how, ptr = self.lane_pointers(view, e.indices, load=True)
         B = self.B
+        if how == "quotient":
+            return self._quotient_load(view, e, *ptr)
         if how == "uniform":
             if self.mask is None:
                 return memory.load(B, view, ptr)
@@ -205,6 +229,46 @@ class VectorEmitter(ExprEmitter):
                     for k in range(w)]
             out = B.shuffle_vector(out, loads[j], ir.Constant(ir.VectorType(I32, w), mask))
         return out
+
+    def _quotient_load(self, view, e, ptr0, numerator, k, division):
+        """Lanes reading `(n0 + lane) / k` (n0 the numerator at lane 0): the few elements they cover, loaded
+        as one vector (masked to those, so none is read that the scalar iterations would not read), and
+        spread by the shuffle of n0's remainder by k, as Halide reads an upsampled level. A C division of
+        a negative n0 (its lanes do not step alike) reads them with a gather instead."""
+        B, w = self.B, self.width
+        n = (k - 1 + w - 1) // k + 1   # elements the lanes cover, at most
+        remainder = B.srem(numerator, i64(k))
+        if division == "ediv":
+            remainder = B.select(B.icmp_signed("<", remainder, i64(0)), B.add(remainder, i64(k)), remainder)
+        # lane j of the loaded vector is needed when j <= (remainder + w - 1) / k
+        count = B.add(B.sdiv(B.add(remainder, i64(w - 1)), i64(k)), i64(1))
+        iota = ir.Constant(ir.VectorType(I64, n), list(range(n)))
+        mask = B.icmp_signed("<", iota, self.ops.broadcast(count, n))
+        mty = ir.VectorType(memory_type(view.dtype), n)
+        fn = declare(B.module, f"llvm.masked.load.{type_suffix(mty)}.p0",
+                     ir.FunctionType(mty, [ptr0.type, I32, mask.type, mty]))
+        dense = B.call(fn, [ptr0, ir.Constant(I32, view.dtype.bytes), mask, ir.Constant(mty, None)])
+        out = None
+        for r in reversed(range(k)):
+            spread = B.shuffle_vector(dense, ir.Constant(mty, None),
+                                      ir.Constant(ir.VectorType(I32, w), [(r + lane) // k for lane in range(w)]))
+            out = spread if out is None else B.select(B.icmp_signed("==", remainder, i64(r)), spread, out)
+        value = memory.to_register(B, view.dtype, out)
+        if division == "ediv":
+            return value
+        # C division: the pattern holds from a numerator of 0 up; below, a gather
+        result = []
+        pre = B.block
+
+        def gathered():
+            _, ptrs = self.lane_pointers(view, e.indices)
+            result.append((self._gather(view, ptrs), B.block))
+
+        if_then_else(self.fs, B.icmp_signed("<", numerator, i64(0)), gathered, name="negative")
+        phi = B.phi(value.type)
+        phi.add_incoming(result[0][0], result[0][1])
+        phi.add_incoming(value, pre)
+        return phi
 
     def _gather(self, view, ptrs):
         """The lanes at a vector of addresses (masked-off lanes are not read and give zero)."""
