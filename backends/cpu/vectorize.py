@@ -11,6 +11,9 @@ how its indices move with the loop variable:
   * a small constant stride in the last index (a down-sampling read) -> a few
                                 contiguous loads and a shuffle;
   * other affine strides     -> one scalar load/store per lane at a fixed step;
+  * a read at `(x + c) / k` in the last index, k up to 4 (an up-sampling read)
+                             -> one masked load of the elements the lanes cover
+                                and the shuffle of the numerator's remainder;
   * anything else            -> the index is computed as a vector; lanes are
                                 loaded with llvm.masked.gather and stored
                                 one by one, in lane order (scatter).
