@@ -497,7 +497,7 @@ def _eachindex_of_several(tr, args, s):
                 f"`eachindex` of several arguments, one of them {describe(a)}: the front-end takes arrays there "
                 "(Julia's method takes AbstractArrays); loop over `eachindex` of one array", s)
     names = [a.name for a in args]
-    sizes = [tuple(tr.params[(n, d)].name for d in range(1, tr.argtypes[n].ndim + 1)) for n in names]
+    sizes = [tr.size_names(n) for n in names]
     # Julia compares Base.OneTo(length(X)), not the shapes: a 2x3 and a 3x2 matrix, or a matrix and a vector
     # of its length, pass. Two vectors' lengths are sizes, an equality the middle-end can use.
     for n, size in zip(names[1:], sizes[1:]):

@@ -469,7 +469,7 @@ class Translator:
 
     def _mentions_size(self, e, a):
         """Whether the expression `e` reads a size of the array `a`."""
-        sizes = {self.params[(a, d)].name for d in range(1, self.argtypes[a].ndim + 1)}
+        sizes = set(self.size_names(a))
         return any(getattr(n, "name", None) in sizes for n in walk(e))
 
     def _counted_var(self, jname, lo, step, hi):
@@ -965,8 +965,7 @@ class Translator:
                 f"{name} with its own indices (`eachindex({name})`, or {name}[i, j] in loops over "
                 f"`axes({name}, d)`)", s)
         if name != k.array and (name, k.array) not in self.linear_sizes:
-            sizes = tuple(self.params[(name, d)].name for d in range(1, jt.ndim + 1))
-            of = tuple(self.params[(k.array, d)].name for d in range(1, jt.ndim + 1))
+            sizes, of = self.size_names(name), self.size_names(k.array)
             for a, b in zip(sizes, of):
                 self.f.assume(f"{a} = {b}")
             self.linear_sizes[(name, k.array)] = (
@@ -1121,6 +1120,10 @@ class Translator:
         self.bounds_flags.append((flag, f"statement %{s.number} (line {s.line}: `{s.text}`) {verb} {name} at an "
                                         "index outside it"))
         return ok
+
+    def size_names(self, name):
+        """The names of the size parameters of the array argument `name`, dimension 1 first."""
+        return tuple(self.params[(name, d)].name for d in range(1, self.argtypes[name].ndim + 1))
 
     def size(self, name, d):
         """size(A, d) for a dimension d from 1 (1 beyond the array's rank, as in Julia)."""
