@@ -260,17 +260,17 @@ class VectorEmitter(ExprEmitter):
         if division == "ediv":
             return value
         # C division: the pattern holds from a numerator of 0 up; below, a gather
-        result = []
-        pre = B.block
+        return self._value_if(B.icmp_signed("<", numerator, i64(0)),
+                              lambda: self._gather(view, self.lane_pointers(view, e.indices)[1]), value, "negative")
 
-        def gathered():
-            _, ptrs = self.lane_pointers(view, e.indices)
-            result.append((self._gather(view, ptrs), B.block))
-
-        if_then_else(self.fs, B.icmp_signed("<", numerator, i64(0)), gathered, name="negative")
-        phi = B.phi(value.type)
-        phi.add_incoming(result[0][0], result[0][1])
-        phi.add_incoming(value, pre)
+    def _value_if(self, cond, make, otherwise, name):
+        """`make()`, emitted in a branch run only where `cond` holds, else `otherwise` (a value at hand)."""
+        B = self.B
+        before, made = B.block, []
+        if_then_else(self.fs, cond, lambda: made.append((make(), B.block)), name=name)
+        phi = B.phi(otherwise.type)
+        phi.add_incoming(*made[0])
+        phi.add_incoming(otherwise, before)
         return phi
 
     def _gather(self, view, ptrs):
@@ -289,19 +289,8 @@ class VectorEmitter(ExprEmitter):
 
     def _guarded_load(self, view, ptr, cond):
         """A scalar load done only when `cond` holds (else a zero value)."""
-        result = []
-        B = self.B
-        pre_block = B.block
-
-        def then():
-            result.append((memory.load(B, view, ptr), B.block))
-
-        if_then_else(self.fs, cond, then, name="lane")
-        value, block = result[0]
-        phi = B.phi(value.type)
-        phi.add_incoming(value, block)
-        phi.add_incoming(ir.Constant(value.type, None), pre_block)
-        return phi
+        return self._value_if(cond, lambda: memory.load(self.B, view, ptr),
+                              ir.Constant(value_type(view.dtype), None), "lane")
 
     def _masked_load(self, view, ptr):
         mty = ir.VectorType(memory_type(view.dtype), self.width)
