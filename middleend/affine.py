@@ -196,6 +196,37 @@ def _from_ast(e, names):
     raise TypeError(f"unexpected isl AST operation in {e.to_C_str()}")
 
 
+def linear_expr(aff: isl.Aff, inputs) -> Expr | None:
+    """`aff` as an int64 expression when it has no division and integer coefficients, written as isl
+    writes it (sizes, then input dimensions, then the constant): `inputs[i]` is the expression of input
+    dimension i, parameters are sizes by name. None otherwise."""
+    if aff.dim(isl.dim_type.div):
+        return None
+    terms = []
+    for kind in (isl.dim_type.param, isl.dim_type.in_):
+        for d in range(aff.dim(kind)):
+            c = aff.get_coefficient_val(kind, d)
+            if c.is_zero():
+                continue
+            if not c.is_int():
+                return None
+            terms.append((c.to_python(), inputs[d] if kind == isl.dim_type.in_ else Sym(aff.get_dim_name(kind, d), int64)))
+    constant = aff.get_constant_val()
+    if not constant.is_int():
+        return None
+    if constant.to_python() or not terms:
+        terms.append((constant.to_python(), None))
+    def term_expr(c, term):
+        if term is None:
+            return Const(c, int64)
+        return term if c == 1 else UnOp("neg", term) if c == -1 else binop("mul", Const(c, int64), term)
+
+    out = term_expr(*terms[0])
+    for c, term in terms[1:]:
+        out = binop("add" if c > 0 else "sub", out, term_expr(abs(c), term))
+    return simplify(out)
+
+
 def _truth(e):
     if isinstance(e, Const) and e.dtype != bool_:
         return Const(bool(e.value), bool_)
@@ -254,3 +285,37 @@ def without_size_constraints(m: isl.Map) -> tuple[isl.Map, isl.Set]:
     many times slower (seconds per bound on the tiles of an autoscheduled pipeline with 30 sizes)."""
     sizes = m.params().coalesce()
     return m.gist_params(sizes).coalesce(), sizes
+
+
+#: contexts projected onto a set of sizes, by (the context, the sizes); the entry keeps its context alive,
+#: so an id is not reused while it is cached
+_context_cache: dict = {}
+
+
+def context_on(obj, context: isl.Set) -> isl.Set:
+    """`context` (constraints among the sizes) projected onto the sizes `obj` (an isl set, map or
+    piecewise function in the same sizes) involves: all an operation on `obj` can use of it.
+
+    A pipeline's context relates every derived size (the bounds of each Func, tens of them in a
+    pyramid) to the input's; intersected whole, it made each isl operation on an object of two or
+    three sizes carry all of them (Halide's interpolate app with 10 levels: 2 s per Func's bounds)."""
+    involved = frozenset(context.get_dim_name(isl.dim_type.param, k) for k in range(context.dim(isl.dim_type.param))
+                         if _involves_size(obj, context.get_dim_name(isl.dim_type.param, k)))
+    key = (id(context), involved)
+    hit = _context_cache.get(key)
+    if hit is not None and hit[0] is context:
+        return hit[1]
+    out = context
+    for k in reversed(range(out.dim(isl.dim_type.param))):
+        if out.get_dim_name(isl.dim_type.param, k) not in involved:
+            out = out.project_out(isl.dim_type.param, k, 1)
+    out = out.coalesce()
+    if len(_context_cache) > 256:
+        _context_cache.clear()
+    _context_cache[key] = (context, out)
+    return out
+
+
+def _involves_size(obj, name):
+    k = obj.find_dim_by_name(isl.dim_type.param, name)
+    return k >= 0 and obj.involves_dims(isl.dim_type.param, k, 1)

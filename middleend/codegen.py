@@ -13,7 +13,7 @@ import islpy as isl
 
 from . import loopir as L
 from .accesses import statement_body
-from .affine import IslAff, from_ast_expr, min_max_pieces
+from .affine import IslAff, context_on, from_ast_expr, linear_expr, min_max_pieces
 from .algorithm import Var
 from .errors import ScheduleError
 from .expr import Access, Cast, Sym, binop, simplify, transform, walk
@@ -25,6 +25,20 @@ from .types import int64
 
 
 # the AST ------------------------------------------------------------------------
+
+class _LoopVars:
+    """The loop IR of each time dimension at a leaf (its loop's iterator, or the value isl fixed it
+    to), made on first use."""
+
+    def __init__(self, build, space):
+        self.build, self.space, self.made = build, space, {}
+
+    def __getitem__(self, i):
+        if i not in self.made:
+            var = isl.Aff.var_on_domain(isl.LocalSpace.from_space(self.space), isl.dim_type.set, i)
+            self.made[i] = from_ast_expr(self.build.expr_from_pw_aff(isl.PwAff.from_aff(var)))
+        return self.made[i]
+
 
 class _Leaves:
     """Loop IR statements built at each AST leaf, found again by the leaf's annotation."""
@@ -62,6 +76,10 @@ class _Leaves:
                 args[i] = arg if better is None else better
                 shifted = shifted or better is not None
         coords = dict(zip(dims, args))
+        # pulled back through the iterators' formulas, a function no longer carries the leaf's domain (every
+        # constraint of the sizes): the leaf's ranges are brought in only where they can simplify it
+        free_iterators = iterators.gist(leaf_range)
+        loop_vars = _LoopVars(build, leaf_range.get_space())
 
         done = {}   # id(IslAff) -> its loop IR at this leaf
 
@@ -70,8 +88,12 @@ class _Leaves:
                 if isinstance(n, IslAff):
                     if id(n) not in done:
                         # (the leaf runs only instances of the statement: the unrestricted function will do)
-                        pa = n.unrestricted.pullback_pw_multi_aff(iterators).gist(leaf_range)
-                        e = _min_max_expr(pa, build)
+                        pa = n.unrestricted.pullback_pw_multi_aff(free_iterators)
+                        plain = pa.n_piece() == 1 and not pa.get_pieces()[0][1].dim(isl.dim_type.div)
+                        e = linear_expr(pa.get_pieces()[0][1], loop_vars) if plain else None
+                        if e is None:
+                            pa = pa.gist(context_on(pa, leaf_range))
+                            e = _min_max_expr(pa, build)
                         if e is None and shifted and pa.n_piece() > 1 and n.source is not None:
                             # an index of a shifted tile's point that isl can only write as a select
                             # (a division of the min): the index itself, at the point's coordinates

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from .affine import affine_text, pwaff_to_expr
+from .affine import affine_text, context_on, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
 from .errors import DomainError, ScheduleError
 from .expr import Access, Const, Sym, floormod, max_, simplify, substitute, transform, walk
@@ -32,7 +32,7 @@ def write_box(comp, context):
         m = isl.Map(f"[{', '.join(params)}] -> {{ {u.name}[{', '.join(v.name for v in u.vars)}] -> "
                     f"{comp.name}[{', '.join(texts)}] }}")
         written = written.union(m.intersect_domain(u.domain).range())
-    written = written.intersect_params(context).coalesce()
+    written = written.intersect_params(context_on(written, context)).coalesce()
     if written.is_empty():
         raise DomainError(f"computation {comp.name} has an empty domain")
     return written, [(written.dim_min(d), written.dim_max(d)) for d in range(len(space_dims))]
@@ -47,7 +47,7 @@ def covers_box(written, bounds, context, comp):
         if lo_t is None or hi_t is None:
             return False
         texts.append(f"{lo_t} <= {v.name} <= {hi_t}")
-    params = _params(written)
+    params = _params(context)
     box = isl.Set(f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(v.name for v in comp.vars)}] : "
                   f"{' and '.join(texts)} }}").intersect_params(context)
     return box.is_subset(written)
