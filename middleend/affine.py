@@ -279,6 +279,16 @@ def min_max_pieces(pa: isl.PwAff, context: isl.Set | None = None, ops=("min", "m
     return None
 
 
+def coalesced(obj):
+    """`obj.coalesce()`, or `obj` itself where isl's coalescing fails: it only simplifies, and one of its
+    internal checks trips on some unions of hundreds of pieces ("original tableau does not correspond to
+    original basic map")."""
+    try:
+        return obj.coalesce()
+    except isl.Error:
+        return obj
+
+
 def without_size_constraints(m: isl.Map) -> tuple[isl.Map, isl.Set]:
     """`m` with the constraints among its parameters alone set aside, and those constraints: `m` is the
     first intersected with the second. Kept in every piece of a map, they make each isl operation

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from .affine import without_size_constraints
+from .affine import coalesced, without_size_constraints
 from .dependences import source_nests
 from .errors import ScheduleError
 from .expr import Access, walk
@@ -756,8 +756,11 @@ def bind_to_tiles(comp, tiles):
                 relative = relative.project_out(isl.dim_type.param, k, 1)
             elif not any(aff.involves_dims(isl.dim_type.in_, 0, aff.dim(isl.dim_type.in_))
                          for _, aff in pa.get_pieces()):
-                # the same for every tile (a tile spans the whole domain along this variable)
-                relative = _bind_at_root(relative, {var: (p,)}, {var: (pa.project_domain_on_params(),)})
+                # the same for every tile (a tile spans the whole domain along this variable); its cases
+                # simplified under the sizes set aside above, which projecting the tiles out leaves tangled
+                # (Halide's interpolate under Adams2019: one bound of a Func became 16 cases, then 984 pieces)
+                value = pa.project_domain_on_params().gist_params(sizes).coalesce()
+                relative = _bind_at_root(relative, {var: (p,)}, {var: (value,)})
             else:
                 per_tile.append((p, pa))
     # the loops of a pair [prefix -> point] are the relative schedule at (point, the prefix's box):
@@ -774,5 +777,5 @@ def bind_to_tiles(comp, tiles):
     if per_tile:
         # the bounds are defined on the prefixes only: intersecting with them again splits pieces
         pairs = isl.Map.from_domain_and_range(isl.Set.universe(prefixes.get_space()), pairs.range())
-    loops = loops.intersect_domain(pairs.wrap()).coalesce().intersect_params(sizes).coalesce()
+    loops = coalesced(coalesced(loops.intersect_domain(pairs.wrap())).intersect_params(sizes))
     return loops.domain().unwrap().coalesce(), loops

@@ -428,8 +428,12 @@ def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
     folded by `storage_fold` becomes a ring of that depth, unless no tile is longer than the depth."""
     lower, shape, folds, spans = [], [], {}, {}
     plain, sizes = without_size_constraints(need)
+    prefixes = plain.domain().coalesce()
     for d, (v, (lo, hi)) in enumerate(zip(comp.vars, _tile_box(plain, comp.domain))):
-        span = isl.Map.from_pw_aff(hi.sub(lo)).range().intersect_params(sizes).intersect_params(context)
+        # (over the prefixes that have a tile: a hull's box may be defined beyond them, where the span grows
+        # without bound)
+        span = (isl.Map.from_pw_aff(hi.sub(lo).intersect_domain(prefixes)).range()
+                .intersect_params(sizes).intersect_params(context))
         lower.append(lo.intersect_params(sizes).coalesce())
         ring = comp.folds.get(v.name)
         if ring is not None and span.dim_max_val(0).gt(isl.Val(ring - 1)):

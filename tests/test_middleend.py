@@ -291,3 +291,51 @@ def test_fixed_sizes_do_not_outlive_the_lowering():
     assert not raw.intersect_params(isl.Set("[H, W] -> { : H = 9 }")).is_empty()
     assert isl.Map.from_union_map(f.dependences(fixed={"H": 7}).raw).params().is_subset(
         isl.Set("[H, W] -> { : H = 7 }"))
+
+
+def test_affine_function_at_a_leaf_is_written_from_its_formula():
+    from mascarpone.middleend.affine import linear_expr
+    from mascarpone.middleend.expr import Const, Sym, substitute
+    from mascarpone.middleend.types import int64
+    aff = isl.Aff("[N, M] -> { [a, b, c] -> [(2N - 3b + a - 7)] }")
+    loops = [Sym(n, int64) for n in ("a", "b", "c")]
+    e = linear_expr(aff, loops)
+    assert str(e) == "((((2 * N) + a) - (3 * b)) - 7)"   # sizes, then loops, then the constant, as isl prints
+    for a, b, c, N, M in [(0, 0, 0, 1, 1), (5, -2, 9, 4, 3), (-3, 7, 1, 10, 0)]:
+        value = simplify(substitute(e, {"a": Const(a, int64), "b": Const(b, int64), "c": Const(c, int64),
+                                        "N": Const(N, int64), "M": Const(M, int64)}))
+        assert value.value == 2 * N - 3 * b + a - 7
+    # a division or a rational coefficient is left to isl's printer
+    assert linear_expr(isl.Aff("{ [a] -> [(floor(a/2))] }"), loops) is None
+
+
+def test_context_on_an_object_keeps_what_its_own_sizes_imply():
+    from mascarpone.middleend.affine import context_on
+    context = isl.Set("[N, M, K] -> { : N >= 8 and M = 2N and K >= M }")
+    tile = isl.Set("[N, M, K] -> { A[i] : 0 <= i < M }")
+    assert context_on(tile, context).is_equal(isl.Set("[M] -> { : M >= 16 and M mod 2 = 0 }"))
+    assert context_on(tile, context) is context_on(tile, context)   # projected once
+
+
+def test_root_loop_nests_are_generated_apart_each_with_its_own_sizes(monkeypatch):
+    from mascarpone.middleend import codegen
+    seen = []
+    generate = codegen._node_from_schedule
+
+    def record(build, schedule, stmts):
+        seen.append([schedule.get_space().get_dim_name(isl.dim_type.param, i)
+                     for i in range(schedule.dim(isl.dim_type.param))])
+        return generate(build, schedule, stmts)
+    monkeypatch.setattr(codegen, "_node_from_schedule", record)
+    N, M = ms.Param("N"), ms.Param("M")
+    i, j = ms.Var("i", 0, N), ms.Var("j", 0, M)
+    with ms.Function("two_nests") as f:
+        A = ms.Input("A", [N], ms.float32)
+        B = ms.Input("B", [M], ms.float32)
+        ms.Computation("a", [i], A[i] * 2)
+        ms.Computation("b", [j], B[j] + 1)
+    a, b = f.compile("cpu")(A=np.arange(5, dtype=np.float32), B=np.arange(3, dtype=np.float32))
+    # (each compilation, and the C one that the suite compares it with, generates both nests)
+    assert seen[:2] == [["N"], ["M"]] and all(s in (["N"], ["M"]) for s in seen)
+    np.testing.assert_array_equal(a, np.arange(5) * 2)
+    np.testing.assert_array_equal(b, np.arange(3) + 1)

@@ -267,7 +267,10 @@ class VectorEmitter(ExprEmitter):
         """`make()`, emitted in a branch run only where `cond` holds, else `otherwise` (a value at hand)."""
         B = self.B
         before, made = B.block, []
+        cached = dict(self._cache)
         if_then_else(self.fs, cond, lambda: made.append((make(), B.block)), name=name)
+        # what the branch emitted does not dominate the code after it: emitted again where needed there
+        self._cache = cached
         phi = B.phi(otherwise.type)
         phi.add_incoming(*made[0])
         phi.add_incoming(otherwise, before)
