@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from .affine import IslAff, affine_text, free_pwaff, pwaff_on
+from .affine import IslAff, affine_text, free_pwaff
 from .buffer import as_index_expr
 from .expr import Access, BinOp, Sym, binop, floormod, transform, walk
 from .layout import inline_reads, read_index, write_index
@@ -100,7 +100,9 @@ def _local_index(stmt, local, d, index):
     index = as_index_expr(index)
     text = affine_text(index)
     if text is not None:
-        offset = pwaff_on(stmt.domain, text, stmt.params).sub(corner)
+        # (the corner is already restricted to the instances: a second restriction of the index only
+        # makes the difference intersect two copies of the domain)
+        offset = free_pwaff(stmt.domain, text, stmt.params).sub(corner)
         return IslAff(offset if depth is None else offset.mod_val(depth))
     offset = binop("sub", index, IslAff(corner))
     return offset if depth is None else floormod(offset, depth)
