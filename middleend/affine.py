@@ -210,21 +210,24 @@ def linear_expr(aff: isl.Aff, inputs) -> Expr | None:
                 continue
             if not c.is_int():
                 return None
-            terms.append((c.to_python(), inputs[d] if kind == isl.dim_type.in_ else Sym(aff.get_dim_name(kind, d), int64)))
+            size = None if kind == isl.dim_type.in_ else Sym(aff.get_dim_name(kind, d), int64)
+            terms.append((c.to_python(), inputs[d] if size is None else size))
     constant = aff.get_constant_val()
     if not constant.is_int():
         return None
     if constant.to_python() or not terms:
         terms.append((constant.to_python(), None))
-    def term_expr(c, term):
-        if term is None:
-            return Const(c, int64)
-        return term if c == 1 else UnOp("neg", term) if c == -1 else binop("mul", Const(c, int64), term)
-
-    out = term_expr(*terms[0])
+    out = _term(*terms[0])
     for c, term in terms[1:]:
-        out = binop("add" if c > 0 else "sub", out, term_expr(abs(c), term))
+        out = binop("add" if c > 0 else "sub", out, _term(abs(c), term))
     return simplify(out)
+
+
+def _term(c, term):
+    """`c * term` as isl prints it (`term`, `-term`, `c * term`; the constant `c` where term is None)."""
+    if term is None:
+        return Const(c, int64)
+    return term if c == 1 else UnOp("neg", term) if c == -1 else binop("mul", Const(c, int64), term)
 
 
 def _truth(e):
@@ -297,6 +300,15 @@ def without_size_constraints(m: isl.Map) -> tuple[isl.Map, isl.Set]:
     return m.gist_params(sizes).coalesce(), sizes
 
 
+def on_sizes(s, names):
+    """`s` (an isl set or map) with every parameter not in `names` projected out: what it says of those
+    sizes alone."""
+    for k in reversed(range(s.dim(isl.dim_type.param))):
+        if s.get_dim_name(isl.dim_type.param, k) not in names:
+            s = s.project_out(isl.dim_type.param, k, 1)
+    return s
+
+
 #: contexts projected onto a set of sizes, by (the context, the sizes); the entry keeps its context alive,
 #: so an id is not reused while it is cached
 _context_cache: dict = {}
@@ -315,11 +327,7 @@ def context_on(obj, context: isl.Set) -> isl.Set:
     hit = _context_cache.get(key)
     if hit is not None and hit[0] is context:
         return hit[1]
-    out = context
-    for k in reversed(range(out.dim(isl.dim_type.param))):
-        if out.get_dim_name(isl.dim_type.param, k) not in involved:
-            out = out.project_out(isl.dim_type.param, k, 1)
-    out = out.coalesce()
+    out = on_sizes(context, involved).coalesce()
     if len(_context_cache) > 256:
         _context_cache.clear()
     _context_cache[key] = (context, out)

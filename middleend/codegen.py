@@ -13,7 +13,7 @@ import islpy as isl
 
 from . import loopir as L
 from .accesses import statement_body
-from .affine import IslAff, context_on, from_ast_expr, linear_expr, min_max_pieces
+from .affine import IslAff, context_on, from_ast_expr, linear_expr, min_max_pieces, on_sizes
 from .algorithm import Var
 from .errors import ScheduleError
 from .expr import Access, Cast, Sym, binop, simplify, transform, walk
@@ -89,8 +89,7 @@ class _Leaves:
                     if id(n) not in done:
                         # (the leaf runs only instances of the statement: the unrestricted function will do)
                         pa = n.unrestricted.pullback_pw_multi_aff(free_iterators)
-                        plain = pa.n_piece() == 1 and not pa.get_pieces()[0][1].dim(isl.dim_type.div)
-                        e = linear_expr(pa.get_pieces()[0][1], loop_vars) if plain else None
+                        e = linear_expr(pa.get_pieces()[0][1], loop_vars) if pa.n_piece() == 1 else None
                         if e is None:
                             pa = pa.gist(context_on(pa, leaf_range))
                             e = _min_max_expr(pa, build)
@@ -319,10 +318,7 @@ def _loop_bounds_problem(schedule, context):
     schedule = schedule.intersect_params(context).gist_params(context).drop_unused_params()
     used = {schedule.get_space().get_dim_name(isl.dim_type.param, i)
             for i in range(schedule.dim(isl.dim_type.param))}
-    for i in reversed(range(context.dim(isl.dim_type.param))):
-        if context.get_dim_name(isl.dim_type.param, i) not in used:
-            context = context.project_out(isl.dim_type.param, i, 1)
-    return schedule, context
+    return schedule, on_sizes(context, used)
 
 
 #: isl operations one code generation may take (several minutes here; Halide's local Laplacian app with

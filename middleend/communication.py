@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from . import loopir as L
-from .affine import from_ast_expr
+from .affine import context_on, from_ast_expr
 from .dependences import union_maps
 from .distribution import group_of, on_role, outer_param, owned
 from .errors import IllegalScheduleError, NotSupportedError
@@ -442,7 +442,7 @@ def scanner(buffer, elements: isl.Set, before: isl.Set, after: isl.Set) -> L.Stm
             scans.append(None)
             continue
         e = e.gist_params(context).coalesce()
-        scans.append(_scan_set(buffer, e, _on_params_of(context, e)))
+        scans.append(_scan_set(buffer, e, context_on(e, context)))
     if scans[0] is None and scans[1] is None:
         return L.Block([])
     lower = binop("lt", Sym(SRC_RANK, int64), Sym(DST_RANK, int64))
@@ -451,16 +451,6 @@ def scanner(buffer, elements: isl.Set, before: isl.Set, after: isl.Set) -> L.Stm
     if scans[0] is None:
         return L.If(UnOp("not", lower), scans[1])
     return L.If(lower, scans[0], scans[1])
-
-
-def _on_params_of(context, s):
-    """`context` on the parameters `s` involves only (a smaller context makes a faster scan)."""
-    for k in reversed(range(context.dim(isl.dim_type.param))):
-        name = context.get_dim_name(isl.dim_type.param, k)
-        j = s.find_dim_by_name(isl.dim_type.param, name)
-        if j < 0 or not s.involves_dims(isl.dim_type.param, j, 1):
-            context = context.project_out(isl.dim_type.param, k, 1)
-    return context.coalesce()
 
 
 def _scan_set(buffer, elements, context):

@@ -9,7 +9,7 @@ from . import algorithm, codegen, dataflow, layout_check, legality, pipelining, 
 from . import loopir as L
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
-from .affine import pwaff_to_expr
+from .affine import on_sizes, pwaff_to_expr
 from .expr import Access, walk
 from .copy_in import copied_inputs
 from .layout import assign_storage
@@ -119,7 +119,7 @@ class Function:
         guards, for instance); the compiled kernel refuses a call that breaks it."""
         params = sorted(self.param_names)
         if isinstance(constraint, isl.Set):
-            cons, text = _on_params(constraint, self.param_names), str(constraint)
+            cons, text = on_sizes(constraint, self.param_names), str(constraint)
         else:
             text = constraint
             try:
@@ -244,7 +244,7 @@ class Function:
         cons = " and ".join(cons) or "true"
         context = isl.Set(f"[{', '.join(params)}] -> {{ : {cons} }}")
         for _, a in self._assumptions:
-            context = context.intersect(_on_params(a, self.param_names))
+            context = context.intersect(on_sizes(a, self.param_names))
         for name, value in self._derived.items():
             context = context.intersect(_relation(name, value, context))
         return context
@@ -326,8 +326,8 @@ class Function:
         for b in reversed(temps):
             body = L.Allocate(b, body)
         sizes = self.sizes()
-        on_sizes = _on_params(context, sizes)
-        derived = [(name, pwaff_to_expr(value.gist(on_sizes).coalesce(), on_sizes))
+        sizes_context = on_sizes(context, sizes)
+        derived = [(name, pwaff_to_expr(value.gist(sizes_context).coalesce(), sizes_context))
                    for name, value in self._derived.items()]
         ranges = {p: self._ranges[p] for p in sizes if p in self._ranges}
         lowered = L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
@@ -414,15 +414,6 @@ class Function:
         t = get_target(target)
         t.check_options(options, for_write=True)
         return t.write(self.lower(check=check, fixed=fixed), path, **options)
-
-
-def _on_params(constraint, names):
-    """An isl set of sizes restricted to the parameters `names` (a constraint on a size the function
-    does not use says nothing about the others)."""
-    for k in reversed(range(constraint.dim(isl.dim_type.param))):
-        if constraint.get_dim_name(isl.dim_type.param, k) not in names:
-            constraint = constraint.project_out(isl.dim_type.param, k, 1)
-    return constraint
 
 
 def _relation(name, value, context):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .accesses import IslAff, lower_reads, statement_accesses, tile_instance
-from .affine import affine_text, free_pwaff
+from .affine import affine_text, free_pwaff, on_sizes
 from .buffer import as_index_expr
 from .errors import LayoutError, OutOfBoundsError, OverwriteError
 from .expr import Access, walk
@@ -223,10 +223,10 @@ def _requirements(unsafe, function, context):
     if not unsafe:
         return []
     sizes = function.sizes()
-    allowed = _on_sizes(context, sizes)
+    allowed = on_sizes(context, sizes)
     bad = None
     for where, _ in unsafe:
-        part = _on_sizes(where.intersect(context), sizes)
+        part = on_sizes(where.intersect(context), sizes)
         bad = part if bad is None else bad.union(part)
     required = allowed.subtract(bad).coalesce()
     if required.is_empty():
@@ -236,14 +236,6 @@ def _requirements(unsafe, function, context):
     why = list(dict.fromkeys(text for _, text in unsafe))
     more = f", and {len(why) - 1} other access(es)" if len(why) > 1 else ""
     return [(f"{condition} (else {why[0]}{more})", required)]
-
-
-def _on_sizes(s, sizes):
-    """`s` (a set of parameters) projected on the parameters named in `sizes`."""
-    for k in reversed(range(s.dim(isl.dim_type.param))):
-        if s.get_dim_name(isl.dim_type.param, k) not in sizes:
-            s = s.project_out(isl.dim_type.param, k, 1)
-    return s
 
 
 def _who(a):
