@@ -222,11 +222,13 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
         need = part if need is None else need.union(part)
     if need is None:
         raise ScheduleError(f"{cmd}: {consumer_stmt.name} does not read {comp.name}")
+    read = need   # the readers' footprints piece by piece (see schedule.bind_to_tiles)
     need = without_needless_divs(need.coalesce())
     scattered = scattered_dims(comp)
     if scattered:
         # an update writes these dimensions at indices computed from data: each tile spans them whole
-        need = need.apply_range(_free_along(comp, scattered)).coalesce()
+        free = _free_along(comp, scattered)
+        need, read = need.apply_range(free).coalesce(), read.apply_range(free)
     store = lvl   # the loop the tile buffer lives in
     if comp.store_level is not None:
         if comp.store_level not in consumer_stmt.loops[:lvl + 1]:
@@ -234,12 +236,18 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
                                 f"{level} or a loop around it (loops: {consumer_stmt.loops[:lvl + 1]})")
         store = consumer_stmt.loops.index(comp.store_level)
     sliding = comp.stored_at_root or store < lvl
+    depth = 0 if comp.stored_at_root else store + 1
     if sliding:
-        need = without_needless_divs(first_needed(need, 0 if comp.stored_at_root else store + 1))
+        need = without_needless_divs(first_needed(need, depth))
+
+    def pieces():
+        """`need` from the readers' pieces, coalesced with the constraints among the sizes set aside."""
+        plain = without_size_constraints(read)[0]
+        return first_needed(plain, depth) if sliding else plain
     prefix_names = [fresh_name(level_name, {v.name for v in comp.vars})
                     for level_name in consumer_stmt.loops[:lvl + 1]]
     # (a sliding window runs only the points not computed before, whatever its splits' tails reach)
-    run, domain, to_original, loop_map = _tile_instances(comp, need, prefix_names, only_needed=sliding)
+    run, domain, to_original, loop_map = _tile_instances(comp, need, prefix_names, only_needed=sliding, pieces=pieces)
     loops, tags = _nested_loops(consumer_stmt.loops[:lvl + 1], consumer_stmt.tags, comp.loops, comp.tags)
     local = None
     if not comp.stored_at_root and comp.user_buffer is not None:
@@ -270,14 +278,15 @@ def runs_inside(comp, consumer_stmt, lvl):
     return False
 
 
-def _tile_instances(comp, tiles, prefix_names, only_needed=False):
+def _tile_instances(comp, tiles, prefix_names, only_needed=False, pieces=None):
     """(points run per prefix, the statement's domain, its to_original map, its loop map) for `comp`
-    computed per tile: `tiles` maps a prefix to the points needed. A schedule relative to its bounds
-    (set_schedule's `bounds`) is anchored at each tile's box and runs the points of the domain its
-    loops reach (or of those, only the needed ones); any other runs exactly the points needed."""
+    computed per tile: `tiles` maps a prefix to the points needed (`pieces()`, if given, makes the same
+    map another way: see bind_to_tiles). A schedule relative to its bounds (set_schedule's `bounds`) is
+    anchored at each tile's box and runs the points of the domain its loops reach (or of those, only the
+    needed ones); any other runs exactly the points needed."""
     own = [v.name for v in comp.vars]
     if comp.tile_map is not None:
-        run, loops = bind_to_tiles(comp, tiles)
+        run, loops = bind_to_tiles(comp, tiles, pieces)
         run = (run.intersect(tiles) if only_needed else run).coalesce()
     else:
         run, loops = tiles, None

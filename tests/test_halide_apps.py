@@ -163,6 +163,24 @@ def test_interpolate_with_its_hand_schedule_at_4_levels_matches_halide():
     _app_matches_halide(spec, pipeline)
 
 
+def test_tile_boxes_taken_from_the_readers_pieces_give_the_same_values(monkeypatch):
+    """A tile's box that isl cannot find within its budget from the coalesced tiles is found from the
+    readers' pieces (schedule._tile_box). Forced for every tile, the interpolate app (tiles per strip,
+    sliding windows of the finest level) still matches Halide."""
+    from mascarpone.middleend import schedule
+    monkeypatch.setattr(schedule, "TILE_BOX_OPERATIONS", 1)
+    boxes, made = [], []
+    box = schedule._tile_box
+
+    def counted(tiles, pieces, d):
+        boxes.append(d)
+        return box(tiles, lambda: (made.append(d), pieces())[1], d)
+    monkeypatch.setattr(schedule, "_tile_box", counted)
+    spec, pipeline = _app("interpolate", "hand", 64, 48, levels=4)
+    _app_matches_halide(spec, pipeline)
+    assert boxes and made == boxes
+
+
 def test_histogram_computed_per_row_of_its_consumer_as_the_bilateral_grid_schedules_it():
     """A Func whose update scatters into a bin computed from data (the bilateral grid's histogram),
     computed at a loop of its consumer: each tile spans the bins whole, so the histogram is made per

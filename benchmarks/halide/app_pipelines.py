@@ -4,8 +4,9 @@ autoscheduler).
 
 Each builder takes `schedule` ("hand" or "none"), sizes and `levels` where the app has pyramid levels,
 and returns a dict: `outputs` (Funcs), `images` ({ImageParam: numpy array}), `params` ([(Param,
-value)]), `sizes` (realize sizes), `tol` (float tolerance, None for bit-exact), and `estimates`, the
-(min, extent) per output dimension an autoscheduler needs (set on the outputs by `autoschedule`).
+value)]), `sizes` (realize sizes), `tol` (float tolerance, None for bit-exact), `estimates`, the
+(min, extent) per output dimension an autoscheduler needs (set on the outputs by `autoschedule`), and
+`ieee` where only IEEE arithmetic on both sides gives comparable values (see local_laplacian).
 """
 from __future__ import annotations
 
@@ -237,9 +238,12 @@ def local_laplacian(schedule, w, h, rng, levels=8):
             out_g[j].compute_root()
     image = rng.integers(0, 1 << 16, (3, h, w), dtype=np.uint16)
     # (tol 1: exp and the long float chain differ from Halide's in the last bits, which the conversion
-    # to 16 bits turns into a difference of 1 at a few pixels)
+    # to 16 bits turns into a difference of 1 at a few pixels. ieee: `gray` truncated to a table index
+    # makes the last bit of a float a step of the table, which the pyramid spreads to the neighbours:
+    # Halide's own default and strict_float targets differ by up to 499 at 1551 of the 2.9 million
+    # values at 1280x768 with 8 levels, so only IEEE arithmetic on both sides is compared)
     return dict(outputs=[out], images={inp: image}, params=[(n_levels, 8), (alpha, 1.0), (beta, 1.0)],
-                sizes=[w, h, 3], tol=1, estimates=[[(0, w), (0, h), (0, 3)]])
+                sizes=[w, h, 3], tol=1, estimates=[[(0, w), (0, h), (0, 3)]], ieee=True)
 
 
 APPS = {"blur": blur, "bilateral_grid": bilateral_grid, "interpolate": interpolate,

@@ -6,7 +6,10 @@ writes by hand and with the schedules of Halide's autoschedulers, by Halide's JI
 
 Per app and schedule: the translation time (from_halide) and the compile time, the outputs checked
 against Halide's, then medians of interleaved rounds of both realizing into preallocated outputs in
-this process, and their ratio (ours / Halide, below 1: faster). A schedule mascarpone refuses is
+this process, and their ratio (ours / Halide, below 1: faster). An app whose values depend on the
+last bit of a float (`ieee` in its spec: the local Laplacian) is compiled without contraction
+(fp_contract=False) and checked against Halide's realize on its strict_float target; it is timed
+against Halide's default target, which contracts and reassociates. A schedule mascarpone refuses is
 listed with the error. The pipelines are our reproductions of the apps' algorithms
 (app_pipelines.py); the autoscheduled schedules are made here, with this machine's target, by the
 plugins of the halide wheel. Results are appended to benchmarks/RESULTS.md.
@@ -61,6 +64,16 @@ def halide_realizer(pipeline, spec):
     return lambda: (pipeline.realize(outs), outs)[1]
 
 
+def strict_float_target():
+    """This machine's JIT target computing floats as IEEE does: no contraction, no reassociation."""
+    return hl.get_jit_target_from_environment().with_feature(hl.TargetFeature.StrictFloat)
+
+
+def _as_list(realized):
+    """A realize's outputs as a list (one output comes as a Buffer, several as a tuple)."""
+    return [realized] if isinstance(realized, hl.Buffer) else list(realized)
+
+
 def our_realizer(kernel, spec, inputs):
     """mascarpone realizing into output arrays allocated once, like halide_realizer."""
     outs = kernel.realize(spec["sizes"], **inputs)
@@ -99,17 +112,21 @@ def bench_app(name, schedule, w, h, repeat, levels):
             f = ms.from_halide(pipeline)
             row["translate"] = time.perf_counter() - start
             start = time.perf_counter()
-            kernel = f.compile("cpu")
+            kernel = f.compile("cpu", **({"fp_contract": False} if spec.get("ieee") else {}))
             row["compile"] = time.perf_counter() - start
     except ms.MascarponeError as err:
         row["error"] = f"{type(err).__name__}: {str(err)[:160]}"
         return row
+    # (the strict_float realize first: realizing for another target replaces the pipeline's JIT code)
+    strict = [np.asarray(b) for b in _as_list(pipeline.realize(spec["sizes"], strict_float_target()))] \
+        if spec.get("ieee") else None
     halide_run = halide_realizer(pipeline, spec)
     theirs = [np.asarray(b).copy() for b in halide_run()]
     inputs = {ip.name(): a for ip, a in spec["images"].items()}
     inputs.update({p.name(): v for p, v in spec["params"]})
     ours_run = our_realizer(kernel, spec, inputs)
-    compare(ours_run(), theirs, spec["tol"], f"{name} ({schedule})")
+    compare(ours_run(), strict or theirs, spec["tol"],
+            f"{name} ({schedule}){' against strict_float' if strict else ''}")
     row["halide"], row["ours"] = paired_medians([halide_run, ours_run], repeat)
     return row
 
