@@ -241,8 +241,9 @@ def pwaff_to_expr(pa: isl.PwAff, context: isl.Set) -> Expr:
 
     A function that is the min or the max of its pieces (`min(0, N - 8)`) is written so, where
     isl would write a select, and isl's divisions (of non-negative or exactly divisible numbers) as
-    floor divisions: both keep index expressions affine (exact dependences)."""
-    return transform(_pwaff_to_expr(pa, context), _floor_division)
+    floor divisions: both keep index expressions affine (exact dependences). Only the part of `context`
+    on the sizes `pa` involves is used (see context_on)."""
+    return transform(_pwaff_to_expr(pa, context_on(pa, context)), _floor_division)
 
 
 def _floor_division(n):
