@@ -742,10 +742,10 @@ def bind_params(m, assignments):
 
 #: the isl operations a tile's box may take from the coalesced tiles before it is taken from their pieces
 #: (the boxes of Halide's apps under their hand and autoscheduled schedules take under 100,000)
-TILE_BOX_OPERATIONS = 1_000_000
+TILE_BOUNDS_OPERATIONS = 1_000_000
 
 
-def _tile_box(tiles, pieces, d):
+def _tile_bounds(tiles, pieces, d):
     """(least, greatest) value of dimension `d` in each tile of `tiles` (coalesced, the constraints among
     the sizes set aside), or, if that takes isl too long, in each tile of `pieces()`: the same map made
     from the readers' pieces. Coalesced under the sizes' constraints, the pieces can merge into ones
@@ -753,7 +753,7 @@ def _tile_box(tiles, pieces, d):
     3 minutes for one bound of one Func, a second from the pieces coalesced without those constraints)."""
     if pieces is not None:
         try:
-            with operations_at_most(tiles.get_ctx(), TILE_BOX_OPERATIONS):
+            with operations_at_most(tiles.get_ctx(), TILE_BOUNDS_OPERATIONS):
                 return tiles.dim_min(d).coalesce(), tiles.dim_max(d).coalesce()
         except OutOfOperations:
             tiles = pieces()
@@ -764,7 +764,7 @@ def bind_to_tiles(comp, tiles, pieces=None):
     """Run a tile-relative schedule (set_schedule's `bounds`) over tiles.
 
     `tiles` maps a consumer's loop values (a prefix) to the points of `comp` it needs; each tile's
-    bounding box gives the bound parameters (see _tile_box for `pieces`). Returns (the points of comp's
+    bounding box gives the bound parameters (see _tile_bounds for `pieces`). Returns (the points of comp's
     domain each tile's loops reach, as a map prefix -> point; the map from [prefix -> point] pairs to
     comp's loops)."""
     names = [v.name for v in comp.vars]
@@ -775,7 +775,7 @@ def bind_to_tiles(comp, tiles, pieces=None):
     per_tile = []
     for var, pair in comp.bound_params.items():
         d = names.index(var)
-        for p, pa in zip(pair, _tile_box(tiles, pieces, d)):
+        for p, pa in zip(pair, _tile_bounds(tiles, pieces, d)):
             k = relative.find_dim_by_name(isl.dim_type.param, p)
             if not relative.involves_dims(isl.dim_type.param, k, 1):
                 relative = relative.project_out(isl.dim_type.param, k, 1)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from . import ordering
-from .affine import affine_text, pwaff_to_expr, without_size_constraints
+from .affine import affine_text, context_on, pwaff_to_expr, without_size_constraints
 from .buffer import Buffer, as_index_expr
 from .errors import ScheduleError
 from .schedule import bind_to_tiles, fresh_name
@@ -441,8 +441,8 @@ def _local_buffer(comp, need, prefix, context, time_dim, depth=None):
     for d, (v, (lo, hi)) in enumerate(zip(comp.vars, _tile_box(plain, comp.domain))):
         # (over the prefixes that have a tile: a hull's box may be defined beyond them, where the span grows
         # without bound)
-        span = (isl.Map.from_pw_aff(hi.sub(lo).intersect_domain(prefixes)).range()
-                .intersect_params(sizes).intersect_params(context))
+        span = isl.Map.from_pw_aff(hi.sub(lo).intersect_domain(prefixes)).range().intersect_params(sizes)
+        span = span.intersect_params(context_on(span, context))
         lower.append(lo.intersect_params(sizes).coalesce())
         ring = comp.folds.get(v.name)
         if ring is not None and span.dim_max_val(0).gt(isl.Val(ring - 1)):

@@ -163,19 +163,19 @@ def test_interpolate_with_its_hand_schedule_at_4_levels_matches_halide():
     _app_matches_halide(spec, pipeline)
 
 
-def test_tile_boxes_taken_from_the_readers_pieces_give_the_same_values(monkeypatch):
+def test_tile_bounds_taken_from_the_readers_pieces_give_the_same_values(monkeypatch):
     """A tile's box that isl cannot find within its budget from the coalesced tiles is found from the
-    readers' pieces (schedule._tile_box). Forced for every tile, the interpolate app (tiles per strip,
+    readers' pieces (schedule._tile_bounds). Forced for every tile, the interpolate app (tiles per strip,
     sliding windows of the finest level) still matches Halide."""
     from mascarpone.middleend import schedule
-    monkeypatch.setattr(schedule, "TILE_BOX_OPERATIONS", 1)
+    monkeypatch.setattr(schedule, "TILE_BOUNDS_OPERATIONS", 1)
     boxes, made = [], []
-    box = schedule._tile_box
+    box = schedule._tile_bounds
 
     def counted(tiles, pieces, d):
         boxes.append(d)
         return box(tiles, lambda: (made.append(d), pieces())[1], d)
-    monkeypatch.setattr(schedule, "_tile_box", counted)
+    monkeypatch.setattr(schedule, "_tile_bounds", counted)
     spec, pipeline = _app("interpolate", "hand", 64, 48, levels=4)
     _app_matches_halide(spec, pipeline)
     assert boxes and made == boxes
