@@ -8,8 +8,6 @@ returns the loops it creates.
 """
 from __future__ import annotations
 
-import functools
-
 import islpy as isl
 
 from .affine import coalesced, without_size_constraints
@@ -745,19 +743,24 @@ def bind_params(m, assignments):
 TILE_BOUNDS_OPERATIONS = 1_000_000
 
 
-def _tile_bounds(tiles, pieces, d):
-    """(least, greatest) value of dimension `d` in each tile of `tiles` (coalesced, the constraints among
-    the sizes set aside), or, if that takes isl too long, in each tile of `pieces()`: the same map made
-    from the readers' pieces. Coalesced under the sizes' constraints, the pieces can merge into ones
-    coupling the dimensions, whose bounds took isl minutes (Halide's interpolate under Adams2019:
-    3 minutes for one bound of one Func, a second from the pieces coalesced without those constraints)."""
-    if pieces is not None:
-        try:
-            with operations_at_most(tiles.get_ctx(), TILE_BOUNDS_OPERATIONS):
-                return tiles.dim_min(d).coalesce(), tiles.dim_max(d).coalesce()
-        except OutOfOperations:
-            tiles = pieces()
-    return tiles.dim_min(d).coalesce(), tiles.dim_max(d).coalesce()
+def _tile_bounds(tiles, pieces, dims):
+    """[(least, greatest) value of dimension d in each tile of `tiles`] for d in `dims` (`tiles` coalesced,
+    the constraints among the sizes set aside); from a dimension that takes isl too long on, from
+    `pieces()`: the same map made from the readers' pieces. Coalesced under the sizes' constraints, the
+    pieces can merge into ones coupling the dimensions, whose bounds took isl minutes (Halide's
+    interpolate under Adams2019: 3 minutes for one bound of one Func, a second from the pieces coalesced
+    without those constraints)."""
+    bounds = []
+    for d in dims:
+        if pieces is not None:
+            try:
+                with operations_at_most(tiles.get_ctx(), TILE_BOUNDS_OPERATIONS):
+                    bounds.append((tiles.dim_min(d).coalesce(), tiles.dim_max(d).coalesce()))
+                continue
+            except OutOfOperations:
+                tiles, pieces = pieces(), None
+        bounds.append((tiles.dim_min(d).coalesce(), tiles.dim_max(d).coalesce()))
+    return bounds
 
 
 def bind_to_tiles(comp, tiles, pieces=None):
@@ -771,11 +774,10 @@ def bind_to_tiles(comp, tiles, pieces=None):
     relative = comp.tile_map
     # (the constraints among the sizes alone are put back at the end: see affine.without_size_constraints)
     tiles, sizes = without_size_constraints(tiles)
-    pieces = pieces and functools.cache(pieces)
     per_tile = []
-    for var, pair in comp.bound_params.items():
-        d = names.index(var)
-        for p, pa in zip(pair, _tile_bounds(tiles, pieces, d)):
+    bounds = _tile_bounds(tiles, pieces, [names.index(var) for var in comp.bound_params])
+    for (var, pair), box in zip(comp.bound_params.items(), bounds):
+        for p, pa in zip(pair, box):
             k = relative.find_dim_by_name(isl.dim_type.param, p)
             if not relative.involves_dims(isl.dim_type.param, k, 1):
                 relative = relative.project_out(isl.dim_type.param, k, 1)
