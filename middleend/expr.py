@@ -474,11 +474,13 @@ def pseudo_c(e: Expr) -> str:
 
 def _fold(n):
     """Fold constants and identities in integer index arithmetic (one node, children already folded)."""
-    if not isinstance(n, BinOp) or not n.dtype.is_int or n.op not in ("add", "sub", "mul", "min", "max"):
+    if not isinstance(n, BinOp) or not n.dtype.is_int or n.op not in ("add", "sub", "mul", "min", "max", "ediv"):
         return None
     a, b = n.a, n.b
     ca = a.value if isinstance(a, Const) else None
     cb = b.value if isinstance(b, Const) else None
+    if n.op == "ediv":    # (a positive divisor: Halide's division is Python's floor division there)
+        return Const(ca // cb, n.dtype) if ca is not None and cb is not None and cb > 0 else None
     if ca is not None and cb is not None:
         value = {"add": ca + cb, "sub": ca - cb, "mul": ca * cb, "min": min(ca, cb), "max": max(ca, cb)}[n.op]
         return Const(value, n.dtype)

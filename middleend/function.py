@@ -5,7 +5,7 @@ import contextlib
 
 import islpy as isl
 
-from . import algorithm, codegen, dataflow, layout_check, legality, pipelining, spmd
+from . import algorithm, codegen, dataflow, layout_check, legality, parametric_tiles, pipelining, spmd
 from . import loopir as L
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
@@ -225,8 +225,13 @@ class Function:
 
     # analysis --------------------------------------------------------------------
     def sizes(self):
-        """The size parameters a caller passes (the parameters that are not derived sizes)."""
-        return sorted(self.param_names - set(self._derived))
+        """The size parameters a caller passes (the parameters that are not derived sizes, and the sizes
+        of parametric tiles)."""
+        return sorted((self.param_names - set(self._derived)) | set(self.tile_sizes()))
+
+    def tile_sizes(self):
+        """The names of the tile sizes the parametric tiles of the schedule take at call time."""
+        return sorted({n for c in self.computations for b in c.parametric_bands for n in b.sizes})
 
     def context(self, fixed=None):
         """Constraints on the parameters: every size is in its range (at least 1 unless declared
@@ -298,7 +303,7 @@ class Function:
         or skips where the caller passes the input's own memory as the output.
         """
         fixed = self._checked_fixed(fixed)
-        context = self._prepare(fixed)
+        context = self._prepare({p: v for p, v in fixed.items() if p in self.param_names})
         stmts = build_statements(self, context)
         deps, requirements = None, []
         if check:
@@ -315,6 +320,7 @@ class Function:
             comp.buffer.initial_input = source.buffer.name
         generated = [s for s in stmts if s.comp not in copied]
         body = codegen.generate(generated, context, sorted(self.param_names))
+        body = parametric_tiles.strip_mine(body, self._parametric_bands(), fixed)
         outputs, temps = [], []
         for c in self.computations:
             at_root = c.compute_at_target is None or c.stored_at_root
@@ -330,10 +336,15 @@ class Function:
         derived = [(name, pwaff_to_expr(value.gist(sizes_context).coalesce(), sizes_context))
                    for name, value in self._derived.items()]
         ranges = {p: self._ranges[p] for p in sizes if p in self._ranges}
+        ranges.update((p, L.DEFAULT_SIZE_RANGE) for p in self.tile_sizes())   # (checked on each call)
         lowered = L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
                                     fixed, list(self._assumptions) + requirements, derived, ranges, pipelines, plan)
         lowered.spmd = spmd.deferred(self, stmts, deps, context, lowered)
         return lowered
+
+    def _parametric_bands(self) -> dict:
+        """{computation name: its ParametricBands}, for the computations that have some."""
+        return {c.name: c.parametric_bands for c in self.computations if c.parametric_bands}
 
     def _checked_fixed(self, fixed):
         """`fixed` ({size: value}) as a dict, each name a size and each value in its range."""

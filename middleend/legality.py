@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import islpy as isl
 
+from . import parametric_tiles
 from .errors import IllegalScheduleError, ScheduleError
 from .dependences import union_maps
 from .loopir import CONCURRENT_KINDS, LoopKind
@@ -283,6 +284,9 @@ def check(stmts, deps, function, context):
             f"{_witness(bad)} must run in that order but no longer does"
             + (f"; broken by {culprit}" if culprit else "") + f". Dependence: {_short(m)}",
             source=src, sink=snk, dependence=m, command=culprit)
+    banded = parametric_tiles.violations(stmts, _checked_pairs(stmts, deps, function, context), context)
+    if banded:
+        parametric_tiles.raise_first(banded, _witness, _short)
     tagged = tag_violations(stmts, deps, function, context)
     if tagged:
         s, loop, tag, kind, m, bad = tagged[0]

@@ -8,6 +8,8 @@ returns the loops it creates.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import islpy as isl
 
 from .affine import coalesced, without_size_constraints
@@ -16,6 +18,7 @@ from .errors import ScheduleError
 from .expr import Access, walk
 from .isl_budget import OutOfOperations, operations_at_most
 from .loopir import LoopKind
+from .parametric_tiles import ParametricBand, size_name
 
 #: block (and thread) dimensions a GPU launch has at most
 GPU_DIMS = 3
@@ -92,20 +95,34 @@ class Schedulable:
         self.folds = {}
         self.partitions = []             # (dim, factor, kind) of the storage, copied onto its buffer
         self.storage_distribution = None  # distribute(dim=...): the dimension held in blocks per MPI rank
+        self.parametric_bands = ()       # ParametricBands: tiles whose sizes the call gives
         self.initial_state = self.snapshot()
 
     # helpers ----------------------------------------------------------------
     def _loop_index(self, level, command) -> int:
         name = loop_name(level)
         if name not in self.loops:
+            band = self._band_with_tile_loop(name)
+            if band is not None:
+                raise ScheduleError(f"{command}: {name} is a tile loop of {band.command}, made when the code is "
+                                    f"generated; of the scheduling commands only parallelize takes it")
             raise ScheduleError(f"{command}: {self.name} has no loop named {name!r}; its loops are {self.loops}")
         return self.loops.index(name)
+
+    def _band_with_tile_loop(self, name):
+        return next((b for b in self.parametric_bands if name in b.tile_loops), None)
 
     def _fresh(self, base):
         return fresh_name(base, self.loops)
 
     def _rewrite(self, new_loops, exprs, constraints=""):
         """Compose the loop map with `{ [loops] -> [exprs] : constraints }`."""
+        for band in self.parametric_bands:
+            k = new_loops.index(band.loops[0]) if band.loops[0] in new_loops else -1
+            if k < 0 or tuple(new_loops[k:k + len(band.loops)]) != band.loops:
+                raise ScheduleError(f"{self.name}: loops {', '.join(band.loops)} are tiled by {band.command} and "
+                                    f"must stay adjacent, in that order (they would become {new_loops}); give "
+                                    f"loop commands before the parametric tile")
         text = f"{{ [{', '.join(self.loops)}] -> [{', '.join(exprs)}]"
         text += f" : {constraints} }}" if constraints else " }"
         step = isl.Map(text)
@@ -123,7 +140,12 @@ class Schedulable:
 
     # loop transformations -------------------------------------------------------
     def split(self, level, factor, names=None):
-        """Split loop `level` into an outer loop and an inner loop of `factor` iterations."""
+        """Split loop `level` into an outer loop and an inner loop of `factor` iterations.
+
+        With an `ms.Param` as the factor the split is parametric (see `tile`): returns (the tile loop,
+        `level` itself, which then runs over one tile)."""
+        if _is_param(factor):
+            return self._parametric_tile([level], [factor], f"split({loop_name(level)}, {factor.name})")
         cmd = f"split({loop_name(level)}, {factor})"
         self._no_longer_inlined(cmd)
         k = self._loop_index(level, cmd)
@@ -140,6 +162,38 @@ class Schedulable:
             self.tags[outer] = tag
         self._record(cmd)
         return LoopVar(outer), LoopVar(inner)
+
+    def _parametric_tile(self, levels, sizes, cmd):
+        self._no_longer_inlined(cmd)
+        idx = [self._loop_index(l, cmd) for l in levels]
+        if idx != list(range(idx[0], idx[0] + len(idx))):
+            raise ScheduleError(f"{cmd}: tiled loops must be adjacent and in nesting order; loops are {self.loops}")
+        names = tuple(size_name(size, cmd) for size in sizes)
+        sizes_of_function = set(self.function.param_names)
+        for n in names:
+            if n in sizes_of_function:
+                raise ScheduleError(f"{cmd}: {n} is a size of {self.function.name}; a tile size needs a "
+                                    f"parameter of its own")
+        band_loops = tuple(self.loops[k] for k in idx)
+        for band in self.parametric_bands:
+            if set(band.loops) & set(band_loops):
+                raise ScheduleError(f"{cmd}: loop(s) {sorted(set(band.loops) & set(band_loops))} are tiled "
+                                    f"already by {band.command}")
+        taken = set(self.loops) | {t for b in self.parametric_bands for t in b.tile_loops}
+        tile_loops = []
+        for loop in band_loops:
+            tile_loops.append(fresh_name(f"{loop}0", taken))
+            taken.add(tile_loops[-1])
+        if any(self.tags.get(loop, (LoopKind.PARALLEL,))[0] != LoopKind.PARALLEL for loop in band_loops):
+            raise ScheduleError(f"{cmd}: tag the loops of a parametric tile after tiling them (parallelize a "
+                                f"tile loop, vectorize the innermost loop)")
+        band = ParametricBand(band_loops, names, tuple(tile_loops), f"{self.name}.{cmd}")
+        self.parametric_bands += (band,)
+        self._record(cmd)
+        return tuple(LoopVar(x) for x in tile_loops + list(band_loops))
+
+    def _set_band(self, old, new):
+        self.parametric_bands = tuple(new if b is old else b for b in self.parametric_bands)
 
     def interchange(self, a, b):
         """Swap loops `a` and `b`."""
@@ -165,11 +219,20 @@ class Schedulable:
         return tuple(LoopVar(self.loops[i]) for i in sorted(idx))
 
     def tile(self, *args):
-        """Tile 2 or 3 adjacent loops: tile(y, x, ty, tx) -> (y0, x0, y1, x1); 3-D likewise."""
+        """Tile 2 or 3 adjacent loops: tile(y, x, ty, tx) -> (y0, x0, y1, x1); 3-D likewise.
+
+        With `ms.Param` sizes the tiles are parametric: their sizes are arguments of the compiled kernel
+        (one kernel runs every size), the band must be permutable and nest perfectly, and the result is
+        (y0, x0, y, x): the tile loops, made when the code is generated (only `parallelize` takes
+        them), and the band's own loops, each running over one tile. Vectorizing the innermost of those
+        runs it in chunks of that many lanes without splitting it."""
         if len(args) not in (4, 6):
             raise ScheduleError(f"{self.name}.tile takes 2 or 3 loops and as many sizes, got {args}")
         n = len(args) // 2
         levels, sizes = args[:n], args[n:]
+        if any(map(_is_param, sizes)):
+            cmd = f"tile({', '.join(loop_name(l) for l in levels)}, {', '.join(getattr(s, 'name', repr(s)) for s in sizes)})"
+            return self._parametric_tile(levels, sizes, cmd)
         cmd = f"tile({', '.join(loop_name(l) for l in levels)}, {', '.join(map(str, sizes))})"
         idx = [self._loop_index(l, cmd) for l in levels]
         if idx != list(range(idx[0], idx[0] + n)):
@@ -328,8 +391,15 @@ class Schedulable:
     def vectorize(self, level, width):
         """Run `level` as SIMD of `width` lanes; splits it by `width` first unless it has exactly that extent.
 
-        Returns the (outer, inner) loops when it split, else ().
+        Returns the (outer, inner) loops when it split, else (). The innermost loop of a parametric tile
+        is not split: it runs in chunks of `width` lanes, the last ones of a partial tile one by one.
         """
+        band = next((b for b in self.parametric_bands if b.loops[-1] == loop_name(level)), None)
+        if band is not None:
+            cmd = f"vectorize({loop_name(level)}, {width})"
+            self._set_band(band, replace(band, vector=_positive_int(width, "the width", cmd)))
+            self._record(cmd)
+            return ()
         return self._split_for_tag(level, width, LoopKind.VECTOR)
 
     def unroll(self, level, factor):
@@ -339,6 +409,11 @@ class Schedulable:
     def parallelize(self, level):
         """Run the iterations of `level` on the thread pool."""
         cmd = f"parallelize({loop_name(level)})"
+        band = self._band_with_tile_loop(loop_name(level))
+        if band is not None:
+            self._set_band(band, replace(band, parallel=band.parallel | {loop_name(level)}))
+            self._record(cmd)
+            return
         self._tag(level, LoopKind.PARALLEL, 1, cmd)
         self._record(cmd)
 
@@ -693,13 +768,19 @@ class Schedulable:
     def snapshot(self):
         """The scheduling state, for replay when an error must name the command that caused it."""
         return (list(self.loops), self.loop_map, dict(self.tags), self.compute_at_target, self.inlined,
-                self.stored_at_root, self.store_level, self.tile_map, dict(self.bound_params))
+                self.stored_at_root, self.store_level, self.tile_map, dict(self.bound_params),
+                self.parametric_bands)
 
     def restore(self, state):
         (self.loops, self.loop_map, self.tags, self.compute_at_target, self.inlined, self.stored_at_root,
-         self.store_level, self.tile_map, self.bound_params) = (list(state[0]), state[1], dict(state[2]),
-                                                                state[3], state[4], state[5], state[6],
-                                                                state[7], dict(state[8]))
+         self.store_level, self.tile_map, self.bound_params, self.parametric_bands) = (
+            list(state[0]), state[1], dict(state[2]), state[3], state[4], state[5], state[6], state[7],
+            dict(state[8]), state[9])
+
+
+def _is_param(value) -> bool:
+    from .algorithm import Param
+    return isinstance(value, Param)
 
 
 def _named_loops(m, names):

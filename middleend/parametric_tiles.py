@@ -1,0 +1,214 @@
+"""Tiles whose sizes are run-time parameters (parametric tiling, as Hartono et al., ICS'09).
+
+`c.tile(i, j, Ti, Tj)` with `Param` sizes cannot be written as an isl map (`i = Ti*i0 + i1` is not
+affine), so the band keeps its loops in the schedule and is cut after code generation: each band loop
+`for (v = lo; v < hi; v++)` becomes a tile loop `for (v_t = 0; v_t < ceil((hi - lo) / T); v_t++)`
+outside the band and a point loop over `[lo + v_t*T, min(lo + (v_t + 1)*T, hi))` inside it, with the
+full tiles generated apart from the partial ones (no `min` in their bounds). One compiled kernel then
+runs every tile size it is called with, which is what a search over tile sizes wants.
+
+What makes it legal is checked on the exact dependences, as every schedule is: the band must be
+permutable (no dependence between its instances goes backwards along any of its loops), a parallel
+tile loop must carry none, and the point loop vectorized must carry none within a chunk.
+What makes it expressible is checked on the generated loops: the band's loops must nest perfectly
+(nothing between them) and be rectangular (no inner bound depends on an outer band loop).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import islpy as isl
+
+from . import loopir as L
+from .errors import IllegalScheduleError, ScheduleError
+from .expr import Const, Sym, binop, floordiv, min_, simplify, walk
+from .types import int64
+
+
+@dataclass(frozen=True)
+class ParametricBand:
+    """A band of a computation's loops tiled by sizes given at call time."""
+
+    loops: tuple           # the band's loops (isl loops of the computation), outermost first
+    sizes: tuple           # the size parameter of each, by name
+    tile_loops: tuple      # the names of the tile loops made around the band
+    command: str           # the command that made it, as history() shows it
+    parallel: frozenset = frozenset()   # tile loops whose iterations run on the thread pool
+    vector: int = 0        # lanes of the innermost point loop (0: not vectorized)
+
+    def tile_loop_of(self, loop) -> str:
+        return self.tile_loops[self.loops.index(loop)]
+
+
+def size_name(size, cmd) -> str:
+    """The name of a tile size given as a Param, checked."""
+    from .algorithm import Param
+    if not isinstance(size, Param):
+        raise ScheduleError(f"{cmd}: a parametric tile size must be an ms.Param, got {size!r}")
+    return size.name
+
+
+# legality ---------------------------------------------------------------------------------------
+
+def violations(stmts, checked, context):
+    """(statement, band, what, kind, dependence map, witness) for each band a dependence forbids.
+
+    `checked` is legality's list of (kind, dependence, source times, sink times, pairs)."""
+    out = []
+    for s in stmts:
+        for band in s.comp.parametric_bands:
+            ks = [s.prefix_depth + s.comp.loops.index(v) for v in band.loops]
+            for what, carried in _forbidden(band, ks, s):
+                for kind, m, ts, tk, pairs in checked:
+                    space = ts.get_space().range()
+                    times = ts.apply_range(carried(space)).apply_range(tk.reverse())
+                    bad = pairs.intersect(times.intersect_params(context))
+                    if not bad.is_empty():
+                        out.append((s, band, what, kind, m, bad))
+                        break
+    return out
+
+
+def _forbidden(band, ks, s):
+    """(what the band does, time pairs -> the pairs of times no dependence may join) for the band's
+    permutability, each parallel tile loop and the vectorized point loop."""
+    first = 2 * ks[0] + 1
+    betas = s.betas[:ks[0] + 1]
+    yield "tiles", lambda space: _within(space, first, betas, backwards=[2 * k + 1 for k in ks])
+    for loop, k in zip(band.loops, ks):
+        if band.tile_loop_of(loop) in band.parallel:
+            yield f"runs tile loop {band.tile_loop_of(loop)} in parallel", \
+                lambda space, k=k: _within(space, first, betas, differs=2 * k + 1)
+    if band.vector:
+        k = ks[-1]
+        yield f"vectorizes point loop {band.loops[-1]}", \
+            lambda space: _within(space, 2 * k + 1, s.betas[:k + 1], differs=2 * k + 1)
+
+
+def _within(space, p, betas, backwards=(), differs=None):
+    """Pairs of times equal above dimension p, the first in the nest `betas` places it, and either
+    going backwards along one of the dimensions `backwards` or differing at `differs`."""
+    n = space.dim(isl.dim_type.set)
+    a, b = [f"a{i}" for i in range(n)], [f"b{i}" for i in range(n)]
+    common = [f"a{i} = b{i}" for i in range(p)] + [f"a{2 * j} = {beta}" for j, beta in enumerate(betas)]
+    alternatives = [f"b{d} < a{d}" for d in backwards] or [f"a{differs} != b{differs}"]
+    text = " or ".join(f"({' and '.join(common + [alt])})" for alt in alternatives)
+    return isl.Map(f"{{ [{', '.join(a)}] -> [{', '.join(b)}] : {text} }}")
+
+
+def raise_first(found, witness, short):
+    """Raise IllegalScheduleError for the first of `violations`' findings."""
+    s, band, what, kind, m, bad = found[0]
+    src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+    if what == "tiles":
+        why = (f"the band {', '.join(band.loops)} of {s.name} is not permutable: a {kind} dependence from "
+               f"{src} to {snk} goes backwards along one of its loops ({witness(bad)}), so tiles of some "
+               f"sizes would run it in the wrong order; skew the band first, or tile other loops")
+    else:
+        why = (f"{band.command} {what}, but a {kind} dependence from {src} to {snk} crosses its "
+               f"iterations ({witness(bad)})")
+    raise IllegalScheduleError(f"{why}; by {band.command}. Dependence: {short(m)}", source=src, sink=snk,
+                               dependence=m, command=band.command)
+
+
+# the loop IR pass -------------------------------------------------------------------------------
+
+def strip_mine(body, bands, fixed):
+    """`body` with every band of `bands` ({computation name: [ParametricBand]}) cut into tile loops
+    around point loops; a size in `fixed` ({name: value}) is that constant."""
+    if not bands:
+        return body
+    return _visit(body, bands, fixed)
+
+
+def _visit(s, bands, fixed):
+    if isinstance(s, L.For):
+        for comp_name, comp_bands in bands.items():
+            for band in comp_bands:
+                if (comp_name, band.loops[0]) in s.origin:
+                    return _tile(s, comp_name, band, bands, fixed)
+        return replace(s, body=_visit(s.body, bands, fixed))
+    if isinstance(s, L.Block):
+        return L.Block([_visit(c, bands, fixed) for c in s.body])
+    if isinstance(s, L.If):
+        return L.If(s.cond, _visit(s.then, bands, fixed),
+                    None if s.else_ is None else _visit(s.else_, bands, fixed))
+    if isinstance(s, L.Allocate):
+        return L.Allocate(s.buffer, _visit(s.body, bands, fixed))
+    return s
+
+
+def _tile(outer, comp_name, band, bands, fixed):
+    nest = [outer]
+    for loop in band.loops[1:]:
+        inner = _only_statement(nest[-1].body)
+        if not (isinstance(inner, L.For) and (comp_name, loop) in inner.origin):
+            found = "nothing" if inner is None else _describe(nest[-1].body)
+            raise ScheduleError(f"{band.command}: loop {loop} of {comp_name} must be the only statement in "
+                                f"loop {band.loops[len(nest) - 1]} to be tiled with it, but that loop holds "
+                                f"{found}; tile loops that nest perfectly (a vector remainder or another "
+                                f"computation between them prevents it)")
+        nest.append(inner)
+    band_vars = {f.var for f in nest}
+    for loop, f in zip(band.loops, nest):
+        used = {n.name for e in (f.lo, f.hi) for n in walk(e) if isinstance(n, Sym)} & band_vars
+        if used:
+            raise ScheduleError(f"{band.command}: the bounds of loop {loop} of {comp_name} depend on "
+                                f"{', '.join(sorted(used))}, a loop of the same band; parametric tiles "
+                                f"need a rectangular band")
+    body = _visit(nest[-1].body, bands, fixed)
+    sizes = [Const(fixed[n], int64) if n in fixed else Sym(n, int64) for n in band.sizes]
+    starts = [simplify(binop("add", f.lo, binop("mul", Sym(t, int64), size)))
+              for f, size, t in zip(nest, sizes, band.tile_loops)]
+    ends = [simplify(binop("add", start, size)) for start, size in zip(starts, sizes)]
+    fits = None
+    for f, end in zip(nest, ends):
+        cond = binop("le", end, f.hi)
+        fits = cond if fits is None else binop("and", fits, cond)
+    partial = [min_(end, f.hi) for f, end in zip(nest, ends)]
+    inner = L.If(fits, _points(nest, band, starts, ends, body),
+                 _points(nest, band, starts, partial, _fresh_copy(body)))
+    for f, size, tile_var in reversed(list(zip(nest, sizes, band.tile_loops))):
+        trips = floordiv(binop("add", binop("sub", f.hi, f.lo), binop("sub", size, 1)), size)
+        parallel = tile_var in band.parallel or f.kind == L.LoopKind.PARALLEL
+        inner = L.For(tile_var, Const(0, int64), simplify(trips), inner,
+                      L.LoopKind.PARALLEL if parallel else L.LoopKind.SERIAL, 1, ((comp_name, tile_var),))
+    return inner
+
+
+def _points(nest, band, starts, ends, body):
+    """The point loops of one tile, outermost first, each from its tile's start to its end."""
+    for k in reversed(range(len(nest))):
+        f = nest[k]
+        kind, factor = f.kind, f.factor
+        if kind == L.LoopKind.PARALLEL:
+            kind = L.LoopKind.SERIAL     # (its tile loop runs in parallel instead)
+        if k == len(nest) - 1 and band.vector:
+            kind, factor = L.LoopKind.VECTOR, band.vector
+        body = L.For(f.var, starts[k], ends[k], body, kind, factor, f.origin)
+    return body
+
+
+def _fresh_copy(s):
+    """A copy of a statement tree with statements of its own (each appears once in the loop IR) and the
+    same expressions and buffers."""
+    if isinstance(s, L.Block):
+        return L.Block([_fresh_copy(c) for c in s.body])
+    if isinstance(s, L.If):
+        return L.If(s.cond, _fresh_copy(s.then), None if s.else_ is None else _fresh_copy(s.else_))
+    if isinstance(s, (L.For, L.Allocate)):
+        return replace(s, body=_fresh_copy(s.body))
+    return replace(s)
+
+
+def _only_statement(s):
+    while isinstance(s, L.Block) and len(s.body) == 1:
+        s = s.body[0]
+    if isinstance(s, L.Block):
+        return None if not s.body else s
+    return s
+
+
+def _describe(s):
+    kinds = [type(c).__name__ for c in (s.body if isinstance(s, L.Block) else [s])]
+    return f"{len(kinds)} statements ({', '.join(kinds)})"
