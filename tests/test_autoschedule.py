@@ -180,6 +180,29 @@ def test_measured_search_then_the_cache():
     np.testing.assert_allclose(g.compile("cpu")(img=img), blur_reference(img), rtol=1e-5)
 
 
+def test_tile_sizes_are_screened_by_one_kernel_with_parametric_tiles(monkeypatch):
+    """The search ranks a band's tile sizes (those it offers and the model's grid) by one kernel whose
+    tiles take their sizes at call time, and measures the fastest as constant tiles; a parametric kernel
+    gives the reference values at every size screened."""
+    from mascarpone.middleend.autoschedule import measure
+    compiled = []
+    kernel = measure.Timer.kernel
+    monkeypatch.setattr(measure.Timer, "kernel", lambda self: compiled.append(1) or kernel(self))
+    f, bx, by = examples.blur()
+    report = f.autoschedule(sizes=dict(H=64, W=512), budget_s=5)
+    screened = [sizes for sizes, seconds in report.screened["by"]]
+    assert len(screened) > 10 and all(len(s) == 2 and seconds > 0 for s, seconds in report.screened["by"])
+    assert len(compiled) < len(screened)     # the grid took one compile, not one per size
+    img = rng.random((66, 514), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(img=img), blur_reference(img), rtol=1e-5)
+    g, _, gy = examples.blur()
+    gy.tile("y", "x", ms.Param("Ty"), ms.Param("Tx"))
+    gy.vectorize("x", 16)
+    parametric = g.compile("cpu")
+    for ty, tx in screened:
+        np.testing.assert_allclose(parametric(img=img, Ty=ty, Tx=tx), blur_reference(img), rtol=1e-5)
+
+
 def test_compile_with_schedule_auto():
     f, C, acc = examples.gemm()
     f.autoschedule(sizes=dict(N=64, M=64, K=64), measure=False)

@@ -23,7 +23,9 @@ from .analysis import analyze
 from .apply import Applier
 from .legal import Checker
 from .measure import Timer
-from .search import MARGIN, NAIVE, search, variants
+from .machine import vector_lanes
+from .model import PARAMETRIC, tile_grid
+from .search import MARGIN, NAIVE, search, variants, with_knob
 from .state import restore, save
 
 #: the size each parameter takes when neither sizes= nor fixed= gives it, and the most iterations a
@@ -45,6 +47,8 @@ class Report:
     naive_seconds: float | None = None
     sizes: dict = field(default_factory=dict)
     note: str = ""
+    #: {stage: [(tile sizes, seconds)]} of the tile sizes screened by a kernel with parametric tiles
+    screened: dict = field(default_factory=dict)
 
 
 def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, measure=True, use_cache=True) -> Report:
@@ -79,11 +83,13 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
         try:
             timer = Timer(function, target, sizes, seed)
             model_variants = variants(model_applier, stages, seed)
+            screening = Screening(apply, timer, stages)
             best, best_t, seen = search(lambda c, limit: (apply(c), timer.time(limit))[1],
                                         lambda c: model_variants if not c else variants(apply(c), stages, seed),
-                                        budget_s)
+                                        budget_s, screening)
             best, best_t, naive_t = _side_by_side(best, apply, timer)
-            report = Report(best, [], timer.count, seconds=best_t, naive_seconds=naive_t, sizes=sizes)
+            report = Report(best, [], timer.count, seconds=best_t, naive_seconds=naive_t, sizes=sizes,
+                            screened=screening.results)
         except MascarponeError as err:
             note = f"not measured ({type(err).__name__}: {err}); the model's choice is applied"
             warnings.warn(f"autoschedule({function.name}): {note}", stacklevel=3)
@@ -98,6 +104,37 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
         cache.store(key, {"choice": report.choice, "seconds": report.seconds, "naive_seconds": report.naive_seconds,
                           "sizes": sizes, "target": target, "commands": report.commands})
     return report
+
+
+class Screening:
+    """Ranks tile sizes of a stage's band by one kernel whose tiles take their sizes at call time: the
+    sizes offered and the model's grid of them (model.tile_grid), each timed by a call with those
+    sizes, no compile between them. Parametric tiles leave out what constant tiles allow around them
+    (unrolling, a producer computed per tile), so the ranking only picks the sizes the search then
+    measures as constant tiles."""
+
+    def __init__(self, apply, timer, stages):
+        self.apply, self.timer, self.stages = apply, timer, stages
+        self.results = {}
+
+    def __call__(self, choice, stage, sizes, limit_s):
+        applier = self.apply(with_knob(choice, stage, "tiles", PARAMETRIC))
+        params = applier.tile_params.get(stage)
+        if not params:
+            return None
+        grid = [list(s) for s in sizes]
+        for s in tile_grid(self.stages[stage], applier.bands[stage], vector_lanes(self.stages[stage].comp.dtype)):
+            if len(s) == len(params) and s not in grid:
+                grid.append(s)
+        grid = [s for s in grid if len(s) == len(params)]
+        try:
+            kernel = self.timer.kernel()
+        except MascarponeError:
+            return None
+        times = self.timer.time_each(kernel, [dict(zip(params, s)) for s in grid], limit_s)
+        timed = sorted((t, k) for k, t in enumerate(times) if t is not None)
+        self.results[stage] = [(grid[k], t) for t, k in timed]
+        return [grid[k] for _, k in timed]
 
 
 #: naive loops whose first call takes this many times the best's first call are not timed further

@@ -8,6 +8,7 @@ loop, the parallel loop and the unrolling of small constant loops.
 from __future__ import annotations
 
 from .. import recipes
+from ..algorithm import Param
 from .. import schedule as sched
 from ..buffer import Buffer
 from ..errors import MascarponeError
@@ -48,6 +49,7 @@ class Applier:
         self.transposed = set()   # stages reading transposed copies (see _transposed_copies)
         self.time_groups = {}  # first stage's name -> (the statements of a time step, the model's tile sizes)
         self.time_tiled = set()  # names of the groups time-tiled
+        self.tile_params = {}  # stage name -> the size parameters of its band's parametric tile
         # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
         # may race on one element: the layout check must see each tag
         self.shared_storage = any(c.folds or c.user_buffer is not None for c in function.computations)
@@ -198,7 +200,7 @@ class Applier:
                 self.vectorized.add(comp.name)
         if vector_outer is not None:
             self._jam(comp, stage, origin, vector_outer, choice.get("jam", {}).get(comp.name, model.JAM))
-        if vector_outer is None and comp.tags.get(comp.loops[-1]) is None:
+        if vector_outer is None and comp.tags.get(comp.loops[-1]) is None and comp.name not in self.tile_params:
             self._interleave(comp, stage, origin, choice.get("interleave", {}).get(comp.name, model.CHAINS))
         if choice.get("parallel", {}).get(comp.name, True) and self._parallelize(comp, stage):
             self.parallel.add(comp.name)
@@ -357,6 +359,12 @@ class Applier:
             if any(stage.trip(v) <= 1 for v in band):
                 continue
             self.bands.setdefault(comp.name, list(band))    # the band the search may tile
+            if sizes == model.PARAMETRIC:
+                params = [Param(f"T_{comp.name}_{v}") for v in band]
+                if self.attempt(lambda: comp.tile(*band, *params)):
+                    self.tile_params[comp.name] = [p.name for p in params]
+                    return None     # (no loop over tiles in the schedule for a producer to be computed at)
+                continue
             if sizes is not None and len(sizes) == n:
                 edges = sizes
             elif for_producer or model.needs_tiling(stage, band):

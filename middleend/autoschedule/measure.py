@@ -68,6 +68,28 @@ class Timer:
         self.count += 1
         return self.medians([self.kernel()], limit_s)[0]
 
+    def time_each(self, kernel, extras, limit_s) -> list:
+        """Median seconds of `kernel`'s call with each of `extras` ({argument: value}, tile sizes of a
+        parametric tile) added to the arguments, MIN_RUNS calls each (every one the second of two in a
+        row); None for those not reached within `limit_s` seconds."""
+        start = time.perf_counter()
+        out = []
+        for extra in extras:
+            if time.perf_counter() - start >= limit_s:
+                out.append(None)
+                continue
+            arguments = {**self.arguments, **extra}
+            self._keep_outputs(kernel, kernel(**arguments))
+            arguments = {**self.arguments, **extra}
+            times = []
+            for _ in range(MIN_RUNS):
+                kernel(**arguments)
+                t0 = time.perf_counter()
+                kernel(**arguments)
+                times.append(time.perf_counter() - t0)
+            out.append(statistics.median(times))
+        return out
+
     def first_calls(self, kernels) -> list:
         """Seconds of each kernel's first call (page faults and lazy set-up included: an upper bound).
         The outputs of the first call ever are passed to every later call, filled in place: a call that

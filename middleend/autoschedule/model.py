@@ -158,6 +158,31 @@ def tile_variants(stage, band, lanes) -> list:
     return unique
 
 
+#: the search's "tiles" value asking for a band tiled by sizes given at call time (screen_tiles)
+PARAMETRIC = "parametric"
+
+#: the edges the screening of a band's tile sizes tries: the outer loops' (all equal) and the innermost
+#: loop's in vectors
+SCREEN_OUTER_EDGES, SCREEN_INNER_VECTORS = (4, 8, 16, 32, 64, 128), (1, 2, 4, 8, 16)
+
+
+def tile_grid(stage, band, lanes) -> list:
+    """Tile sizes of `band` for a screening by one kernel with parametric tiles: every pair of an outer
+    edge (shared by the outer loops) and an inner edge in whole vectors, each edge shorter than its
+    loop (a longer one is the same tile as the whole loop, tried once)."""
+    outer_trip = min(stage.trip(v) for v in band[:-1])
+    inner_trip = stage.trip(band[-1])
+    outers = [e for e in SCREEN_OUTER_EDGES if e < outer_trip] + [_round_up(outer_trip, 1)]
+    inners = [lanes * v for v in SCREEN_INNER_VECTORS if lanes * v < inner_trip] + [_round_up(inner_trip, lanes)]
+    grid = []
+    for o in outers:
+        for i in inners:
+            sizes = [min(o, stage.trip(v)) for v in band[:-1]] + [i]
+            if sizes not in grid:
+                grid.append(sizes)
+    return grid
+
+
 def _round_up(n, m):
     return max(m, -(-n // m) * m)
 

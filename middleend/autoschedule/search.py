@@ -72,20 +72,37 @@ def with_knob(choice, stage, knob, value) -> dict:
     return out
 
 
-def search(measure, candidates_of, budget_s) -> tuple:
+#: tile sizes a screening passes on to be measured as constant tiles, fastest first
+SCREENED_KEPT = 2
+
+
+def search(measure, candidates_of, budget_s, screen=None) -> tuple:
     """(best choice, its seconds, {json of a choice: seconds} of those measured). `measure(choice,
     limit_s)` times a choice, taking more runs only while under `limit_s` seconds; the model's
     choice ({}) is always measured, then the variants `candidates_of(choice)` gives for it while the
     budget lasts. A better choice can open knobs the model's did not have (a stencil no longer
-    time-tiled gets its own loops' knobs): those are tried after the others."""
+    time-tiled gets its own loops' knobs): those are tried after the others.
+
+    `screen(choice, stage, sizes, limit_s)`, where given, ranks tile sizes of a stage's band (those
+    offered and more) by one kernel with parametric tiles, fastest first (None where it cannot): the
+    first time a stage's tile sizes come up, its SCREENED_KEPT fastest replace them."""
     start = time.perf_counter()
     left = lambda: budget_s - (time.perf_counter() - start)     # noqa: E731
     best, best_t = {}, measure({}, left())
     seen = {"{}": best_t}
     queue = list(candidates_of(best))
     offered = {(stage, knob) for stage, knob, _ in queue}
+    screened = set()
     while queue and left() > 0:
         stage, knob, value = queue.pop(0)
+        if knob == "tiles" and value and screen is not None and stage not in screened:
+            screened.add(stage)
+            same = [v for s, k, v in queue if (s, k) == (stage, knob) and v]
+            ranked = screen(best, stage, [value] + same, left())
+            if ranked:
+                queue = [q for q in queue if (q[0], q[1]) != (stage, knob) or not q[2]]
+                queue[:0] = [(stage, knob, sizes) for sizes in ranked[:SCREENED_KEPT]]
+                continue
         cand = with_knob(best, stage, knob, value)
         if repr(cand) in seen:
             continue
