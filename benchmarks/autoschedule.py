@@ -170,8 +170,8 @@ def main():
     julia = names if wanted is None else [w for w in wanted if w in jk.KERNELS]
     cases += [lambda n=n: julia_case(n, args.budget) for n in julia]
     rows = ["| kernel | naive ms | hand ms | auto ms | numba ms | naive/auto | hand/auto | numba/auto | search s "
-            "| timed | commands |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| timed | screened | commands |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     load = os.getloadavg()[0]
     for case in cases:
         title, calls, search_s, report = case()
@@ -180,13 +180,14 @@ def main():
         ratio = lambda k: f"{t[k] / t['auto']:.2f}" if k in t else "-"   # noqa: E731
         rows.append(f"| {title} | {fmt('naive')} | {fmt('hand')} | {fmt('auto')} | {fmt('numba')} | "
                     f"{ratio('naive')} | {ratio('hand')} | {ratio('numba')} | {search_s:.1f} | {report.measured} | "
-                    f"{len(report.commands)} |")
+                    f"{sum(map(len, report.screened.values()))} | {len(report.commands)} |")
         print(rows[-1], flush=True)
     load = max(load, os.getloadavg()[0])
     intro = (f"benchmarks/autoschedule.py, budget_s={args.budget:g} per kernel, {ms.get_num_threads()} threads, "
              f"{machine.simd_bytes() * 8}-bit SIMD; median of {ROUNDS} interleaved calls (each the second of two in a row); load average up to "
              f"{load:.1f} during the run (the machine is shared). Ratios: time / autoscheduled time "
-             f"(above 1: the autoscheduler is faster). 'timed': schedules the search measured.")
+             f"(above 1: the autoscheduler is faster). 'timed': schedules the search measured (compiled); "
+             f"'screened': tile sizes it timed on one kernel with parametric tiles.")
     table = "\n".join(rows)
     print(intro)
     if not args.no_append:

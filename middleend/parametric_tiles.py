@@ -57,7 +57,7 @@ def violations(stmts, checked, context):
     out = []
     for s in stmts:
         for band in s.comp.parametric_bands:
-            ks = [s.prefix_depth + s.comp.loops.index(v) for v in band.loops]
+            ks = [s.prefix_depth + k for k in positions(s.comp.name, s.comp.loops, band)]
             for what, carried in _forbidden(band, ks, s):
                 for kind, m, ts, tk, pairs in checked:
                     space = ts.get_space().range()
@@ -67,6 +67,17 @@ def violations(stmts, checked, context):
                         out.append((s, band, what, kind, m, bad))
                         break
     return out
+
+
+def positions(comp_name, loops, band) -> list:
+    """The positions of the band's loops among a computation's `loops`, which must hold them, adjacent
+    and in order."""
+    k = loops.index(band.loops[0]) if band.loops[0] in loops else -1
+    if k < 0 or tuple(loops[k:k + len(band.loops)]) != band.loops:
+        raise ScheduleError(f"{comp_name}: loops {', '.join(band.loops)} are tiled by {band.command} and "
+                            f"must stay adjacent, in that order (the loops would be {loops}); give "
+                            f"loop commands before the parametric tile")
+    return list(range(k, k + len(band.loops)))
 
 
 def _forbidden(band, ks, s):

@@ -18,6 +18,7 @@ from .errors import ScheduleError
 from .expr import Access, walk
 from .isl_budget import OutOfOperations, operations_at_most
 from .loopir import LoopKind
+from . import parametric_tiles
 from .parametric_tiles import ParametricBand, size_name
 
 #: block (and thread) dimensions a GPU launch has at most
@@ -118,11 +119,7 @@ class Schedulable:
     def _rewrite(self, new_loops, exprs, constraints=""):
         """Compose the loop map with `{ [loops] -> [exprs] : constraints }`."""
         for band in self.parametric_bands:
-            k = new_loops.index(band.loops[0]) if band.loops[0] in new_loops else -1
-            if k < 0 or tuple(new_loops[k:k + len(band.loops)]) != band.loops:
-                raise ScheduleError(f"{self.name}: loops {', '.join(band.loops)} are tiled by {band.command} and "
-                                    f"must stay adjacent, in that order (they would become {new_loops}); give "
-                                    f"loop commands before the parametric tile")
+            parametric_tiles.positions(self.name, new_loops, band)
         text = f"{{ [{', '.join(self.loops)}] -> [{', '.join(exprs)}]"
         text += f" : {constraints} }}" if constraints else " }"
         step = isl.Map(text)

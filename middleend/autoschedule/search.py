@@ -72,8 +72,9 @@ def with_knob(choice, stage, knob, value) -> dict:
     return out
 
 
-#: tile sizes a screening passes on to be measured as constant tiles, fastest first
-SCREENED_KEPT = 2
+#: tile sizes a screening passes on to be measured as constant tiles, fastest first; the share of the
+#: budget left that a screening may take
+SCREENED_KEPT, SCREEN_SHARE = 2, 0.5
 
 
 def search(measure, candidates_of, budget_s, screen=None) -> tuple:
@@ -84,8 +85,9 @@ def search(measure, candidates_of, budget_s, screen=None) -> tuple:
     time-tiled gets its own loops' knobs): those are tried after the others.
 
     `screen(choice, stage, sizes, limit_s)`, where given, ranks tile sizes of a stage's band (those
-    offered and more) by one kernel with parametric tiles, fastest first (None where it cannot): the
-    first time a stage's tile sizes come up, its SCREENED_KEPT fastest replace them."""
+    offered and more) by one kernel with parametric tiles, fastest first (None where it cannot), within
+    SCREEN_SHARE of the budget left: the first time a stage's tile sizes come up, its SCREENED_KEPT
+    fastest replace them."""
     start = time.perf_counter()
     left = lambda: budget_s - (time.perf_counter() - start)     # noqa: E731
     best, best_t = {}, measure({}, left())
@@ -98,7 +100,7 @@ def search(measure, candidates_of, budget_s, screen=None) -> tuple:
         if knob == "tiles" and value and screen is not None and stage not in screened:
             screened.add(stage)
             same = [v for s, k, v in queue if (s, k) == (stage, knob) and v]
-            ranked = screen(best, stage, [value] + same, left())
+            ranked = screen(best, stage, [value] + same, left() * SCREEN_SHARE)
             if ranked:
                 queue = [q for q in queue if (q[0], q[1]) != (stage, knob) or not q[2]]
                 queue[:0] = [(stage, knob, sizes) for sizes in ranked[:SCREENED_KEPT]]
