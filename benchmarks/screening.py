@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/screening.py [--budget 20] [--only blur,gemm,2mm] [--no-append]
 
-For each kernel whose band the search tiles (the two-stage blur of examples.py, and Julia kernels of
-mascarpone/bench/suite/julia_kernels.py at their small sizes), two searches from empty caches: one
+For each kernel whose band the search tiles (the two-stage blur of examples.py, Julia kernels of
+mascarpone/bench/suite/julia_kernels.py at their small sizes, Halide pipelines of
+benchmarks/halide/autoschedule.py without a schedule at 1536x2560, their estimates), two searches from empty caches: one
 screens each band's tile sizes by one kernel with parametric tiles (the default), the other measures
 only the sizes it offers, each as a compiled kernel (search.SCREEN_SHARE = 0). Both chosen schedules
 are compiled in this process and timed as medians of interleaved calls (autoschedule.py's method).
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +53,28 @@ def julia(name):
     return f"Julia {name}, float64", make, julia_sizes(make(), work), lambda k: k(*work)
 
 
+def halide(name):
+    import halide as hl   # noqa: E402
+    path = HERE / "halide" / "autoschedule.py"     # (its name is this folder's autoschedule.py's too)
+    loader = importlib.util.spec_from_file_location("halide_autoschedule", path)
+    bench = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(bench)
+    spec = bench.estimated_spec(bench.PIPELINES[name], 1536, 2560)
+    inputs = {ip.name(): a for ip, a in spec["images"].items()}
+    outs = {}
+
+    def make():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ms.from_halide(hl.Pipeline(spec["outputs"]))
+
+    def call(kernel):
+        if kernel not in outs:
+            outs[kernel] = kernel.realize(spec["sizes"], **inputs)
+        return kernel.realize(outs[kernel], **inputs)
+    return f"Halide {name} 1536x2560", make, None, call
+
+
 def searched(make, sizes, budget, screen):
     """(the compiled kernel, search seconds, the report) of a search from an empty cache."""
     os.environ[cache.ENV] = tempfile.mkdtemp(prefix="screening-bench-")
@@ -63,14 +88,15 @@ def searched(make, sizes, budget, screen):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=20.0, help="autoschedule budget_s per search")
-    ap.add_argument("--only", default="blur,gemm,2mm", help="comma-separated: blur and julia_kernels names")
+    ap.add_argument("--only", default="blur,gemm,2mm,blur repeat_edge,pyramid",
+                    help="comma-separated: blur, julia_kernels names, Halide pipeline names")
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
     args = ap.parse_args()
     share = search.SCREEN_SHARE
     rows = ["| kernel | screened ms | not screened ms | not / screened | search s (screened, not) "
             "| compiled (screened, not) | sizes screened |", "|---|---|---|---|---|---|---|"]
     for name in [w.strip() for w in args.only.split(",") if w.strip()]:
-        title, make, sizes, call = blur() if name == "blur" else julia(name)
+        title, make, sizes, call = blur() if name == "blur" else julia(name) if name in jk.KERNELS else halide(name)
         on, on_s, on_report = searched(make, sizes, args.budget, True)
         off, off_s, off_report = searched(make, sizes, args.budget, False)
         search.SCREEN_SHARE = share

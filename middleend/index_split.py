@@ -81,15 +81,16 @@ def _varies_in_loop(pwaff: isl.PwAff, to_instance: isl.PwMultiAff, dim: int) -> 
     return len(slopes) > 1
 
 
-def steady_state(domain: isl.Set, time: isl.Map, pwaffs) -> isl.Set | None:
-    """The instances of `domain` where each of `pwaffs` that varies along the innermost loop of
-    `time` (the statement's schedule) takes its main piece, or None when that is all of the domain
-    or none of it (nothing to split)."""
-    n_time = time.dim(isl.dim_type.out)
-    if n_time < 2:
+def steady_state(domain: isl.Set, time: isl.Map, pwaffs, depth: int) -> isl.Set | None:
+    """The instances of `domain` where each of `pwaffs` that varies along the innermost of the
+    statement's `depth` loops in `time` (its schedule) takes its main piece, or None when that is all
+    of the domain or none of it (nothing to split)."""
+    if depth < 1:
         return None
     to_instance = isl.PwMultiAff.from_map(time.intersect_domain(domain).reverse())
-    inner = n_time - 2   # time dims alternate constants and loops: [c0, l0, c1, ..., l_last, c_last]
+    # time dims alternate constants and loops, [c0, l0, c1, ..., l_last, c_last, ...], padded to the
+    # deepest statement's: the innermost loop is the statement's own, not the last dimension
+    inner = 2 * depth - 1
     steady = domain
     for pa in pwaffs:
         if _varies_in_loop(pa, to_instance, inner):
