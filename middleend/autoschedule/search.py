@@ -87,7 +87,8 @@ def search(measure, candidates_of, budget_s, screen=None) -> tuple:
     `screen(choice, stage, sizes, limit_s)`, where given, ranks tile sizes of a stage's band (those
     offered and more) by one kernel with parametric tiles, fastest first (None where it cannot), within
     SCREEN_SHARE of the budget left: the first time a stage's tile sizes come up, its SCREENED_KEPT
-    fastest replace them."""
+    fastest replace them, followed by the sizes offered that ranked in the faster half (a ranking of
+    the simpler program parametric tiles make, so a size it does not find slow is still measured)."""
     start = time.perf_counter()
     left = lambda: budget_s - (time.perf_counter() - start)     # noqa: E731
     best, best_t = {}, measure({}, left())
@@ -99,11 +100,14 @@ def search(measure, candidates_of, budget_s, screen=None) -> tuple:
         stage, knob, value = queue.pop(0)
         if knob == "tiles" and value and screen is not None and stage not in screened:
             screened.add(stage)
-            same = [v for s, k, v in queue if (s, k) == (stage, knob) and v]
-            ranked = screen(best, stage, [value] + same, left() * SCREEN_SHARE)
+            sizes_offered = [value] + [v for s, k, v in queue if (s, k) == (stage, knob) and v]
+            ranked = screen(best, stage, sizes_offered, left() * SCREEN_SHARE)
             if ranked:
+                # the fastest first, then the sizes offered that ranked in the faster half
+                kept = ranked[:SCREENED_KEPT] + [v for v in sizes_offered
+                                                 if v in ranked[SCREENED_KEPT:len(ranked) // 2]]
                 queue = [q for q in queue if (q[0], q[1]) != (stage, knob) or not q[2]]
-                queue[:0] = [(stage, knob, sizes) for sizes in ranked[:SCREENED_KEPT]]
+                queue[:0] = [(stage, knob, sizes) for sizes in kept]
                 continue
         cand = with_knob(best, stage, knob, value)
         if repr(cand) in seen:
