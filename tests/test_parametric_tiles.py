@@ -130,3 +130,17 @@ def test_what_parametric_tiles_cannot_express_is_refused_by_name():
         kernel(A=a, B=a, Ti=2, Tk=0)
     with pytest.raises(ms.ArgumentError, match=r"cannot tell the value of parameter\(s\) Ti"):
         kernel(A=a, B=a, Tk=2)
+
+
+@pytest.mark.parametrize("target", ["opencl", "hls", "mpi"])
+def test_the_other_targets_run_parametric_tiles_from_the_same_loops(target):
+    from mascarpone.middleend.targets import get_target
+    missing = get_target(target).missing()
+    if missing is not None:
+        pytest.skip(f"{target}: {missing}")
+    f, C, U = gemm()
+    U.tile("i", "k", ms.Param("Ti"), ms.Param("Tk"))
+    rng = np.random.default_rng(4)
+    a, b = rng.random((40, 40), dtype=np.float32), rng.random((40, 40), dtype=np.float32)
+    kernel = f.compile(target, **({"ranks": 2} if target == "mpi" else {}))
+    np.testing.assert_allclose(kernel(A=a, B=b, Ti=7, Tk=9), a @ b, rtol=1e-4)
