@@ -11,17 +11,21 @@ What makes it legal is checked on the exact dependences, as every schedule is: t
 permutable (no dependence between its instances goes backwards along any of its loops), a parallel
 tile loop must carry none, and the point loop vectorized must carry none within a chunk.
 What makes it expressible is checked on the generated loops: the band's loops must nest perfectly
-(nothing between them) and be rectangular (no inner bound depends on an outer band loop).
+(nothing between them), and a bound that depends on an outer loop of the band (a skewed band) must be
+affine in it (or a max or min of such): the tile loop then runs over the bound's extremes in the tile
+of the outer loops, and the point loop over what the tile and the bound share.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import reduce
+from itertools import product
 
 import islpy as isl
 
 from . import loopir as L
 from .errors import IllegalScheduleError, ScheduleError
-from .expr import Const, Sym, binop, floordiv, min_, simplify, walk
+from .expr import BinOp, Const, Sym, binop, floordiv, max_, min_, pseudo_c, simplify, substitute, walk
 from .types import int64
 
 
@@ -160,31 +164,83 @@ def _tile(outer, comp_name, band, bands, fixed):
                                 f"{found}; tile loops that nest perfectly (a vector remainder or another "
                                 f"computation between them prevents it)")
         nest.append(inner)
-    band_vars = {f.var for f in nest}
-    for loop, f in zip(band.loops, nest):
-        used = {n.name for e in (f.lo, f.hi) for n in walk(e) if isinstance(n, Sym)} & band_vars
-        if used:
-            raise ScheduleError(f"{band.command}: the bounds of loop {loop} of {comp_name} depend on "
-                                f"{', '.join(sorted(used))}, a loop of the same band; parametric tiles "
-                                f"need a rectangular band")
+    band_vars = [f.var for f in nest]
+    skewed = [bool(_mentions(f.lo, band_vars) | _mentions(f.hi, band_vars)) for f in nest]
     body = _visit(nest[-1].body, bands, fixed)
     sizes = [Const(fixed[n], int64) if n in fixed else Sym(n, int64) for n in band.sizes]
-    starts = [simplify(binop("add", f.lo, binop("mul", Sym(t, int64), size)))
-              for f, size, t in zip(nest, sizes, band.tile_loops)]
-    ends = [simplify(binop("add", start, size)) for start, size in zip(starts, sizes)]
-    fits = None
-    for f, end in zip(nest, ends):
-        cond = binop("le", end, f.hi)
-        fits = cond if fits is None else binop("and", fits, cond)
+    firsts, lasts, starts, ends, box = [], [], [], [], {}
+    for f, size, t, skew in zip(nest, sizes, band.tile_loops, skewed):
+        # a bound that moves with an outer loop of the band (a skewed band) is bounded over the tile of
+        # the outer loops: the tiles of this loop then cover all its values in that tile
+        first = _extreme(f.lo, True, box, band) if skew else f.lo
+        last = _extreme(f.hi, False, box, band) if skew else f.hi
+        start = simplify(binop("add", first, binop("mul", Sym(t, int64), size)))
+        end = simplify(binop("add", start, size))
+        firsts.append(first)
+        lasts.append(last)
+        starts.append(start)
+        ends.append(end)
+        box[f.var] = (start, simplify(binop("sub", end, 1)))
+    point_starts = [max_(f.lo, start) if skew else start for f, start, skew in zip(nest, starts, skewed)]
     partial = [min_(end, f.hi) for f, end in zip(nest, ends)]
-    inner = L.If(fits, _points(nest, band, starts, ends, body),
-                 _points(nest, band, starts, partial, _fresh_copy(body)))
-    for f, size, tile_var in reversed(list(zip(nest, sizes, band.tile_loops))):
-        trips = floordiv(binop("add", binop("sub", f.hi, f.lo), binop("sub", size, 1)), size)
+    if any(skewed):
+        inner = _points(nest, band, point_starts, partial, body)
+    else:
+        fits = None
+        for f, end in zip(nest, ends):
+            cond = binop("le", end, f.hi)
+            fits = cond if fits is None else binop("and", fits, cond)
+        inner = L.If(fits, _points(nest, band, starts, ends, body),
+                     _points(nest, band, starts, partial, _fresh_copy(body)))
+    for f, size, tile_var, first, last in reversed(list(zip(nest, sizes, band.tile_loops, firsts, lasts))):
+        trips = floordiv(binop("add", binop("sub", last, first), binop("sub", size, 1)), size)
         parallel = tile_var in band.parallel or f.kind == L.LoopKind.PARALLEL
         inner = L.For(tile_var, Const(0, int64), simplify(trips), inner,
                       L.LoopKind.PARALLEL if parallel else L.LoopKind.SERIAL, 1, ((comp_name, tile_var),))
     return inner
+
+
+def _mentions(e, names) -> set:
+    return {n.name for n in walk(e) if isinstance(n, Sym)} & set(names)
+
+
+def _extreme(e, lowest, box, band):
+    """A bound of `e` over the values `box` ({loop: (first, last)}) gives the loops it mentions: at most
+    every value of `e` there when `lowest`, else at least. A max or min of bounds is bounded piece by
+    piece; each piece must be affine in the loops (or an affine floor-divided by a constant), whose
+    extremes lie at the corners of the box."""
+    if isinstance(e, BinOp) and e.op in ("max", "min"):
+        return binop(e.op, _extreme(e.a, lowest, box, band), _extreme(e.b, lowest, box, band))
+    used = sorted(_mentions(e, box))
+    if not used:
+        return e
+    if not _monotone(e, set(used)):
+        raise ScheduleError(f"{band.command}: a bound of the band, {pseudo_c(e)}, is not affine in its loops "
+                            f"{', '.join(used)}; parametric tiles take rectangular bands and bands whose "
+                            f"bounds are affine in the outer loops (a skew)")
+    corners = [substitute(e, dict(zip(used, values))) for values in product(*(box[v] for v in used))]
+    return simplify(reduce(min_ if lowest else max_, corners))
+
+
+def _monotone(e, names) -> bool:
+    """Whether `e` is affine in the loops `names` (sums, differences, products by terms free of them),
+    or such a function floor- or C-divided by a positive constant."""
+    if isinstance(e, BinOp) and e.op in ("ediv", "div") and isinstance(e.b, Const) and e.b.value > 0:
+        return _affine(e.a, names)
+    return _affine(e, names)
+
+
+def _affine(e, names) -> bool:
+    if not _mentions(e, names):
+        return True
+    if isinstance(e, Sym):
+        return True
+    if isinstance(e, BinOp) and e.op in ("add", "sub"):
+        return _affine(e.a, names) and _affine(e.b, names)
+    if isinstance(e, BinOp) and e.op == "mul":
+        return (not _mentions(e.a, names) and _affine(e.b, names)) or \
+            (not _mentions(e.b, names) and _affine(e.a, names))
+    return False
 
 
 def _points(nest, band, starts, ends, body):

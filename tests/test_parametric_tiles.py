@@ -144,3 +144,38 @@ def test_the_other_targets_run_parametric_tiles_from_the_same_loops(target):
     a, b = rng.random((40, 40), dtype=np.float32), rng.random((40, 40), dtype=np.float32)
     kernel = f.compile(target, **({"ranks": 2} if target == "mpi" else {}))
     np.testing.assert_allclose(kernel(A=a, B=b, Ti=7, Tk=9), a @ b, rtol=1e-4)
+
+
+def heat_1d():
+    """A[t, i] = (A[t-1, i-1] + A[t-1, i] + A[t-1, i+1]) / 3: the band (t, i) is permutable once skewed."""
+    T, N = ms.Param("T"), ms.Param("N")
+    t, i = ms.Var("t", 1, T), ms.Var("i", 1, N - 1)
+    with ms.Function("heat") as f:
+        A0 = ms.Input("A0", [T, N], ms.float64)
+        A = ms.Computation("A", [ms.Var("t", 0, T), ms.Var("i", 0, N)], A0[ms.Var("t", 0, T), ms.Var("i", 0, N)])
+        U = A.update([t, i], (A[t - 1, i - 1] + A[t - 1, i] + A[t - 1, i + 1]) / 3.0)
+    return f, U
+
+
+def heat_reference(a0):
+    a = a0.copy()
+    for r in range(1, a.shape[0]):
+        a[r, 1:-1] = (a[r - 1, :-2] + a[r - 1, 1:-1] + a[r - 1, 2:]) / 3.0
+    return a
+
+
+def test_a_skewed_band_takes_parametric_tiles_over_its_bounds_in_the_outer_tile():
+    f, U = heat_1d()
+    U.tile("t", "i", ms.Param("Tt"), ms.Param("Ti"))
+    with pytest.raises(ms.IllegalScheduleError, match="not permutable"):
+        f.lower()
+    f, U = heat_1d()
+    U.skew("t", "i", 1)                   # i' = i + t: every dependence now goes forward along t and i'
+    U.tile("t", "i", ms.Param("Tt"), ms.Param("Ti"))
+    text = str(f.lower())
+    assert "max(" in text                 # point loops start at the larger of the tile and the skewed bound
+    kernel = f.compile("cpu")
+    a0 = np.random.default_rng(5).random((23, 37))
+    for tt, ti in [(1, 1), (4, 8), (5, 3), (30, 100), (7, 64)]:
+        np.testing.assert_allclose(kernel(A0=a0, Tt=tt, Ti=ti), heat_reference(a0), rtol=1e-12,
+                                   err_msg=f"tiles {tt}x{ti}")
