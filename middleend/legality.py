@@ -140,6 +140,13 @@ def tag_violations(stmts, deps, function, context):
     return out
 
 
+def band_violations(stmts, deps, function, context):
+    """What a dependence forbids in the parametric tiles of the schedule (parametric_tiles.violations)."""
+    if not any(s.comp.parametric_bands for s in stmts):
+        return []
+    return parametric_tiles.violations(stmts, _checked_pairs(stmts, deps, function, context), context)
+
+
 def carried_at(time_space, p, betas):
     """Pairs of times in the same iteration of the loops above dimension p (and in that loop's nest),
     different at p."""
@@ -284,7 +291,7 @@ def check(stmts, deps, function, context):
             f"{_witness(bad)} must run in that order but no longer does"
             + (f"; broken by {culprit}" if culprit else "") + f". Dependence: {_short(m)}",
             source=src, sink=snk, dependence=m, command=culprit)
-    banded = parametric_tiles.violations(stmts, _checked_pairs(stmts, deps, function, context), context)
+    banded = band_violations(stmts, deps, function, context)
     if banded:
         parametric_tiles.raise_first(banded, _witness, _short)
     tagged = tag_violations(stmts, deps, function, context)

@@ -203,6 +203,30 @@ def test_tile_sizes_are_screened_by_one_kernel_with_parametric_tiles(monkeypatch
         np.testing.assert_allclose(parametric(img=img, Ty=ty, Tx=tx), blur_reference(img), rtol=1e-5)
 
 
+@pytest.mark.parametrize("kernel", ["jacobi1d", "jacobi2d"])
+def test_parametric_time_tiles_give_the_naive_values_at_every_size(kernel):
+    """The search's screening of time tiles: the statements of a step shifted, skewed and fused in the
+    (time, space) loops, which one parametric tile cuts; one kernel then runs every size with the
+    naive loops' values (partial tiles, single steps, tiles wider than the loops)."""
+    make, argtypes = _julia(kernel)
+    naive = make().compile()
+    g = make()
+    sizes = {p: (5 if p == "tsteps" else 40) for p in g.sizes()}
+    stages = analyze(g, g.context(sizes))
+    applier = Applier(g, stages, Checker(g))
+    applier.apply({"timetile": {name: model.PARAMETRIC for name in stages}})
+    (key, params), = applier.tile_params.items()
+    assert key in applier.time_tiled and f"{key}.tile(t, " in " ".join(g.history())
+    kernel_ = g.compile()
+    for depth, width in ([1, 1], [2, 8], [3, 5], [8, 64]):
+        want, got = random_args(argtypes, seed=4, n=23), random_args(argtypes, seed=4, n=23)
+        naive(*want)
+        kernel_(*got, **dict(zip(params, (depth, width))))
+        for x, y in zip(want, got):
+            if isinstance(x, np.ndarray):
+                np.testing.assert_allclose(y, x, rtol=1e-12)
+
+
 def test_compile_with_schedule_auto():
     f, C, acc = examples.gemm()
     f.autoschedule(sizes=dict(N=64, M=64, K=64), measure=False)

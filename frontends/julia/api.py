@@ -197,21 +197,25 @@ class JuliaKernel:
 
     Arrays are numpy arrays with Julia's shape (`A[i-1, j-1]` is Julia's `A[i, j]`); Fortran-ordered
     arrays are used without copies. Arrays the function writes are updated in place, as in Julia,
-    and the function's return value is returned.
+    and the function's return value is returned. The sizes of parametric tiles (`tile` with `ms.Param`
+    sizes) are keyword arguments.
     """
 
     def __init__(self, function: JuliaFunction, kernel):
         self.function = function
         self.kernel = kernel
         self.argnames = list(function.julia_argtypes)
+        self._tile_sizes = function.tile_sizes()
         self._checked = {}
         self._steps = [_argument_step(function, name, jt) for name, jt in function.julia_argtypes.items()]
         ret = function.julia_return
         self._return = None if ret is None else (ret.name, ret.dtype.numpy)
 
     def __call__(self, *args, **kwargs):
+        # the sizes of parametric tiles (`tile` with ms.Param sizes) come as keywords, as on any kernel
+        tiles = {k: kwargs.pop(k) for k in self._tile_sizes if k in kwargs}
         values = args if not kwargs and len(args) == len(self.argnames) else self._arguments(args, kwargs)
-        call, params, copy_back = {}, {}, []
+        call, params, copy_back = dict(tiles), {}, []
         for (kind, name, jt, extra), v in zip(self._steps, values):
             if kind is _ARRAY:
                 if not isinstance(v, np.ndarray) or v.ndim != jt.ndim or v.dtype != extra.dtype:

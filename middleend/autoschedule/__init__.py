@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ..copy_in import copied_inputs
 from ..errors import DomainError, MascarponeError
 from ..targets import get_target
-from . import cache
+from . import cache, timetile
 from .analysis import analyze
 from .apply import Applier
 from .legal import Checker
@@ -47,7 +47,8 @@ class Report:
     naive_seconds: float | None = None
     sizes: dict = field(default_factory=dict)
     note: str = ""
-    #: {stage: [(tile sizes, seconds)]} of the tile sizes screened by a kernel with parametric tiles
+    #: {stage: [(tile sizes, seconds)]} of the tile sizes screened by a kernel with parametric tiles; a
+    #: time-stepped stencil's time tiles ([steps, width]) under "<its first statement> time tiles"
     screened: dict = field(default_factory=dict)
 
 
@@ -107,9 +108,9 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
 
 
 class Screening:
-    """Ranks tile sizes of a stage's band by one kernel whose tiles take their sizes at call time: the
-    sizes offered and the model's grid of them (model.tile_grid), each timed by a call with those
-    sizes, no compile between them. Parametric tiles leave out what constant tiles allow around them
+    """Ranks tile sizes of a stage's band, or time tiles of a time-stepped stencil, by one kernel whose
+    tiles take their sizes at call time: the sizes offered and a grid of them (model.tile_grid,
+    timetile.tile_grid), each timed by a call with those sizes, no compile between them. Parametric tiles leave out what constant tiles allow around them
     (unrolling, a producer computed per tile), so the ranking only picks the sizes the search then
     measures as constant tiles."""
 
@@ -117,23 +118,29 @@ class Screening:
         self.apply, self.timer, self.stages = apply, timer, stages
         self.results = {}
 
-    def __call__(self, choice, stage, sizes, limit_s):
-        applier = self.apply(with_knob(choice, stage, "tiles", PARAMETRIC))
+    def __call__(self, choice, stage, knob, sizes, limit_s):
+        applier = self.apply(with_knob(choice, stage, knob, PARAMETRIC))
         params = applier.tile_params.get(stage)
         if not params:
             return None
         grid = [list(s) for s in sizes]
-        for s in tile_grid(self.stages[stage], applier.bands[stage], vector_lanes(self.stages[stage].comp.dtype)):
+        if knob == "timetile":
+            more = timetile.tile_grid(self.stages, applier.time_groups[stage][0])
+        else:
+            more = tile_grid(self.stages[stage], applier.bands[stage], vector_lanes(self.stages[stage].comp.dtype))
+        for s in more:
             if len(s) == len(params) and s not in grid:
                 grid.append(s)
         grid = [s for s in grid if len(s) == len(params)]
+        if not grid:
+            return None
         try:
             kernel = self.timer.kernel()
         except MascarponeError:
             return None
         times = self.timer.time_each(kernel, [dict(zip(params, s)) for s in grid], limit_s)
         timed = sorted((t, k) for k, t in enumerate(times) if t is not None)
-        self.results[stage] = [(grid[k], t) for t, k in timed]
+        self.results[stage if knob == "tiles" else f"{stage} time tiles"] = [(grid[k], t) for t, k in timed]
         return [grid[k] for _, k in timed]
 
 

@@ -148,7 +148,8 @@ class Applier:
             for comp in members:
                 t, space = self.stages[comp.name].vars[:2]
                 origin = {v: v for v in comp.loops}
-                origin.update(zip(comp.loops[:4], (t, space, t, space)))
+                if key not in self.tile_params:     # (parametric tiles keep the band's loops)
+                    origin.update(zip(comp.loops[:4], (t, space, t, space)))
                 self._vectorize_innermost(comp, self.stages[comp.name], origin)
                 self._unroll_small_loops(comp)
                 done.add(comp)
@@ -159,6 +160,8 @@ class Applier:
         of its position that is legal), skew that loop by the time loop (least factor), tile the
         (time, space) band by `sizes` and run the statements fused in each tile. True if applied."""
         t = members[0].loops[0]
+        parametric = sizes == model.PARAMETRIC
+        params = [Param(f"T_{members[0].name}_{v}") for v in members[0].loops[:2]]
         for shift in range(timetile.MAX_SHIFT + 1):
             for skew in range(1, model.MAX_SKEW + 1):
                 def commands():
@@ -167,10 +170,15 @@ class Applier:
                         if shift * k:
                             comp.shift(space, shift * k)
                         comp.skew(t, space, skew)
-                        comp.tile(t, space, *sizes)
+                        if not parametric:
+                            comp.tile(t, space, *sizes)
                     for prev, comp in zip(members, members[1:]):
-                        comp.after(prev, prev.loops[3])
+                        comp.after(prev, prev.loops[1 if parametric else 3])
+                    if parametric:   # the statements share the (time, space) loops: one band tiles them all
+                        members[0].tile(t, members[0].loops[1], *params)
                 if self.attempt(commands):
+                    if parametric:
+                        self.tile_params[members[0].name] = [p.name for p in params]
                     return True
         return False
 

@@ -35,7 +35,7 @@ class Checker:
             return False
         if legality.recompute_violations(stmts, deps) or legality.ordering_violations(stmts, deps, f, context):
             return False
-        if legality.tag_violations(stmts, deps, f, context):
+        if legality.tag_violations(stmts, deps, f, context) or legality.band_violations(stmts, deps, f, context):
             return False
         if not layout:
             return True

@@ -75,6 +75,8 @@ def with_knob(choice, stage, knob, value) -> dict:
 #: tile sizes a screening passes on to be measured as constant tiles, fastest first; the share of the
 #: budget left that a screening may take
 SCREENED_KEPT, SCREEN_SHARE = 2, 0.5
+#: the knobs whose sizes a screening by parametric tiles ranks: a band's tiles and a stencil's time tiles
+SCREENED_KNOBS = ("tiles", "timetile")
 
 
 def search(measure, candidates_of, budget_s, screen=None) -> tuple:
@@ -84,8 +86,8 @@ def search(measure, candidates_of, budget_s, screen=None) -> tuple:
     budget lasts. A better choice can open knobs the model's did not have (a stencil no longer
     time-tiled gets its own loops' knobs): those are tried after the others.
 
-    `screen(choice, stage, sizes, limit_s)`, where given, ranks tile sizes of a stage's band (those
-    offered and more) by one kernel with parametric tiles, fastest first (None where it cannot), within
+    `screen(choice, stage, knob, sizes, limit_s)`, where given, ranks the sizes of a stage's tiles or
+    time tiles (those offered and more) by one kernel with parametric tiles, fastest first (None where it cannot), within
     SCREEN_SHARE of the budget left: the first time a stage's tile sizes come up, its SCREENED_KEPT
     fastest replace them, followed by the sizes offered that ranked in the faster half (a ranking of
     the simpler program parametric tiles make, so a size it does not find slow is still measured)."""
@@ -98,10 +100,10 @@ def search(measure, candidates_of, budget_s, screen=None) -> tuple:
     screened = set()
     while queue and left() > 0:
         stage, knob, value = queue.pop(0)
-        if knob == "tiles" and value and screen is not None and stage not in screened:
-            screened.add(stage)
+        if knob in SCREENED_KNOBS and value and screen is not None and (stage, knob) not in screened:
+            screened.add((stage, knob))
             sizes_offered = [value] + [v for s, k, v in queue if (s, k) == (stage, knob) and v]
-            ranked = screen(best, stage, sizes_offered, left() * SCREEN_SHARE)
+            ranked = screen(best, stage, knob, sizes_offered, left() * SCREEN_SHARE)
             if ranked:
                 # the fastest first, then the sizes offered that ranked in the faster half
                 kept = ranked[:SCREENED_KEPT] + [v for v in sizes_offered

@@ -94,6 +94,21 @@ def tile_variants(model_sizes) -> list:
     return [v for k, v in enumerate(out) if v not in out[:k]]
 
 
+#: the grid a screening by parametric time tiles tries: depths and space edges
+SCREEN_DEPTHS, SCREEN_WIDTHS = (2, 4, 8, 16, 32), (16, 32, 64, 128, 256, 512)
+
+
+def tile_grid(stages, members) -> list:
+    """[time edge, space edge] pairs for a screening by one kernel with parametric time tiles: every
+    depth up to the steps and width up to the space loop (and the whole of each)."""
+    stage = stages[members[0].name]
+    t, space = stage.vars[:2]
+    steps, width = stage.trip(t), stage.trip(space)
+    depths = [d for d in SCREEN_DEPTHS if d < steps] + [steps]
+    widths = [w for w in SCREEN_WIDTHS if w < width] + [width]
+    return [[d, w] for d in depths for w in widths]
+
+
 def needs_time_tiling(stages, members) -> bool:
     """Whether the arrays a step touches outgrow the L2 caches of all cores (else each step's sweep,
     run in parallel, finds every core's share in its own L2: a parallel loop gives each thread the
