@@ -42,15 +42,15 @@ def blur():
     return "blur 1024x1024 float32", lambda: examples.blur()[0], dict(H=1024, W=1024), lambda k: k(img=img)
 
 
-def julia(name):
+def julia(name, size="small"):
     spec = jk.KERNELS[name]
     text = (FIXTURES / f"{spec['fixture']}.v1_6.lowered.txt").read_text()
     sys.path.insert(0, str(FIXTURES.parent))
     from julia_fixtures.lowering import read_kernel   # noqa: E402  (tests/julia_fixtures)
     argtypes = read_kernel(FIXTURES / f"{spec['fixture']}.jl")[2]
     make = lambda: ms.from_julia(text, argtypes=argtypes)   # noqa: E731
-    work = jk.arrays(spec["small"])
-    return f"Julia {name}, float64", make, julia_sizes(make(), work), lambda k: k(*work)
+    work = jk.arrays(spec[size])
+    return f"Julia {name} ({size} sizes), float64", make, julia_sizes(make(), work), lambda k: k(*work)
 
 
 def halide(name):
@@ -90,13 +90,16 @@ def main():
     ap.add_argument("--budget", type=float, default=20.0, help="autoschedule budget_s per search")
     ap.add_argument("--only", default="blur,gemm,2mm,blur repeat_edge,pyramid",
                     help="comma-separated: blur, julia_kernels names, Halide pipeline names")
+    ap.add_argument("--paper", action="store_true", help="Julia kernels at their paper sizes, not the small ones")
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
     args = ap.parse_args()
     share = search.SCREEN_SHARE
     rows = ["| kernel | screened ms | not screened ms | not / screened | search s (screened, not) "
             "| compiled (screened, not) | sizes screened |", "|---|---|---|---|---|---|---|"]
     for name in [w.strip() for w in args.only.split(",") if w.strip()]:
-        title, make, sizes, call = blur() if name == "blur" else julia(name) if name in jk.KERNELS else halide(name)
+        title, make, sizes, call = (blur() if name == "blur" else
+                                    julia(name, "paper" if args.paper else "small") if name in jk.KERNELS else
+                                    halide(name))
         on, on_s, on_report = searched(make, sizes, args.budget, True)
         off, off_s, off_report = searched(make, sizes, args.budget, False)
         search.SCREEN_SHARE = share

@@ -326,14 +326,19 @@ def test_time_stepped_stencils_are_time_tiled(kernel):
     big = {p: (20 if p == "tsteps" else extent) for p in f.sizes()}
     report = f.autoschedule(sizes=big, measure=False)
     skews, tiles = _commands(report, "skew"), _commands(report, "tile")
-    assert len(skews) == len(tiles) == 2 and all(".skew(t, " in c for c in skews), report.commands
+    steps = [c for c in skews if ".skew(t, " in c]
+    assert len(steps) == len(tiles) == 2, report.commands
+    # the tiles run in wavefronts: the loop over space tiles skewed by the one over time tiles, which runs
+    # the tiles of a wavefront in parallel
+    assert all(any(c.startswith(f"{t.split('.')[0]}.{cmd}") for c in report.commands)
+               for t in tiles for cmd in ("skew(t0, ", "interchange(t0, ", "parallelize(t0)")), report.commands
     assert any(".after(" in c and c.endswith("1)") for c in report.commands)   # fused in the tiles
     # the copies of the arrays updated in place are the call's on cpu, not loops to schedule
     assert not any(c.startswith(("A.", "B.")) for c in report.commands), report.commands
     _same_values(naive, f.compile(), argtypes)
     again = make()
     assert again.autoschedule(sizes=big, measure=False, seed=0).commands == report.commands   # deterministic
-    first = skews[0].split(".")[0]
+    first = steps[0].split(".")[0]
     for sizes in ([4, 8], [16, 4], [1, 16], []):
         g = make()
         stages = analyze(g, g.context(big))

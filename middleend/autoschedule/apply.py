@@ -50,6 +50,7 @@ class Applier:
         self.time_groups = {}  # first stage's name -> (the statements of a time step, the model's tile sizes)
         self.time_tiled = set()  # names of the groups time-tiled
         self.tile_params = {}  # stage name -> the size parameters of its band's parametric tile
+        self.wavefronts = set()  # names of the time-tiled groups whose tiles run in parallel wavefronts
         # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
         # may race on one element: the layout check must see each tag
         self.shared_storage = any(c.folds or c.user_buffer is not None for c in function.computations)
@@ -74,7 +75,7 @@ class Applier:
         free = [c for c in f.computations if untouched(c) and c not in self.leave]
         self._distribute(free)
         deferred = self._place_producers(free, choice.get("place", {}))
-        stepped = self._time_tile_groups(free, choice.get("timetile", {}))
+        stepped = self._time_tile_groups(free, choice.get("timetile", {}), choice.get("wavefront", {}))
         tile_level = {}
         for comp in free:
             if comp.inlined or comp in deferred or comp in stepped or comp.name not in self.stages:
@@ -130,10 +131,11 @@ class Applier:
         return deferred
 
     # time-stepped stencils -----------------------------------------------------------
-    def _time_tile_groups(self, free, wanted) -> set:
+    def _time_tile_groups(self, free, wanted, waves) -> set:
         """Time-tile each time-stepped stencil (timetile.groups) at the sizes `wanted` gives its first
-        statement ([]: not at all), else the model's where the arrays outgrow L2; the statements
-        time-tiled get their innermost loop vectorized. Returns the computations time-tiled."""
+        statement ([]: not at all), else the model's where the arrays outgrow L2, its tiles run in
+        wavefronts over the threads unless `waves` says False for it; the statements time-tiled get
+        their innermost loop vectorized. Returns the computations time-tiled."""
         done = set()
         for members in timetile.groups(self.function, self.stages, [c for c in free if not c.inlined]):
             key = members[0].name
@@ -142,7 +144,7 @@ class Applier:
             sizes = wanted.get(key)
             if sizes is None:
                 sizes = model_sizes if timetile.needs_time_tiling(self.stages, members) else []
-            if not sizes or not self._time_tile(members, sizes):
+            if not sizes or not self._time_tile(members, sizes, waves.get(key, True)):
                 continue
             self.time_tiled.add(key)
             for comp in members:
@@ -155,31 +157,43 @@ class Applier:
                 done.add(comp)
         return done
 
-    def _time_tile(self, members, sizes) -> bool:
+    def _time_tile(self, members, sizes, wavefront=True) -> bool:
         """Shift each later statement of the step along the first space loop (by the least multiple
         of its position that is legal), skew that loop by the time loop (least factor), tile the
-        (time, space) band by `sizes` and run the statements fused in each tile. True if applied."""
+        (time, space) band by `sizes` and run the statements fused in each tile. With `wavefront`, the
+        tiles run in wavefronts where the dependences allow: the loop over space tiles skewed by the
+        loop over time tiles and moved outside it, which then runs the tiles of one wavefront in
+        parallel (on 2 threads, jacobi-2d at 1300x1300 and 100 steps in 8x64 tiles: 87 ms serial, 43
+        ms in wavefronts, 48 ms for parallel sweeps). True if applied."""
         t = members[0].loops[0]
         parametric = sizes == model.PARAMETRIC
         params = [Param(f"T_{members[0].name}_{v}") for v in members[0].loops[:2]]
-        for shift in range(timetile.MAX_SHIFT + 1):
-            for skew in range(1, model.MAX_SKEW + 1):
-                def commands():
-                    for k, comp in enumerate(members):
-                        space = comp.loops[1]
-                        if shift * k:
-                            comp.shift(space, shift * k)
-                        comp.skew(t, space, skew)
-                        if not parametric:
-                            comp.tile(t, space, *sizes)
-                    for prev, comp in zip(members, members[1:]):
-                        comp.after(prev, prev.loops[1 if parametric else 3])
-                    if parametric:   # the statements share the (time, space) loops: one band tiles them all
-                        members[0].tile(t, members[0].loops[1], *params)
-                if self.attempt(commands):
-                    if parametric:
-                        self.tile_params[members[0].name] = [p.name for p in params]
-                    return True
+        for waves in ((True, False) if wavefront and not parametric else (False,)):
+            for shift in range(timetile.MAX_SHIFT + 1):
+                for skew in range(1, model.MAX_SKEW + 1):
+                    def commands():
+                        for k, comp in enumerate(members):
+                            space = comp.loops[1]
+                            if shift * k:
+                                comp.shift(space, shift * k)
+                            comp.skew(t, space, skew)
+                            if not parametric:
+                                comp.tile(t, space, *sizes)
+                            if waves:
+                                over_time, over_space = comp.loops[:2]
+                                comp.skew(over_time, over_space, 1)
+                                comp.interchange(over_time, over_space)
+                                comp.parallelize(over_time)
+                        for prev, comp in zip(members, members[1:]):
+                            comp.after(prev, prev.loops[1 if parametric else 3])
+                        if parametric:   # the statements share the (time, space) loops: one band tiles them all
+                            members[0].tile(t, members[0].loops[1], *params)
+                    if self.attempt(commands, waves and self.shared_storage):
+                        if waves:
+                            self.wavefronts.add(members[0].name)
+                        if parametric:
+                            self.tile_params[members[0].name] = [p.name for p in params]
+                        return True
         return False
 
     # one loop nest ------------------------------------------------------------------

@@ -18,7 +18,7 @@ NAIVE = {"naive": True}
 def variants(applier, stages, seed) -> list:
     """[(stage name, knob, value)] to try, in a fixed order for a given seed: no packing or other blocks
     of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or
-    none) of a time-stepped stencil, other numbers of interleaved chains, other unroll-and-jam factors
+    none) of a time-stepped stencil and its tiles one after another rather than in wavefronts, other numbers of interleaved chains, other unroll-and-jam factors
     of a stencil, serial loops for parallel ones, the innermost loop left to the compiler's vectorizer,
     unroll factors around the vector loop, root for producers computed at tiles."""
     out = []
@@ -47,6 +47,8 @@ def variants(applier, stages, seed) -> list:
             if stage.name not in applier.time_tiled:     # the model left it: "none" is measured already
                 sizes = [applier.time_groups[stage.name][1]] + [s for s in sizes if s]
             mine += [(stage.name, "timetile", s) for s in sizes]
+        if stage.name in applier.wavefronts:
+            mine.append((stage.name, "wavefront", False))
         if stage.name in applier.interleaved:
             mine += [(stage.name, "interleave", c) for c in model.CHAIN_VARIANTS]
         if stage.name in applier.parallel:
