@@ -228,7 +228,8 @@ class Schedulable:
         n = len(args) // 2
         levels, sizes = args[:n], args[n:]
         if any(map(_is_param, sizes)):
-            cmd = f"tile({', '.join(loop_name(l) for l in levels)}, {', '.join(getattr(s, 'name', repr(s)) for s in sizes)})"
+            names = ", ".join(getattr(s, "name", repr(s)) for s in sizes)
+            cmd = f"tile({', '.join(loop_name(l) for l in levels)}, {names})"
             return self._parametric_tile(levels, sizes, cmd)
         cmd = f"tile({', '.join(loop_name(l) for l in levels)}, {', '.join(map(str, sizes))})"
         idx = [self._loop_index(l, cmd) for l in levels]

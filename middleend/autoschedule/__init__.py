@@ -6,8 +6,9 @@ model     loop order by memory cost, tile sizes by cache capacity, variants for 
 timetile  the time-stepped stencils and their (time, space) tiles
 apply     a choice given as commands, each kept only if the schedule stays legal (legal)
 measure   compile by target name and time on random inputs of the sizes
-search    coordinate descent over tile sizes, unroll factors and compute_at or root within the budget
-          (the best then timed against the model's choice and the naive loops, their calls interleaved)
+search    coordinate descent over tile sizes, unroll factors and compute_at or root within the budget,
+          tile sizes first screened by one kernel with parametric tiles (Screening, below; the best
+          then timed against the model's choice and the naive loops, their calls interleaved)
 cache     the best choice on disk, per function, sizes, target and machine
 """
 from __future__ import annotations
@@ -110,9 +111,9 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
 class Screening:
     """Ranks tile sizes of a stage's band, or time tiles of a time-stepped stencil, by one kernel whose
     tiles take their sizes at call time: the sizes offered and a grid of them (model.tile_grid,
-    timetile.tile_grid), each timed by a call with those sizes, no compile between them. Parametric tiles leave out what constant tiles allow around them
-    (unrolling, a producer computed per tile), so the ranking only picks the sizes the search then
-    measures as constant tiles."""
+    timetile.tile_grid), each timed by a call with those sizes, no compile between them. Parametric
+    tiles leave out what constant tiles allow around them (unrolling, a producer computed per tile,
+    wavefronts), so the ranking only picks the sizes the search then measures as constant tiles."""
 
     def __init__(self, apply, timer, stages):
         self.apply, self.timer, self.stages = apply, timer, stages

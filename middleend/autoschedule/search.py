@@ -18,9 +18,10 @@ NAIVE = {"naive": True}
 def variants(applier, stages, seed) -> list:
     """[(stage name, knob, value)] to try, in a fixed order for a given seed: no packing or other blocks
     of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or
-    none) of a time-stepped stencil and its tiles one after another rather than in wavefronts, other numbers of interleaved chains, other unroll-and-jam factors
-    of a stencil, serial loops for parallel ones, the innermost loop left to the compiler's vectorizer,
-    unroll factors around the vector loop, root for producers computed at tiles."""
+    none) of a time-stepped stencil and its tiles one after another rather than in wavefronts, other
+    numbers of interleaved chains, other unroll-and-jam factors of a stencil, serial loops for parallel
+    ones, the innermost loop left to the compiler's vectorizer, unroll factors around the vector loop,
+    root for producers computed at tiles."""
     out = []
     order = sorted(stages.values(), key=lambda s: (-s.work(), s.name))
     rng = random.Random(seed)
@@ -89,10 +90,11 @@ def search(measure, candidates_of, budget_s, screen=None) -> tuple:
     time-tiled gets its own loops' knobs): those are tried after the others.
 
     `screen(choice, stage, knob, sizes, limit_s)`, where given, ranks the sizes of a stage's tiles or
-    time tiles (those offered and more) by one kernel with parametric tiles, fastest first (None where it cannot), within
-    SCREEN_SHARE of the budget left: the first time a stage's tile sizes come up, its SCREENED_KEPT
-    fastest replace them, followed by the sizes offered that ranked in the faster half (a ranking of
-    the simpler program parametric tiles make, so a size it does not find slow is still measured)."""
+    time tiles (those offered and more) by one kernel with parametric tiles, fastest first (None where
+    it cannot), within SCREEN_SHARE of the budget left: the first time a stage's tile sizes come up,
+    its SCREENED_KEPT fastest replace them, followed by the sizes offered that ranked in the faster half
+    (a ranking of the simpler program parametric tiles make, so a size it does not find slow is still
+    measured)."""
     start = time.perf_counter()
     left = lambda: budget_s - (time.perf_counter() - start)     # noqa: E731
     best, best_t = {}, measure({}, left())
