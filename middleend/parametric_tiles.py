@@ -128,32 +128,49 @@ def raise_first(found, witness, short):
 
 # the loop IR pass -------------------------------------------------------------------------------
 
-def strip_mine(body, bands, fixed):
+def strip_mine(body, bands, fixed, params):
     """`body` with every band of `bands` ({computation name: [ParametricBand]}) cut into tile loops
-    around point loops; a size in `fixed` ({name: value}) is that constant."""
+    around point loops; a size in `fixed` ({name: value}) is that constant. The tile loops' variables
+    get names no loop, size (`params`) or tile size uses."""
     if not bands:
         return body
-    return _visit(body, bands, fixed)
+    taken = set(params) | {n.name for e in L.walk_exprs(body) for n in walk(e) if isinstance(n, Sym)}
+    taken |= {st.var for st in L.walk_stmts(body) if isinstance(st, L.For)}
+    taken |= {n for comp_bands in bands.values() for b in comp_bands for n in b.sizes}
+    return _Cutter(bands, fixed, taken).visit(body)
 
 
-def _visit(s, bands, fixed):
-    if isinstance(s, L.For):
-        for comp_name, comp_bands in bands.items():
-            for band in comp_bands:
-                if (comp_name, band.loops[0]) in s.origin:
-                    return _tile(s, comp_name, band, bands, fixed)
-        return replace(s, body=_visit(s.body, bands, fixed))
-    if isinstance(s, L.Block):
-        return L.Block([_visit(c, bands, fixed) for c in s.body])
-    if isinstance(s, L.If):
-        return L.If(s.cond, _visit(s.then, bands, fixed),
-                    None if s.else_ is None else _visit(s.else_, bands, fixed))
-    if isinstance(s, L.Allocate):
-        return L.Allocate(s.buffer, _visit(s.body, bands, fixed))
-    return s
+class _Cutter:
+    def __init__(self, bands, fixed, taken):
+        self.bands, self.fixed, self.taken = bands, fixed, taken
+
+    def visit(self, s):
+        if isinstance(s, L.For):
+            for comp_name, comp_bands in self.bands.items():
+                for band in comp_bands:
+                    if (comp_name, band.loops[0]) in s.origin:
+                        return self.tile(s, comp_name, band)
+            return replace(s, body=self.visit(s.body))
+        if isinstance(s, L.Block):
+            return L.Block([self.visit(c) for c in s.body])
+        if isinstance(s, L.If):
+            return L.If(s.cond, self.visit(s.then), None if s.else_ is None else self.visit(s.else_))
+        if isinstance(s, L.Allocate):
+            return L.Allocate(s.buffer, self.visit(s.body))
+        return s
+
+    def fresh(self, base):
+        name, k = base, 1
+        while name in self.taken:
+            name, k = f"{base}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+    def tile(self, outer, comp_name, band):
+        return _tile(outer, comp_name, band, self)
 
 
-def _tile(outer, comp_name, band, bands, fixed):
+def _tile(outer, comp_name, band, cutter):
     nest = [outer]
     for loop in band.loops[1:]:
         inner = _only_statement(nest[-1].body)
@@ -166,10 +183,12 @@ def _tile(outer, comp_name, band, bands, fixed):
         nest.append(inner)
     band_vars = [f.var for f in nest]
     skewed = [bool(_mentions(f.lo, band_vars) | _mentions(f.hi, band_vars)) for f in nest]
-    body = _visit(nest[-1].body, bands, fixed)
+    body = cutter.visit(nest[-1].body)
+    fixed = cutter.fixed
     sizes = [Const(fixed[n], int64) if n in fixed else Sym(n, int64) for n in band.sizes]
+    tile_vars = [cutter.fresh(t) for t in band.tile_loops]
     firsts, lasts, starts, ends, box = [], [], [], [], {}
-    for f, size, t, skew in zip(nest, sizes, band.tile_loops, skewed):
+    for f, size, t, skew in zip(nest, sizes, tile_vars, skewed):
         # a bound that moves with an outer loop of the band (a skewed band) is bounded over the tile of
         # the outer loops: the tiles of this loop then cover all its values in that tile
         first = _extreme(f.lo, True, box, band) if skew else f.lo
@@ -192,11 +211,12 @@ def _tile(outer, comp_name, band, bands, fixed):
             fits = cond if fits is None else binop("and", fits, cond)
         inner = L.If(fits, _points(nest, band, starts, ends, body),
                      _points(nest, band, starts, partial, _fresh_copy(body)))
-    for f, size, tile_var, first, last in reversed(list(zip(nest, sizes, band.tile_loops, firsts, lasts))):
+    for f, size, tile_loop, var, first, last in reversed(list(zip(nest, sizes, band.tile_loops, tile_vars,
+                                                                   firsts, lasts))):
         trips = floordiv(binop("add", binop("sub", last, first), binop("sub", size, 1)), size)
-        parallel = tile_var in band.parallel or f.kind == L.LoopKind.PARALLEL
-        inner = L.For(tile_var, Const(0, int64), simplify(trips), inner,
-                      L.LoopKind.PARALLEL if parallel else L.LoopKind.SERIAL, 1, ((comp_name, tile_var),))
+        parallel = tile_loop in band.parallel or f.kind == L.LoopKind.PARALLEL
+        inner = L.For(var, Const(0, int64), simplify(trips), inner,
+                      L.LoopKind.PARALLEL if parallel else L.LoopKind.SERIAL, 1, ((comp_name, tile_loop),))
     return inner
 
 

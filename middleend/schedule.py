@@ -167,10 +167,14 @@ class Schedulable:
             raise ScheduleError(f"{cmd}: tiled loops must be adjacent and in nesting order; loops are {self.loops}")
         names = tuple(size_name(size, cmd) for size in sizes)
         sizes_of_function = set(self.function.param_names)
+        loops = {n for c in self.function.computations for n in list(c.loops) + [v.name for v in c.vars]}
         for n in names:
             if n in sizes_of_function:
                 raise ScheduleError(f"{cmd}: {n} is a size of {self.function.name}; a tile size needs a "
                                     f"parameter of its own")
+            if n in loops:
+                raise ScheduleError(f"{cmd}: {n} names a loop of {self.function.name}; give the tile size "
+                                    f"a name of its own")
         band_loops = tuple(self.loops[k] for k in idx)
         for band in self.parametric_bands:
             if set(band.loops) & set(band_loops):

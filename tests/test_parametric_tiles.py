@@ -65,6 +65,16 @@ def test_the_generated_code_has_full_tiles_apart_and_the_tile_loop_parallel():
     assert "for (k = (k0 * Tk); k < min(((k0 * Tk) + Tk), N); k++) {" in text
 
 
+def test_tile_loops_take_names_no_size_uses():
+    """A size named like a tile loop (k0) stays the size in the bounds: the tile loop is renamed."""
+    f, C, U = gemm("k0")
+    U.tile("i", "k", ms.Param("Ti"), ms.Param("Tk"))
+    assert "for (k0_1 = 0; k0_1 < ((k0 + (Tk - 1)) // Tk); k0_1++) {" in str(f.lower())
+    rng = np.random.default_rng(6)
+    a, b = rng.random((40, 40), dtype=np.float32), rng.random((40, 40), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(A=a, B=b, Ti=7, Tk=9), a @ b, rtol=1e-4)
+
+
 def test_a_parametric_split_and_fixed_sizes():
     f, C, U = gemm()
     assert [v.name for v in U.split("j", ms.Param("T"))] == ["j0", "j"]
@@ -122,6 +132,8 @@ def test_what_parametric_tiles_cannot_express_is_refused_by_name():
         U.split("j", ms.Param("N"))
     with pytest.raises(ms.ScheduleError, match=r"loop\(s\) \['k'\] are tiled already"):
         U.split("k", ms.Param("Tk"))
+    with pytest.raises(ms.ScheduleError, match=r"j names a loop of mm; give the tile size a name of its own"):
+        gemm()[2].tile("i", "k", ms.Param("j"), ms.Param("Tk"))
     with pytest.raises(ms.ScheduleError, match=r"must be an ms.Param, got 4"):
         gemm()[2].tile("k", "j", ms.Param("Tk"), 4)
     kernel = f.compile("cpu")
