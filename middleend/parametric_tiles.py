@@ -8,8 +8,9 @@ full tiles generated apart from the partial ones (no `min` in their bounds). One
 runs every tile size it is called with, which is what a search over tile sizes wants.
 
 What makes it legal is checked on the exact dependences, as every schedule is: the band must be
-permutable (no dependence between its instances goes backwards along any of its loops), a parallel
-tile loop must carry none, and the point loop vectorized must carry none within a chunk.
+permutable (no dependence between its instances goes backwards along any of its loops), and the point
+loop vectorized must carry none within a chunk. A parallel tile loop is its band loop tagged parallel
+(checked as every tag is: no dependence crosses that loop's iterations, so none crosses its tiles).
 What makes it expressible is checked on the generated loops: the band's loops must nest perfectly
 (nothing between them), and a bound that depends on an outer loop of the band (a skewed band) must be
 affine in it (or a max or min of such): the tile loop then runs over the bound's extremes in the tile
@@ -37,11 +38,7 @@ class ParametricBand:
     sizes: tuple           # the size parameter of each, by name
     tile_loops: tuple      # the names of the tile loops made around the band
     command: str           # the command that made it, as history() shows it
-    parallel: frozenset = frozenset()   # tile loops whose iterations run on the thread pool
     vector: int = 0        # lanes of the innermost point loop (0: not vectorized)
-
-    def tile_loop_of(self, loop) -> str:
-        return self.tile_loops[self.loops.index(loop)]
 
 
 def size_name(size, cmd) -> str:
@@ -86,14 +83,11 @@ def positions(comp_name, loops, band) -> list:
 
 def _forbidden(band, ks, s):
     """(what the band does, time pairs -> the pairs of times no dependence may join) for the band's
-    permutability, each parallel tile loop and the vectorized point loop."""
+    permutability and the vectorized point loop (a parallel tile loop is its band loop's tag, checked as
+    every tag is)."""
     first = 2 * ks[0] + 1
     betas = s.betas[:ks[0] + 1]
     yield "tiles", lambda space: _within(space, first, betas, backwards=[2 * k + 1 for k in ks])
-    for loop, k in zip(band.loops, ks):
-        if band.tile_loop_of(loop) in band.parallel:
-            yield f"runs tile loop {band.tile_loop_of(loop)} in parallel", \
-                lambda space, k=k: _within(space, first, betas, differs=2 * k + 1)
     if band.vector:
         k = ks[-1]
         yield f"vectorizes point loop {band.loops[-1]}", \
@@ -214,9 +208,9 @@ def _tile(outer, comp_name, band, cutter):
     for f, size, tile_loop, var, first, last in reversed(list(zip(nest, sizes, band.tile_loops, tile_vars,
                                                                    firsts, lasts))):
         trips = floordiv(binop("add", binop("sub", last, first), binop("sub", size, 1)), size)
-        parallel = tile_loop in band.parallel or f.kind == L.LoopKind.PARALLEL
         inner = L.For(var, Const(0, int64), simplify(trips), inner,
-                      L.LoopKind.PARALLEL if parallel else L.LoopKind.SERIAL, 1, ((comp_name, tile_loop),))
+                      L.LoopKind.PARALLEL if f.kind == L.LoopKind.PARALLEL else L.LoopKind.SERIAL, 1,
+                      ((comp_name, tile_loop),))
     return inner
 
 

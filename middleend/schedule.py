@@ -18,8 +18,7 @@ from .errors import ScheduleError
 from .expr import Access, walk
 from .isl_budget import OutOfOperations, operations_at_most
 from .loopir import LoopKind
-from . import parametric_tiles
-from .parametric_tiles import ParametricBand, size_name
+from .parametric_tiles import ParametricBand, positions, size_name
 
 #: block (and thread) dimensions a GPU launch has at most
 GPU_DIMS = 3
@@ -119,7 +118,7 @@ class Schedulable:
     def _rewrite(self, new_loops, exprs, constraints=""):
         """Compose the loop map with `{ [loops] -> [exprs] : constraints }`."""
         for band in self.parametric_bands:
-            parametric_tiles.positions(self.name, new_loops, band)
+            positions(self.name, new_loops, band)
         text = f"{{ [{', '.join(self.loops)}] -> [{', '.join(exprs)}]"
         text += f" : {constraints} }}" if constraints else " }"
         step = isl.Map(text)
@@ -413,9 +412,9 @@ class Schedulable:
         cmd = f"parallelize({loop_name(level)})"
         band = self._band_with_tile_loop(loop_name(level))
         if band is not None:
-            self._set_band(band, replace(band, parallel=band.parallel | {loop_name(level)}))
-            self._record(cmd)
-            return
+            # a tile loop of a parametric tile: its band loop tagged, which the cut moves onto the tile
+            # loop (the dependence and layout checks of the tag hold for the tiles a fortiori)
+            level = band.loops[band.tile_loops.index(loop_name(level))]
         self._tag(level, LoopKind.PARALLEL, 1, cmd)
         self._record(cmd)
 

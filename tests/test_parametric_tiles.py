@@ -106,7 +106,8 @@ def test_a_parallel_tile_loop_or_a_vector_point_loop_must_carry_no_dependence():
     f, C, U = gemm()
     U.tile("i", "k", "j", ms.Param("Ti"), ms.Param("Tk"), ms.Param("Tj"))
     U.parallelize("k0")
-    with pytest.raises(ms.IllegalScheduleError, match=r"runs tile loop k0 in parallel.*read-after-write"):
+    with pytest.raises(ms.IllegalScheduleError, match=r"loop k of C_update0 is tagged parallel but carries a "
+                                                      r"read-after-write.*broken by C_update0.parallelize\(k0\)"):
         f.lower()
     f, C, U = gemm()
     U.interchange("k", "j")
