@@ -8,6 +8,7 @@ import subprocess
 
 import llvmlite.binding as llvm
 
+from mascarpone.backends.common.threads import bind_openmp_threads
 from mascarpone.middleend.errors import NotSupportedError
 
 
@@ -27,7 +28,9 @@ def _candidates():
 
 @functools.lru_cache(maxsize=None)
 def load_openmp() -> str:
-    """Make libgomp's symbols visible to JIT-compiled code; returns the library loaded."""
+    """Make libgomp's symbols visible to JIT-compiled code; returns the library loaded. Its threads are
+    bound to cores unless the environment says otherwise (threads.bind_openmp_threads)."""
+    bind_openmp_threads()
     errors = []
     for name in _candidates():
         try:
