@@ -762,36 +762,3 @@ def test_overlapping_input_and_output_is_safe(target):
     ref = x[::-1] + 1
     res = kern(a=x, out=x)  # the input is copied first
     np.testing.assert_array_equal(res, ref)
-
-
-_BINDING_PROBE = """
-import ctypes, numpy as np, mascarpone as ms
-N = ms.Param("N")
-i = ms.Var("i", 0, N)
-with ms.Function("twice") as f:
-    a = ms.Input("a", [N], ms.float32)
-    out = ms.Computation("out", [i], a[i] * 2)
-out.parallelize(i)
-k = f.compile("{target}")
-x = np.arange(100000, dtype=np.float32)
-assert (k(a=x) == 2 * x).all()
-gomp = ctypes.CDLL("libgomp.so.1")
-print(gomp.omp_get_proc_bind())
-"""
-
-
-@pytest.mark.parametrize("target", ["cpu", "c"])
-@pytest.mark.parametrize("env, binding", [(None, 1), ("false", 0)])
-def test_openmp_threads_are_bound_unless_the_environment_says_otherwise(target, env, binding):
-    """Parallel loops' libgomp threads are bound to cores (omp_get_proc_bind() is omp_proc_bind_true,
-    1) unless OMP_PROC_BIND is set (false: 0), checked in a fresh process on both targets."""
-    import os
-    import subprocess
-    import sys
-    environ = {k: v for k, v in os.environ.items() if k != "OMP_PROC_BIND"}
-    if env is not None:
-        environ["OMP_PROC_BIND"] = env
-    run = subprocess.run([sys.executable, "-c", _BINDING_PROBE.format(target=target)], env=environ,
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.split()[-1] == str(binding)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import ctypes
 
 from mascarpone.backends.common.kernel import NativeKernel
-from mascarpone.backends.common.threads import bind_openmp_threads
 
 
 class CKernel(NativeKernel):
@@ -15,7 +14,6 @@ class CKernel(NativeKernel):
     def __init__(self, lowered, source: str, library_path: str, flags: list, *, num_threads=None):
         self._source = source
         self.flags = list(flags)
-        bind_openmp_threads()      # (a kernel built with -fopenmp loads libgomp with it)
         self._lib = ctypes.CDLL(library_path)
         self.library_path = library_path
         fn = getattr(self._lib, lowered.name)

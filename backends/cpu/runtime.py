@@ -8,7 +8,6 @@ import subprocess
 
 import llvmlite.binding as llvm
 
-from mascarpone.backends.common.threads import bind_openmp_threads
 from mascarpone.middleend.errors import NotSupportedError
 
 
@@ -28,9 +27,7 @@ def _candidates():
 
 @functools.lru_cache(maxsize=None)
 def load_openmp() -> str:
-    """Make libgomp's symbols visible to JIT-compiled code; returns the library loaded. Its threads are
-    bound to cores unless the environment says otherwise (threads.bind_openmp_threads)."""
-    bind_openmp_threads()
+    """Make libgomp's symbols visible to JIT-compiled code; returns the library loaded."""
     errors = []
     for name in _candidates():
         try:
