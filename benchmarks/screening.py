@@ -53,12 +53,17 @@ def julia(name, size="small"):
     return f"Julia {name} ({size} sizes), float64", make, julia_sizes(make(), work), lambda k: k(*work)
 
 
-def halide(name):
-    import halide as hl   # noqa: E402
-    path = HERE / "halide" / "autoschedule.py"     # (its name is this folder's autoschedule.py's too)
-    loader = importlib.util.spec_from_file_location("halide_autoschedule", path)
+def _halide_benchmark():
+    """benchmarks/halide/autoschedule.py as a module (its name is this folder's autoschedule.py's too)."""
+    loader = importlib.util.spec_from_file_location("halide_autoschedule", HERE / "halide" / "autoschedule.py")
     bench = importlib.util.module_from_spec(loader)
     loader.loader.exec_module(bench)
+    return bench
+
+
+def halide(name):
+    import halide as hl   # noqa: E402
+    bench = _halide_benchmark()
     spec = bench.estimated_spec(bench.PIPELINES[name], 1536, 2560)
     inputs = {ip.name(): a for ip, a in spec["images"].items()}
     outs = {}
@@ -96,7 +101,13 @@ def main():
     share = search.SCREEN_SHARE
     rows = ["| kernel | screened ms | not screened ms | not / screened | search s (screened, not) "
             "| compiled (screened, not) | sizes screened |", "|---|---|---|---|---|---|---|"]
-    for name in [w.strip() for w in args.only.split(",") if w.strip()]:
+    names = [w.strip() for w in args.only.split(",") if w.strip()]
+    halide_names = set(_halide_benchmark().PIPELINES)
+    unknown = [n for n in names if n != "blur" and n not in jk.KERNELS and n not in halide_names]
+    if unknown:
+        ap.error(f"--only: no kernel {', '.join(unknown)}; kernels: blur, {', '.join(jk.KERNELS)}, "
+                 f"{', '.join(sorted(halide_names))}")
+    for name in names:
         title, make, sizes, call = (blur() if name == "blur" else
                                     julia(name, "paper" if args.paper else "small") if name in jk.KERNELS else
                                     halide(name))

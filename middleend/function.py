@@ -320,7 +320,7 @@ class Function:
             comp.buffer.initial_input = source.buffer.name
         generated = [s for s in stmts if s.comp not in copied]
         body = codegen.generate(generated, context, sorted(self.param_names))
-        body = parametric_tiles.strip_mine(body, self._parametric_bands(), fixed, self.sizes())
+        body = parametric_tiles.strip_mine(body, self._parametric_bands(), fixed, self.param_names)
         outputs, temps = [], []
         for c in self.computations:
             at_root = c.compute_at_target is None or c.stored_at_root

@@ -125,7 +125,7 @@ def raise_first(found, witness, short):
 def strip_mine(body, bands, fixed, params):
     """`body` with every band of `bands` ({computation name: [ParametricBand]}) cut into tile loops
     around point loops; a size in `fixed` ({name: value}) is that constant. The tile loops' variables
-    get names no loop, size (`params`) or tile size uses."""
+    get names no loop, size parameter (`params`, derived sizes included) or tile size uses."""
     if not bands:
         return body
     taken = set(params) | {n.name for e in L.walk_exprs(body) for n in walk(e) if isinstance(n, Sym)}
@@ -135,6 +135,8 @@ def strip_mine(body, bands, fixed, params):
 
 
 class _Cutter:
+    """The cut of every band in one loop IR, naming the tile loops apart from every name in use."""
+
     def __init__(self, bands, fixed, taken):
         self.bands, self.fixed, self.taken = bands, fixed, taken
 
@@ -143,7 +145,7 @@ class _Cutter:
             for comp_name, comp_bands in self.bands.items():
                 for band in comp_bands:
                     if (comp_name, band.loops[0]) in s.origin:
-                        return self.tile(s, comp_name, band)
+                        return _tile(s, comp_name, band, self)
             return replace(s, body=self.visit(s.body))
         if isinstance(s, L.Block):
             return L.Block([self.visit(c) for c in s.body])
@@ -154,14 +156,10 @@ class _Cutter:
         return s
 
     def fresh(self, base):
-        name, k = base, 1
-        while name in self.taken:
-            name, k = f"{base}_{k}", k + 1
+        from .schedule import fresh_name    # (schedule imports this module)
+        name = fresh_name(base, self.taken)
         self.taken.add(name)
         return name
-
-    def tile(self, outer, comp_name, band):
-        return _tile(outer, comp_name, band, self)
 
 
 def _tile(outer, comp_name, band, cutter):

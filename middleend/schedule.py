@@ -159,11 +159,16 @@ class Schedulable:
         self._record(cmd)
         return LoopVar(outer), LoopVar(inner)
 
-    def _parametric_tile(self, levels, sizes, cmd):
-        self._no_longer_inlined(cmd)
+    def _adjacent_loops(self, levels, cmd) -> list:
+        """The positions of the loops `levels`, which a tile takes adjacent and in nesting order."""
         idx = [self._loop_index(l, cmd) for l in levels]
         if idx != list(range(idx[0], idx[0] + len(idx))):
             raise ScheduleError(f"{cmd}: tiled loops must be adjacent and in nesting order; loops are {self.loops}")
+        return idx
+
+    def _parametric_tile(self, levels, sizes, cmd):
+        self._no_longer_inlined(cmd)
+        idx = self._adjacent_loops(levels, cmd)
         names = tuple(size_name(size, cmd) for size in sizes)
         sizes_of_function = set(self.function.param_names)
         loops = {n for c in self.function.computations for n in list(c.loops) + [v.name for v in c.vars]}
@@ -235,9 +240,7 @@ class Schedulable:
             cmd = f"tile({', '.join(loop_name(l) for l in levels)}, {names})"
             return self._parametric_tile(levels, sizes, cmd)
         cmd = f"tile({', '.join(loop_name(l) for l in levels)}, {', '.join(map(str, sizes))})"
-        idx = [self._loop_index(l, cmd) for l in levels]
-        if idx != list(range(idx[0], idx[0] + n)):
-            raise ScheduleError(f"{cmd}: tiled loops must be adjacent and in nesting order; loops are {self.loops}")
+        idx = self._adjacent_loops(levels, cmd)
         for s in sizes:
             _positive_int(s, "a tile size", cmd)
         outers, inners = [], []

@@ -124,15 +124,14 @@ class Screening:
         params = applier.tile_params.get(stage)
         if not params:
             return None
-        grid = [list(s) for s in sizes]
         if knob == "timetile":
             more = timetile.tile_grid(self.stages, applier.time_groups[stage][0])
         else:
             more = tile_grid(self.stages[stage], applier.bands[stage], vector_lanes(self.stages[stage].comp.dtype))
-        for s in more:
+        grid = []
+        for s in [list(s) for s in sizes] + more:     # (a band of another depth than the one tiled: left out)
             if len(s) == len(params) and s not in grid:
                 grid.append(s)
-        grid = [s for s in grid if len(s) == len(params)]
         if not grid:
             return None
         try:

@@ -167,7 +167,7 @@ class Applier:
         ms in wavefronts, 48 ms for parallel sweeps). True if applied."""
         t = members[0].loops[0]
         parametric = sizes == model.PARAMETRIC
-        params = [Param(f"T_{members[0].name}_{v}") for v in members[0].loops[:2]]
+        params = _tile_size_params(members[0], members[0].loops[:2])
         for waves in ((True, False) if wavefront and not parametric else (False,)):
             for shift in range(timetile.MAX_SHIFT + 1):
                 for skew in range(1, model.MAX_SKEW + 1):
@@ -382,7 +382,7 @@ class Applier:
                 continue
             self.bands.setdefault(comp.name, list(band))    # the band the search may tile
             if sizes == model.PARAMETRIC:
-                params = [Param(f"T_{comp.name}_{v}") for v in band]
+                params = _tile_size_params(comp, band)
                 if self.attempt(lambda: comp.tile(*band, *params)):
                     self.tile_params[comp.name] = [p.name for p in params]
                     return None     # (no loop over tiles in the schedule for a producer to be computed at)
@@ -498,6 +498,11 @@ class Applier:
             extent = comp._loop_extent(comp.loops.index(loop))
             if extent is not None and 1 < extent <= model.SMALL_LOOP:
                 self.attempt(lambda: comp.unroll(loop, extent))
+
+
+def _tile_size_params(comp, loops) -> list:
+    """The size parameters of a parametric tile of `loops` of `comp` (a screening's)."""
+    return [Param(f"T_{comp.name}_{v}") for v in loops]
 
 
 def _work_per_start(stage, outer) -> int:

@@ -2,6 +2,7 @@
 sizes scheduled for, run on random inputs of those sizes, keep the median of several runs."""
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 
@@ -78,16 +79,9 @@ class Timer:
             if time.perf_counter() - start >= limit_s:
                 out.append(None)
                 continue
-            arguments = {**self.arguments, **extra}
-            self._keep_outputs(kernel, kernel(**arguments))
-            arguments = {**self.arguments, **extra}
-            times = []
-            for _ in range(MIN_RUNS):
-                kernel(**arguments)
-                t0 = time.perf_counter()
-                kernel(**arguments)
-                times.append(time.perf_counter() - t0)
-            out.append(statistics.median(times))
+            self._keep_outputs(kernel, kernel(**{**self.arguments, **extra}))
+            call = functools.partial(kernel, **{**self.arguments, **extra})   # (with the outputs kept)
+            out.append(statistics.median(_second_of_two(call) for _ in range(MIN_RUNS)))
         return out
 
     def first_calls(self, kernels) -> list:
@@ -124,11 +118,22 @@ class Timer:
         while len(times[0]) < MIN_RUNS or (len(times[0]) < MAX_RUNS and
                                            time.perf_counter() - start < ENOUGH_S * len(kernels)):
             for kernel, ts in zip(kernels, times):
-                if len(kernels) > 1:    # (the call after another kernel's finds the data where that one left it)
-                    kernel(**self.arguments)
-                t0 = time.perf_counter()
-                kernel(**self.arguments)
-                ts.append(time.perf_counter() - t0)
+                call = functools.partial(kernel, **self.arguments)
+                # (the call after another kernel's finds the data where that one left it)
+                ts.append(_second_of_two(call) if len(kernels) > 1 else _seconds(call))
             if limit_s is not None and time.perf_counter() - start >= limit_s:
                 break
         return [statistics.median(ts) for ts in times]
+
+
+def _seconds(call) -> float:
+    """Seconds of one call."""
+    t0 = time.perf_counter()
+    call()
+    return time.perf_counter() - t0
+
+
+def _second_of_two(call) -> float:
+    """Seconds of the second of two calls in a row (as a program calling it in a loop sees it)."""
+    call()
+    return _seconds(call)

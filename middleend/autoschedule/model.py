@@ -172,7 +172,7 @@ def tile_grid(stage, band, lanes) -> list:
     loop (a longer one is the same tile as the whole loop, tried once)."""
     outer_trip = min(stage.trip(v) for v in band[:-1])
     inner_trip = stage.trip(band[-1])
-    outers = [e for e in SCREEN_OUTER_EDGES if e < outer_trip] + [_round_up(outer_trip, 1)]
+    outers = [e for e in SCREEN_OUTER_EDGES if e < outer_trip] + [outer_trip]
     inners = [lanes * v for v in SCREEN_INNER_VECTORS if lanes * v < inner_trip] + [_round_up(inner_trip, lanes)]
     grid = []
     for o in outers:
