@@ -3,9 +3,15 @@ C compiler), each checked against numpy and the Python evaluator: every operatio
 (middleend/semantics.py) on every type, every loop kind, temporaries, threads and argument checks."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from mascarpone.backends.common.openmp import AFFINITY_VARIABLES
 from mascarpone.backends.common.threads import get_num_threads, set_num_threads
 from mascarpone.backends.common.evaluate import (euclid_div, euclid_mod, evaluate, float_to_int, trunc_div,
                                                  trunc_mod, wrap)
@@ -36,6 +42,7 @@ def rng(seed=0):
 
 
 NATIVE_TARGETS = ["cpu", "c"]
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(params=NATIVE_TARGETS)
@@ -762,3 +769,47 @@ def test_overlapping_input_and_output_is_safe(target):
     ref = x[::-1] + 1
     res = kern(a=x, out=x)  # the input is copied first
     np.testing.assert_array_equal(res, ref)
+
+
+AFFINITY_PROBE = """
+import os, sys, threading
+import numpy as np
+sys.path.insert(0, os.getcwd())
+from tests.test_native_targets import axpy_kernel
+
+def masks():
+    found = {}
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/status") as status:
+            line = next(l for l in status if l.startswith("Cpus_allowed_list"))
+        found[int(tid)] = line.split()[1]
+    return found
+
+before = os.sched_getaffinity(0)
+kern = axpy_kernel(sys.argv[1], "parallel", "serial", name="probe")
+kern.num_threads = len(before)
+a, b = np.ones((64, 8), np.float32), np.arange(8, dtype=np.float32)
+assert np.array_equal(kern(a=a, b=b), a * 2 + b)
+later = []
+thread = threading.Thread(target=lambda: later.append(os.sched_getaffinity(0)))
+thread.start(); thread.join()
+workers = {tid: m for tid, m in masks().items() if tid != threading.get_native_id()}
+print(os.sched_getaffinity(0) == before, later[0] == before,
+      sum(1 for m in workers.values() if "," not in m and "-" not in m))
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="binding threads needs two cores")
+@pytest.mark.parametrize("environment", [{}, {"OMP_PROC_BIND": "false"}])
+def test_openmp_workers_bound_to_cores_and_the_caller_left_free(target, environment):
+    """libgomp's workers are bound to one core each (a worker woken after a pause otherwise queues on the
+    caller's core); the calling thread, and threads it starts later, keep every core they had. A user's
+    OMP_PROC_BIND stands."""
+    env = {name: value for name, value in os.environ.items() if name not in AFFINITY_VARIABLES}
+    out = subprocess.run([sys.executable, "-c", AFFINITY_PROBE, target], capture_output=True, text=True,
+                         env={**env, **environment}, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr
+    caller_free, later_thread_free, bound_workers = out.stdout.split()
+    assert caller_free == "True" and later_thread_free == "True"
+    expected = len(os.sched_getaffinity(0)) - 1 if not environment else 0
+    assert int(bound_workers) == expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 
 from mascarpone.backends.common.kernel import NativeKernel
+from mascarpone.backends.common.openmp import load_openmp
 
 
 class CKernel(NativeKernel):
@@ -14,6 +15,8 @@ class CKernel(NativeKernel):
     def __init__(self, lowered, source: str, library_path: str, flags: list, *, num_threads=None):
         self._source = source
         self.flags = list(flags)
+        if "-fopenmp" in self.flags:
+            load_openmp()  # before the kernel's library pulls libgomp in unbound
         self._lib = ctypes.CDLL(library_path)
         self.library_path = library_path
         fn = getattr(self._lib, lowered.name)

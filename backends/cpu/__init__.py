@@ -8,9 +8,9 @@ mapping), ops (operation semantics), memory (addressing, temporaries), loops
 (loop skeletons, metadata), context (generation state), exprgen
 (expressions), stmtgen (statements, serial/unroll loops), vectorize (SIMD
 loops), parallel (OpenMP outlining), codegen (module), machine (target
-machine, O3 pipeline), jit (MCJIT, object code), runtime (libgomp), kernel
-(CpuKernel), objfile (object file and C header). What every target shares
-(argument checks, the kernel base, accumulator promotion, ...) is in
+machine, O3 pipeline), jit (MCJIT, object code), kernel (CpuKernel), objfile
+(object file and C header). What every target shares (argument checks, the
+kernel base, accumulator promotion, the OpenMP runtime, ...) is in
 backends/common.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .jit import JitModule
 from .kernel import CpuKernel
 from .objfile import emit_object
 from .machine import NATIVE
-from .runtime import load_openmp
+from mascarpone.backends.common.openmp import load_openmp
 
 
 def compile_cpu(lowered, *, num_threads=None, fast_math=False, fp_contract=True, arch=NATIVE) -> CpuKernel:
