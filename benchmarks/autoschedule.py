@@ -182,6 +182,7 @@ def main():
                     f"{ratio('naive')} | {ratio('hand')} | {ratio('numba')} | {search_s:.1f} | {report.measured} | "
                     f"{sum(map(len, report.screened.values()))} | {len(report.commands)} |")
         print(rows[-1], flush=True)
+        print(f"  auto: {'; '.join(map(str, report.commands)) or '(naive loops)'}", flush=True)
     load = max(load, os.getloadavg()[0])
     intro = (f"benchmarks/autoschedule.py, budget_s={args.budget:g} per kernel, {ms.get_num_threads()} threads, "
              f"{machine.simd_bytes() * 8}-bit SIMD; median of {ROUNDS} interleaved calls (each the second of two in a row); load average up to "

@@ -530,3 +530,41 @@ def test_a_parallel_loop_must_have_enough_work_each_time_it_starts():
     serial, _, g = parallel_commands(260, {"parallel": {name: False for name in applier.parallel}})
     assert serial == []
     _same_values(make().compile(), g.compile(), argtypes)
+
+
+def test_a_variant_wins_only_when_faster_beside_the_best():
+    """A variant that measured clearly faster alone is timed again beside the best, their calls
+    interleaved: it replaces the best only where it is still clearly faster there."""
+    from mascarpone.middleend.autoschedule.search import search
+    alone = {"{}": 1.0, repr({"unroll": {"s": 2}}): 0.5, repr({"unroll": {"s": 4}}): 0.5}
+    beside = {repr({"unroll": {"s": 2}}): (0.99, 1.0), repr({"unroll": {"s": 4}}): (0.6, 1.0)}
+    confirmed = []
+
+    def confirm(candidate, best, limit):
+        confirmed.append((candidate, best))
+        return beside[repr(candidate)]
+
+    best, best_t, seen = search(lambda c, limit: alone[repr(c)],
+                                lambda c: [("s", "unroll", 2), ("s", "unroll", 4)] if not c else [],
+                                budget_s=60, confirm=confirm)
+    assert confirmed == [({"unroll": {"s": 2}}, {}), ({"unroll": {"s": 4}}, {})]
+    assert best == {"unroll": {"s": 4}} and best_t == 0.6
+
+
+def test_the_search_confirms_on_the_kernels_it_compiled():
+    """The autoscheduler's confirmation reuses the kernels of the variant and of the best (nothing is
+    compiled twice) and keeps the schedule's values."""
+    from mascarpone.middleend.autoschedule import Paired
+    from mascarpone.middleend.autoschedule.measure import Timer
+    f = examples.gemm()[0]
+    sizes = dict(N=64, M=64, K=64)
+    timer = Timer(f, "cpu", sizes, 0)
+    compiled = []
+    kernel = timer.kernel
+    timer.kernel = lambda: compiled.append(1) or kernel()
+    paired = Paired(lambda choice: None, timer)
+    paired.measure({}, 10)
+    paired.measure({"unroll": {"s": 2}}, 10)
+    t_candidate, t_best = paired.confirm({"unroll": {"s": 2}}, {}, 10)
+    assert len(compiled) == 2 and t_candidate > 0 and t_best > 0
+    np.testing.assert_allclose(timer.arguments["C"], timer.arguments["A"] @ timer.arguments["B"], rtol=1e-4)

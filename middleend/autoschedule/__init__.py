@@ -7,8 +7,9 @@ timetile  the time-stepped stencils and their (time, space) tiles
 apply     a choice given as commands, each kept only if the schedule stays legal (legal)
 measure   compile by target name and time on random inputs of the sizes
 search    coordinate descent over tile sizes, unroll factors and compute_at or root within the budget,
-          tile sizes first screened by one kernel with parametric tiles (Screening, below; the best
-          then timed against the model's choice and the naive loops, their calls interleaved)
+          a variant kept only where it is still faster timed beside the best (Paired, below), tile
+          sizes first screened by one kernel with parametric tiles (Screening, below; the best then
+          timed against the model's choice and the naive loops, their calls interleaved)
 cache     the best choice on disk, per function, sizes, target and machine
 """
 from __future__ import annotations
@@ -86,9 +87,10 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
             timer = Timer(function, target, sizes, seed)
             model_variants = variants(model_applier, stages, seed)
             screening = Screening(apply, timer, stages)
-            best, best_t, seen = search(lambda c, limit: (apply(c), timer.time(limit))[1],
+            paired = Paired(apply, timer)
+            best, best_t, seen = search(paired.measure,
                                         lambda c: model_variants if not c else variants(apply(c), stages, seed),
-                                        budget_s, screening)
+                                        budget_s, screening, paired.confirm)
             best, best_t, naive_t = _side_by_side(best, apply, timer)
             report = Report(best, [], timer.count, seconds=best_t, naive_seconds=naive_t, sizes=sizes,
                             screened=screening.results)
@@ -142,6 +144,41 @@ class Screening:
         timed = sorted((t, k) for k, t in enumerate(times) if t is not None)
         self.results[stage if knob == "tiles" else f"{stage} time tiles"] = [(grid[k], t) for t, k in timed]
         return [grid[k] for _, k in timed]
+
+
+class Paired:
+    """The search's measurements: each choice compiled and timed alone, and a choice that measured
+    clearly faster than the best so far timed again beside it (`search`'s confirm), their kernels reused:
+    the latest measured, the best and its last rival are held, nothing else."""
+
+    def __init__(self, apply, timer):
+        self.apply, self.timer = apply, timer
+        self.latest = None      # (choice's repr, kernel) measured last
+        self.held = {}          # {choice's repr: kernel} of the best so far and its last rival
+
+    def measure(self, choice, limit_s) -> float:
+        """Median seconds of `choice` alone."""
+        self.apply(choice)
+        seconds, kernel = self.timer.time_kernel(limit_s)
+        self.latest = (repr(choice), kernel)
+        if not self.held:       # the first choice measured is the first best
+            self.held = {repr(choice): kernel}
+        return seconds
+
+    def confirm(self, candidate, best, limit_s) -> tuple:
+        """(candidate's seconds, best's seconds) with their calls interleaved."""
+        kernels = [self._kernel(candidate), self._kernel(best)]
+        self.held = {repr(candidate): kernels[0], repr(best): kernels[1]}
+        return tuple(self.timer.medians(kernels, limit_s))
+
+    def _kernel(self, choice):
+        key = repr(choice)
+        if key in self.held:
+            return self.held[key]
+        if self.latest is not None and self.latest[0] == key:
+            return self.latest[1]
+        self.apply(choice)
+        return self.timer.kernel()
 
 
 #: naive loops whose first call takes this many times the best's first call are not timed further

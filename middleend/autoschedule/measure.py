@@ -66,8 +66,13 @@ class Timer:
 
     def time(self, limit_s=None) -> float:
         """Median seconds of one call of the function as scheduled now (see `medians` for `limit_s`)."""
+        return self.time_kernel(limit_s)[0]
+
+    def time_kernel(self, limit_s=None) -> tuple:
+        """(median seconds, the kernel) of the function as scheduled now: `time`, keeping the kernel."""
         self.count += 1
-        return self.medians([self.kernel()], limit_s)[0]
+        kernel = self.kernel()
+        return self.medians([kernel], limit_s)[0], kernel
 
     def time_each(self, kernel, extras, limit_s) -> list:
         """Median seconds of `kernel`'s call with each of `extras` ({argument: value}, tile sizes of a

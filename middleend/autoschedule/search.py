@@ -1,6 +1,6 @@
 """The measured search over what the model leaves open: coordinate descent from the model's choice,
 one stage and one knob at a time (the stages with the most iterations first), keeping a variant
-only when it is clearly faster, within a time budget. (The naive schedule is timed afterwards,
+only when it is clearly faster, within a time budget, and still so when timed beside the best so far. (The naive schedule is timed afterwards,
 beside the best, so the result is never slower than what the user had.)"""
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ SCREENED_KEPT, SCREEN_SHARE = 2, 0.5
 SCREENED_KNOBS = ("tiles", "timetile")
 
 
-def search(measure, candidates_of, budget_s, screen=None) -> tuple:
+def search(measure, candidates_of, budget_s, screen=None, confirm=None) -> tuple:
     """(best choice, its seconds, {json of a choice: seconds} of those measured). `measure(choice,
     limit_s)` times a choice, taking more runs only while under `limit_s` seconds; the model's
     choice ({}) is always measured, then the variants `candidates_of(choice)` gives for it while the
@@ -94,7 +94,13 @@ def search(measure, candidates_of, budget_s, screen=None) -> tuple:
     it cannot), within SCREEN_SHARE of the budget left: the first time a stage's tile sizes come up,
     its SCREENED_KEPT fastest replace them, followed by the sizes offered that ranked in the faster half
     (a ranking of the simpler program parametric tiles make, so a size it does not find slow is still
-    measured)."""
+    measured).
+
+    `confirm(candidate, best, limit_s)`, where given, times a variant that measured clearly faster than
+    the best beside it, their calls interleaved, and returns (its seconds, the best's seconds): both
+    measurements then come from one span of the machine's load, and the variant replaces the best only
+    where it is still clearly faster there (a variant timed while the machine was quieter than when the
+    best was timed does not win by that)."""
     start = time.perf_counter()
     left = lambda: budget_s - (time.perf_counter() - start)     # noqa: E731
     best, best_t = {}, measure({}, left())
@@ -120,6 +126,8 @@ def search(measure, candidates_of, budget_s, screen=None) -> tuple:
             continue
         t = measure(cand, left())
         seen[repr(cand)] = t
+        if t < best_t * MARGIN and confirm is not None:
+            t, best_t = confirm(cand, best, left())
         if t < best_t * MARGIN:
             best, best_t = cand, t
             opened = [v for v in candidates_of(best) if (v[0], v[1]) not in offered]
