@@ -568,3 +568,44 @@ def test_the_search_confirms_on_the_kernels_it_compiled():
     t_candidate, t_best = paired.confirm({"unroll": {"s": 2}}, {}, 10)
     assert len(compiled) == 2 and t_candidate > 0 and t_best > 0
     np.testing.assert_allclose(timer.arguments["C"], timer.arguments["A"] @ timer.arguments["B"], rtol=1e-4)
+
+
+def test_isl_scheduler_proposal_read_back_as_fusion_and_loop_orders():
+    """isl's scheduler (exact dependences as validity, proximity and coincidence) proposes one outermost
+    band for the Julia gemm's three statements, with the update's reduction innermost (i, j, k); seidel's
+    in-place sweep gets a skewed band, which is not read back as a loop order."""
+    from mascarpone.middleend.autoschedule.islschedule import propose
+    g = _julia("gemm")[0]()
+    proposal = propose(g, g._prepare(), Checker(g).dependences())
+    update = next(c for c in g.computations if len(c.vars) == 3)
+    init = next(c for c in g.computations if len(c.vars) == 2 and c.name.startswith("s"))
+    assert proposal.fused(update.name, init.name)
+    assert proposal.orders[update.name] == ["i", "j", "k"] and [v.name for v in update.vars] == ["i", "k", "j"]
+    s = _julia("seidel2d")[0]()
+    sweep = next(c for c in s.computations if len(c.vars) == 3)
+    proposal = propose(s, s._prepare(), Checker(s).dependences())
+    assert sweep.name not in proposal.orders and any(g == {sweep.name} for g in proposal.groups)
+
+
+def test_isl_scheduler_proposal_is_a_measured_variant_with_the_naive_values():
+    """Where isl's proposal differs from the model's choice, the search offers it ("isl") first; applied,
+    it is legal and computes the naive loops' values (the Julia gemm: the statements left in their source
+    nest, the update's loops in isl's order)."""
+    from mascarpone.middleend.autoschedule.islschedule import propose
+    from mascarpone.middleend.autoschedule.search import variants
+    make, argtypes = _julia("gemm")
+    naive = make().compile()
+    g = make()
+    sizes = {p: 48 for p in g.sizes()}
+    stages, checker = analyze(g, g.context(sizes)), Checker(g)
+    applier = Applier(g, stages, checker, proposal=propose(g, g._prepare(), checker.dependences()))
+    applier.apply({})
+    assert applier.differs and variants(applier, stages, 0)[0] == ("*", "isl", True)
+    g = make()
+    checker = Checker(g)
+    Applier(g, analyze(g, g.context(sizes)), checker,
+            proposal=propose(g, g._prepare(), checker.dependences())).apply({"isl": {"*": True}})
+    history = g.history()
+    assert not any(".after(" in c for c in history) and any(c.endswith(".reorder(i, j, k)") for c in history)
+    assert checker.legal()
+    _same_values(naive, g.compile(), argtypes)

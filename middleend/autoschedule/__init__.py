@@ -3,6 +3,8 @@ scheduling commands (`f.history()` lists them), each checked like a hand-written
 
 analysis  loops, trip counts and memory references of each computation
 model     loop order by memory cost, tile sizes by cache capacity, variants for the search
+islschedule  isl's scheduler's fusion and loop orders (exact dependences as validity, proximity and
+          coincidence constraints), a variant the search measures
 timetile  the time-stepped stencils and their (time, space) tiles
 apply     a choice given as commands, each kept only if the schedule stays legal (legal)
 measure   compile by target name and time on random inputs of the sizes
@@ -24,6 +26,7 @@ from . import cache, timetile
 from .analysis import analyze
 from .apply import Applier
 from .legal import Checker
+from .islschedule import propose
 from .measure import Timer
 from .machine import vector_lanes
 from .model import PARAMETRIC, tile_grid
@@ -65,12 +68,13 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     key = cache.key(function, sizes, target, seed, measure)
     stages = analyze(function, function.context(sizes))
     checker = Checker(function)
+    proposal = propose(function, function._prepare(), checker.dependences())
     # the copies of inputs into outputs that such a target's call makes instead of the kernel
     copies = set(copied_inputs(function, function._prepare(sizes))) if binds_in_place else set()
 
     def apply(choice):
         restore(function, start)
-        applier = Applier(function, stages, checker, leave=copies)
+        applier = Applier(function, stages, checker, leave=copies, proposal=proposal)
         if not choice.get("naive"):
             applier.apply(choice)
         return applier

@@ -29,11 +29,14 @@ class Applier:
     """Applies choices to one function; `decisions` records, per stage, what the model decided
     (the band it tiled, the producers' placement) for the search to vary."""
 
-    def __init__(self, function, stages, checker, leave=()):
+    def __init__(self, function, stages, checker, leave=(), proposal=None):
         self.function = function
         self.stages = stages
         self.checker = checker
         self.leave = set(leave)   # computations to leave unscheduled (copies the target's call makes)
+        self.proposal = proposal  # isl's scheduler's fusion and loop orders (islschedule.Proposal), if any
+        self.following = None     # the proposal, while a choice follows it ("isl")
+        self.differs = False      # whether following the proposal would give other commands than the model
         self.bands = {}       # stage name -> the variables of the band it may tile (it has reuse)
         self.tiled = set()    # stages whose band is tiled
         self.registers = {}   # stage name -> the (values of a, vectors of v) of its register tile
@@ -73,6 +76,7 @@ class Applier:
         "place": {producer: "compute_at" | "root"}}, any part missing: the model's)."""
         f = self.function
         free = [c for c in f.computations if untouched(c) and c not in self.leave]
+        self.following = self.proposal if choice.get("isl") else None
         self._distribute(free)
         deferred = self._place_producers(free, choice.get("place", {}))
         stepped = self._time_tile_groups(free, choice.get("timetile", {}), choice.get("wavefront", {}))
@@ -96,7 +100,7 @@ class Applier:
         """Run each statement a front-end nested in another's loops in loops of its own, where the
         dependences allow: that frees its loop order (Julia's statements come nested)."""
         names = {c.name for c in free}
-        tried = set()
+        tried = set(self._fused_by_isl(free))
         progress = True
         while progress:     # one statement can leave only once those placed after it have left
             progress = False
@@ -107,6 +111,15 @@ class Applier:
                                     else comp.before(other, sched.root)):
                         tried.add((comp, other))
                         progress = True
+
+    def _fused_by_isl(self, free):
+        """The pairs of the source's nesting that isl's scheduler keeps in one outermost loop: left
+        nested while the choice follows its proposal (else only noted: the proposal differs)."""
+        fused = [(comp, other) for _, comp, other, level in self.function._ordering
+                 if level is not None and self.proposal is not None and comp in free and other in free
+                 and self.proposal.fused(comp.name, other.name)]
+        self.differs |= bool(fused)
+        return fused if self.following is not None else []
 
     def _place_producers(self, free, wanted) -> dict:
         """Inline the producers read once and the copies of other arrays; {producer: consumer} of those
@@ -205,9 +218,14 @@ class Applier:
             return None
         if not for_producer and choice.get("transpose", {}).get(comp.name, True):
             stage = self._transposed_copies(comp, stage)
-        for order in model.loop_orders(stage):
+        proposed = self.proposal.orders.get(comp.name) if self.proposal is not None else None
+        orders = model.loop_orders(stage)
+        if self.following is not None and proposed is not None and sorted(proposed) == sorted(comp.loops):
+            orders = [tuple(proposed)] + orders
+        for order in orders:
             if list(order) == comp.loops or self.attempt(lambda: comp.reorder(*order)):
                 break
+        self.differs |= proposed is not None and sorted(proposed) == sorted(comp.loops) and proposed != comp.loops
         origin = {v: v for v in comp.loops}     # loop name -> the variable it runs over
         level = None
         shape = choice.get("registers", {}).get(comp.name, model.register_tile())

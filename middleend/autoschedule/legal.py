@@ -25,11 +25,7 @@ class Checker:
         f = self.function
         self.checks += 1
         context = f._prepare()
-        # (the computations, and which are inlined: a staging copy adds one, inlining changes what is read)
-        key = tuple(sorted((c.name, c.inlined) for c in f.computations))
-        if key not in self._deps:
-            self._deps[key] = compute_dependences(f.computations, context)
-        deps = self._deps[key]
+        deps = self.dependences(context)
         stmts = build_statements(f, context)
         if legality.gpu_nesting_violations(stmts) or legality.window_violations(stmts, context):
             return False
@@ -44,3 +40,12 @@ class Checker:
         except LayoutError:
             return False
         return True
+
+    def dependences(self, context=None):
+        """The exact dependences of the function's computations as they are now."""
+        f = self.function
+        # (the computations, and which are inlined: a staging copy adds one, inlining changes what is read)
+        key = tuple(sorted((c.name, c.inlined) for c in f.computations))
+        if key not in self._deps:
+            self._deps[key] = compute_dependences(f.computations, f._prepare() if context is None else context)
+        return self._deps[key]

@@ -16,13 +16,15 @@ NAIVE = {"naive": True}
 
 
 def variants(applier, stages, seed) -> list:
-    """[(stage name, knob, value)] to try, in a fixed order for a given seed: no packing or other blocks
+    """[(stage name, knob, value)] to try, in a fixed order for a given seed: isl's scheduler's fusion
+    and loop orders ("*": the whole function) where they differ from the model's, no packing or other blocks
     of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or
     none) of a time-stepped stencil and its tiles one after another rather than in wavefronts, other
     numbers of interleaved chains, other unroll-and-jam factors of a stencil, serial loops for parallel
     ones, the innermost loop left to the compiler's vectorizer, unroll factors around the vector loop,
     root for producers computed at tiles."""
-    out = []
+    # isl's scheduler's fusion and loop orders, where they differ from the model's
+    out = [("*", "isl", True)] if applier.differs else []
     order = sorted(stages.values(), key=lambda s: (-s.work(), s.name))
     rng = random.Random(seed)
     for stage in order:
