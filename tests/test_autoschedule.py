@@ -400,7 +400,7 @@ def test_measurements_stop_at_their_limit_and_clearly_slower_naive_loops_are_cal
         applier = Applier(f, analyze(f, f.context(sizes)), Checker(f))
         if not choice.get("naive"):
             applier.apply(choice)
-    chosen, chosen_t, naive_t = auto._side_by_side(best, apply, timer)
+    chosen, chosen_t, naive_t = auto._side_by_side(best, lambda c: (apply(c), timer.kernel())[1], timer)
     assert chosen == best and naive_t > auto.CLEARLY_SLOWER * chosen_t
     assert kernels[1].calls == 1 and kernels[0].calls > 1
 
@@ -427,7 +427,7 @@ def test_the_searchs_best_is_kept_only_where_it_beats_the_models_choice_again(mo
         if not choice.get("naive"):
             Applier(f, analyze(f, f.context(sizes)), Checker(f)).apply(choice)
     best = {"registers": {"C_update0": [4, 2]}}
-    chosen, chosen_t, naive_t = auto._side_by_side(best, apply, timer)
+    chosen, chosen_t, naive_t = auto._side_by_side(best, lambda c: (apply(c), timer.kernel())[1], timer)
     assert len(kernels) == 3
     assert chosen == ({} if kept == "model" else best), (chosen, chosen_t, naive_t)
 
@@ -552,8 +552,8 @@ def test_a_variant_wins_only_when_faster_beside_the_best():
 
 
 def test_the_search_confirms_on_the_kernels_it_compiled():
-    """The autoscheduler's confirmation reuses the kernels of the variant and of the best (nothing is
-    compiled twice) and keeps the schedule's values."""
+    """The autoscheduler's confirmation, and its final comparison, reuse the kernels of the variant, of the
+    best and of the model's choice (nothing is compiled twice) and keep the schedule's values."""
     from mascarpone.middleend.autoschedule import Paired
     from mascarpone.middleend.autoschedule.measure import Timer
     f = examples.gemm()[0]
@@ -567,6 +567,10 @@ def test_the_search_confirms_on_the_kernels_it_compiled():
     paired.measure({"unroll": {"s": 2}}, 10)
     t_candidate, t_best = paired.confirm({"unroll": {"s": 2}}, {}, 10)
     assert len(compiled) == 2 and t_candidate > 0 and t_best > 0
+    paired.measure({"unroll": {"s": 4}}, 10)
+    paired.confirm({"unroll": {"s": 4}}, {"unroll": {"s": 2}}, 10)
+    # the model's choice ({}), measured first, is still at hand for the final comparison
+    assert paired.kernel({}) is not None and len(compiled) == 3
     np.testing.assert_allclose(timer.arguments["C"], timer.arguments["A"] @ timer.arguments["B"], rtol=1e-4)
 
 

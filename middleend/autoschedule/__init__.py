@@ -95,7 +95,7 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
             best, best_t, seen = search(paired.measure,
                                         lambda c: model_variants if not c else variants(apply(c), stages, seed),
                                         budget_s, screening, paired.confirm)
-            best, best_t, naive_t = _side_by_side(best, apply, timer)
+            best, best_t, naive_t = _side_by_side(best, paired.kernel, timer)
             report = Report(best, [], timer.count, seconds=best_t, naive_seconds=naive_t, sizes=sizes,
                             screened=screening.results)
         except MascarponeError as err:
@@ -153,11 +153,12 @@ class Screening:
 class Paired:
     """The search's measurements: each choice compiled and timed alone, and a choice that measured
     clearly faster than the best so far timed again beside it (`search`'s confirm), their kernels reused:
-    the latest measured, the best and its last rival are held, nothing else."""
+    the first measured (the model's choice), the latest, the best and its last rival are held, nothing
+    else."""
 
     def __init__(self, apply, timer):
         self.apply, self.timer = apply, timer
-        self.latest = None      # (choice's repr, kernel) measured last
+        self.first = self.latest = None     # (choice's repr, kernel) measured first, and last
         self.held = {}          # {choice's repr: kernel} of the best so far and its last rival
 
     def measure(self, choice, limit_s) -> float:
@@ -165,22 +166,25 @@ class Paired:
         self.apply(choice)
         seconds, kernel = self.timer.time_kernel(limit_s)
         self.latest = (repr(choice), kernel)
-        if not self.held:       # the first choice measured is the first best
+        if self.first is None:      # the first choice measured is the first best
+            self.first = self.latest
             self.held = {repr(choice): kernel}
         return seconds
 
     def confirm(self, candidate, best, limit_s) -> tuple:
         """(candidate's seconds, best's seconds) with their calls interleaved."""
-        kernels = [self._kernel(candidate), self._kernel(best)]
+        kernels = [self.kernel(candidate), self.kernel(best)]
         self.held = {repr(candidate): kernels[0], repr(best): kernels[1]}
         return tuple(self.timer.medians(kernels, limit_s))
 
-    def _kernel(self, choice):
+    def kernel(self, choice):
+        """`choice` compiled: the kernel held where it was measured last or is held, else compiled now."""
         key = repr(choice)
         if key in self.held:
             return self.held[key]
-        if self.latest is not None and self.latest[0] == key:
-            return self.latest[1]
+        for measured in (self.latest, self.first):
+            if measured is not None and measured[0] == key:
+                return measured[1]
         self.apply(choice)
         return self.timer.kernel()
 
@@ -189,7 +193,7 @@ class Paired:
 CLEARLY_SLOWER = 4.0
 
 
-def _side_by_side(best, apply, timer):
+def _side_by_side(best, kernel_of, timer):
     """(choice, its seconds, the naive loops' seconds): the search's best, the model's choice ({}) where the
     search moved away from it, and the naive loops, timed with their calls interleaved (a shared machine's
     load, which stalls parallel regions most, moves them alike). The search's best is kept only where it is
@@ -198,10 +202,7 @@ def _side_by_side(best, apply, timer):
     CLEARLY_SLOWER times the fastest first call, that call is their time: the naive loops of a large
     problem can take minutes a call."""
     choices = [best] + ([{}] if best else []) + [NAIVE]
-    kernels = []
-    for choice in choices:
-        apply(choice)
-        kernels.append(timer.kernel())
+    kernels = [kernel_of(choice) for choice in choices]
     firsts = timer.first_calls(kernels)
     if firsts[-1] > CLEARLY_SLOWER * min(firsts[:-1]):
         times, naive_t = timer.medians(kernels[:-1], firsts=firsts[:-1]), firsts[-1]
