@@ -26,15 +26,21 @@ _SAMPLE_SIZE = 1024
 
 
 def piecewise_indices(exprs):
-    """The isl functions with more than one piece among the IslAff nodes of `exprs`."""
+    """The isl functions among the IslAff nodes of `exprs` that can take several forms along a loop:
+    those with more than one piece (a clamp), and those with a floor (`x / 8`), which a loop whose
+    last iteration is shifted back (Halide's ShiftInwards tail of a vector loop) sees in two forms."""
     out = []
     for e in exprs:
         if e is None:
             continue
         for n in walk(e):
-            if isinstance(n, IslAff) and n.pwaff.n_piece() > 1:
+            if isinstance(n, IslAff) and (n.pwaff.n_piece() > 1 or _has_floor(n.pwaff)):
                 out.append(n.pwaff)
     return out
+
+
+def _has_floor(pwaff: isl.PwAff) -> bool:
+    return any(aff.dim(isl.dim_type.div) > 0 for _, aff in pwaff.get_pieces())
 
 
 def _volume(s: isl.Set) -> int:
@@ -69,16 +75,25 @@ def _main_piece(pwaff: isl.PwAff, domain: isl.Set) -> isl.Set:
     return max(by_aff.values(), key=weight)[1]
 
 
-def _varies_in_loop(pwaff: isl.PwAff, to_instance: isl.PwMultiAff, dim: int) -> bool:
-    """Whether the pieces of `pwaff` (a function of the instance) move differently along time
+def _varies_in_loop(in_time: isl.PwAff, dim: int) -> bool:
+    """Whether the pieces of `in_time` (an index as a function of time) move differently along time
     dimension `dim`: only then does the loop at `dim` see a gather instead of a strided access. A
-    clamp on the row of a pixel, or the corner of a tile, is the same for a whole row."""
-    in_time = pwaff.pullback_pw_multi_aff(to_instance)
+    clamp on the row of a pixel, or the corner of a tile, is the same for a whole row; `x / 8` is
+    the same for the 8 lanes of a vector that starts at a multiple of 8, not for one shifted back."""
     slopes = set()
-    for _, aff in in_time.get_pieces():
+    for piece, aff in in_time.get_pieces():
+        aff = aff.gist(piece)
         slopes.add((aff.involves_dims(isl.dim_type.in_, dim, 1),
                     aff.get_coefficient_val(isl.dim_type.in_, dim).to_python()))
     return len(slopes) > 1
+
+
+def _main_time_piece(in_time: isl.PwAff, time: isl.Map) -> isl.Set:
+    """The instances whose time falls in the piece of `in_time` covering the most instances: a function
+    with one piece in instance space takes several in time where the schedule is piecewise (a shifted
+    last vector), and its steady form is the one of the regular iterations."""
+    best = max(in_time.get_pieces(), key=lambda piece: _volume(piece[0]))[0]
+    return best.apply(time.reverse())
 
 
 def steady_state(domain: isl.Set, time: isl.Map, pwaffs, depth: int) -> isl.Set | None:
@@ -93,8 +108,10 @@ def steady_state(domain: isl.Set, time: isl.Map, pwaffs, depth: int) -> isl.Set 
     inner = 2 * depth - 1
     steady = domain
     for pa in pwaffs:
-        if _varies_in_loop(pa, to_instance, inner):
-            steady = steady.intersect(_main_piece(pa, domain))
+        in_time = pa.pullback_pw_multi_aff(to_instance)
+        if _varies_in_loop(in_time, inner):
+            main = _main_piece(pa, domain) if pa.n_piece() > 1 else _main_time_piece(in_time, time)
+            steady = steady.intersect(main)
     return proper_piece(steady, domain)
 
 
