@@ -255,7 +255,7 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         elif steady is not None:
             # clamped indices become affine in the steady part, and its vector loops contiguous loads;
             # the edges get loops of their own around it
-            steady_time = time.intersect_domain(steady)
+            steady_time = time.intersect_range(steady)
             parts = [("_steady", steady_time)] + [(suffix, time.intersect_range(piece))
                                                   for suffix, piece in edges(time.range(), steady_time.range())]
         parts = [piece for suffix, part in parts for piece in _static_pieces(suffix, part)]

@@ -88,31 +88,46 @@ def _varies_in_loop(in_time: isl.PwAff, dim: int) -> bool:
     return len(slopes) > 1
 
 
-def _main_time_piece(in_time: isl.PwAff, time: isl.Map) -> isl.Set:
-    """The instances whose time falls in the piece of `in_time` covering the most instances: a function
-    with one piece in instance space takes several in time where the schedule is piecewise (a shifted
-    last vector), and its steady form is the one of the regular iterations."""
-    best = max(in_time.get_pieces(), key=lambda piece: _volume(piece[0]))[0]
-    return best.apply(time.reverse())
+def _main_time_piece(in_time: isl.PwAff) -> isl.Set:
+    """The main piece, in time, of an index with one piece in instance space: it takes several in time
+    where the schedule is piecewise (a shifted last vector), and its steady form is the regular
+    iterations' one, where the floor is gone (`x / 8` of the vector starting at `8 * xo` is `xo`);
+    then the piece covering the most instances."""
+    def weight(piece):
+        domain, aff = piece
+        return aff.gist(domain).dim(isl.dim_type.div) == 0, _volume(domain)
+    return max(in_time.get_pieces(), key=weight)[0]
 
 
 def steady_state(domain: isl.Set, time: isl.Map, pwaffs, depth: int) -> isl.Set | None:
-    """The instances of `domain` where each of `pwaffs` that varies along the innermost of the
-    statement's `depth` loops in `time` (its schedule) takes its main piece, or None when that is all
-    of the domain or none of it (nothing to split)."""
+    """The points of `time` (the statement's schedule over `domain`) where each of `pwaffs` that
+    varies along the innermost of the statement's `depth` loops takes its main piece, or None when
+    that is all of them or none (nothing to split). A clamp's main piece is a set of instances (its
+    interior); a floor's is a set of times (the regular iterations: an instance that a shifted last
+    vector computes again is steady in its own tile, not in that vector)."""
     if depth < 1:
         return None
-    to_instance = isl.PwMultiAff.from_map(time.intersect_domain(domain).reverse())
+    scheduled = time.intersect_domain(domain)
+    to_instance = isl.PwMultiAff.from_map(scheduled.reverse())
     # time dims alternate constants and loops, [c0, l0, c1, ..., l_last, c_last, ...], padded to the
     # deepest statement's: the innermost loop is the statement's own, not the last dimension
     inner = 2 * depth - 1
-    steady = domain
+    instances, times = domain, None
     for pa in pwaffs:
         in_time = pa.pullback_pw_multi_aff(to_instance)
-        if _varies_in_loop(in_time, inner):
-            main = _main_piece(pa, domain) if pa.n_piece() > 1 else _main_time_piece(in_time, time)
-            steady = steady.intersect(main)
-    return proper_piece(steady, domain)
+        if not _varies_in_loop(in_time, inner):
+            continue
+        if pa.n_piece() > 1:
+            instances = instances.intersect(_main_piece(pa, domain))
+        else:
+            piece = _main_time_piece(in_time)
+            times = piece if times is None else times.intersect(piece)
+    interior = proper_piece(instances, domain)
+    if times is None:
+        return None if interior is None else scheduled.intersect_domain(interior).range()
+    everything = scheduled.range()
+    steady = everything if interior is None else scheduled.intersect_domain(interior).range()
+    return proper_piece(steady.intersect(times), everything)
 
 
 def _prefix(s: isl.Set, k: int) -> isl.Set:

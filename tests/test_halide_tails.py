@@ -355,6 +355,23 @@ def test_shift_inwards_gives_full_vectors():
     assert set(vector_trips(f, buffer_of(f, out))) == {8}
 
 
+def test_shift_inwards_keeps_a_floor_uniform_in_the_regular_vectors():
+    """An upsampling read `g[x / 8]` in a vector loop of 8 whose last vector is shifted back: the regular
+    vectors start at multiples of 8, so their index is the tile's own (one value for the 8 lanes, no
+    gather); the shifted vector keeps the floor and stays a full vector; the values are Halide's."""
+    g = hl.ImageParam(hl.Float(32), 2, "coarse")
+    out = hl.Func("upsampled")
+    out[x, y] = g[x / 8, y] * hl.f32(x % 8) + g[x / 8 + 1, y]
+    out.vectorize(x, 8)
+    coarse = rng.random((5, 6), dtype=np.float32)
+    for width in (37, 40, 8):
+        realize_both(out, [width, 5], {g: coarse})
+    f = ms.from_halide(out)
+    assert set(vector_trips(f, buffer_of(f, out))) == {8}
+    steady = [line for line in str(f.lower()).splitlines() if "upsampled[y, ((8 * x_x)" in line]
+    assert steady and all("coarse[y, x_x]" in line and "/ 8" not in line for line in steady), steady
+
+
 # what is not supported -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("tail", ["PredicateLoads", "PredicateStores", "ShiftInwardsAndBlend", "RoundUpAndBlend"])
