@@ -19,6 +19,8 @@ class Options:
 
     fast_math: bool = False
     fp_contract: bool = True
+    #: load the lanes of an unmasked gather one by one instead of with the CPU's gather instruction
+    lane_loads: bool = False
 
 
 @dataclass

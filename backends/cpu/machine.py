@@ -32,6 +32,15 @@ def host_cpu():
     return llvm.get_host_cpu_name(), features
 
 
+def slow_gathers(arch: str = NATIVE) -> bool:
+    """Whether the CPU `arch` names (this machine's for 'native') loads a vector's lanes faster one by one
+    than with its gather instruction: AMD's Zen cores, for which LLVM's own tuning also prefers no gather.
+    (On a Zen 5 with AVX-512, Halide's warpAffine under Mullapudi2016's schedule: 3.6-3.9 ms with lane
+    loads, 4.1-4.8 ms with vgatherqps.)"""
+    cpu = host_cpu()[0] if arch == NATIVE else arch
+    return cpu.startswith("znver")
+
+
 _PROBE = """
 import llvmlite.binding as llvm
 llvm.initialize_native_target(); llvm.initialize_native_asmprinter()

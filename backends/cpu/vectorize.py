@@ -277,8 +277,16 @@ class VectorEmitter(ExprEmitter):
         return phi
 
     def _gather(self, view, ptrs):
-        """The lanes at a vector of addresses (masked-off lanes are not read and give zero)."""
+        """The lanes at a vector of addresses (masked-off lanes are not read and give zero): one load per
+        lane where the CPU's gather instruction is the slower way (Options.lane_loads)."""
         mty = ir.VectorType(memory_type(view.dtype), self.width)
+        if self.mask is None and self.fs.ms.options.lane_loads:
+            v = ir.Constant(mty, None)
+            for k in range(self.width):
+                lane = ir.Constant(I32, k)
+                v = self.B.insert_element(v, self.B.load(self.B.extract_element(ptrs, lane), typ=mty.element),
+                                          lane)
+            return memory.to_register(self.B, view.dtype, v)
         mask = self.mask if self.mask is not None else ir.Constant(ir.VectorType(I1, self.width), [1] * self.width)
         fn = declare(self.B.module, f"llvm.masked.gather.{type_suffix(mty)}.v{self.width}p0",
                      ir.FunctionType(mty, [ptrs.type, I32, mask.type, mty]))
