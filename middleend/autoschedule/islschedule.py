@@ -108,11 +108,10 @@ def _member_variable(upa: isl.UnionPwAff, name: str, names: list):
              if pa.get_domain_space().get_tuple_name(isl.dim_type.set) == name]
     if not found:
         return ""
-    pieces = []
-    found[0].foreach_piece(lambda _set, aff: pieces.append(aff))
+    pieces = found[0].get_pieces()
     if len(pieces) != 1:
         return None
-    aff = pieces[0]
+    aff = pieces[0][1]
     if any(not aff.get_coefficient_val(isl.dim_type.param, k).is_zero()
            for k in range(aff.dim(isl.dim_type.param))):
         return None
