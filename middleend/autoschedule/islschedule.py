@@ -83,12 +83,11 @@ def _read_orders(node, variables, placed, orders):
         partial = node.band_get_partial_schedule()
         for member in range(node.band_n_member()):
             upa = partial.get_union_pw_aff(member)
-            for name in list(placed):
-                if name in variables:
-                    placed[name].append(_member_variable(upa, name, variables[name]))
+            for name in placed:
+                placed[name].append(_member_variable(upa, name, variables[name]))
     if node.n_children() == 0 or kind == isl.schedule_node_type.leaf:
         for name, members in placed.items():
-            if name not in variables or None in members:
+            if None in members:
                 continue
             order = [v for v in members if v != ""]
             if len(set(order)) == len(order):

@@ -64,12 +64,9 @@ class Timer:
         lowered = self.function.lower(fixed=self.sizes, caller_copies_in=self.target.binds_in_place)
         return self.target.compile(lowered)
 
-    def time(self, limit_s=None) -> float:
-        """Median seconds of one call of the function as scheduled now (see `medians` for `limit_s`)."""
-        return self.time_kernel(limit_s)[0]
-
     def time_kernel(self, limit_s=None) -> tuple:
-        """(median seconds, the kernel) of the function as scheduled now: `time`, keeping the kernel."""
+        """(median seconds of one call, the kernel) of the function as scheduled now, compiled here (see
+        `medians` for `limit_s`)."""
         self.count += 1
         kernel = self.kernel()
         return self.medians([kernel], limit_s)[0], kernel
