@@ -151,7 +151,7 @@ class Computation(Schedulable):
         self.update_at = None            # index expressions of that storage
         self.updates = []
         self.is_output = output
-        self.domain, self.predicate = self._make_domain()
+        self.domain, self.predicate = iteration_domain(self.function, name, self.vars, self.where)
         self.function.params_in(self.expr)
         self._check_expression()
         Schedulable.__init__(self)
@@ -169,27 +169,6 @@ class Computation(Schedulable):
 
     def __getitem__(self, idx):
         return _access(self.storage_owner, idx)
-
-    def _make_domain(self):
-        params = sorted(self.function.params_in(*(b for v in self.vars for b in (v.lo, v.hi)),
-                                                self.where if self.where is not None else 0))
-        parts = []
-        for v in self.vars:
-            parts.append(f"{affine_text(v.lo)} <= {v.name} < {affine_text(v.hi)}")
-        predicate = None
-        if self.where is not None:
-            affine, rest = _split_conjunction(self.where)
-            for c in affine:
-                parts.append(constraint_text(c))
-            for c in rest:
-                predicate = c if predicate is None else predicate & c
-        text = f"[{', '.join(params)}] -> {{ {self.name}[{', '.join(v.name for v in self.vars)}]"
-        if parts:
-            text += " : " + " and ".join(f"({p})" for p in parts)
-        try:
-            return isl.Set(text + " }"), predicate
-        except isl.Error as err:
-            raise DomainError(f"computation {self.name}: cannot build its domain from {text} }} ({err})") from None
 
     def _check_expression(self):
         allowed = {v.name for v in self.vars}
@@ -233,6 +212,27 @@ class Computation(Schedulable):
 
     def __repr__(self):
         return f"Computation({self.name}[{', '.join(v.name for v in self.vars)}] = {pseudo_c(self.expr)})"
+
+
+def iteration_domain(function, name, vars, where=None):
+    """(isl set, predicate) of the instances `name[vars]` of `function` where `where` holds: the loop
+    bounds and the affine conjuncts of `where` make the set, the other conjuncts the predicate (None
+    when there are none), checked per instance."""
+    params = sorted(function.params_in(*(b for v in vars for b in (v.lo, v.hi)), where if where is not None else 0))
+    parts = [f"{affine_text(v.lo)} <= {v.name} < {affine_text(v.hi)}" for v in vars]
+    predicate = None
+    if where is not None:
+        affine, rest = _split_conjunction(where)
+        parts += [constraint_text(c) for c in affine]
+        for c in rest:
+            predicate = c if predicate is None else predicate & c
+    text = f"[{', '.join(params)}] -> {{ {name}[{', '.join(v.name for v in vars)}]"
+    if parts:
+        text += " : " + " and ".join(f"({p})" for p in parts)
+    try:
+        return isl.Set(text + " }"), predicate
+    except isl.Error as err:
+        raise DomainError(f"computation {name}: cannot build its domain from {text} }} ({err})") from None
 
 
 def _split_conjunction(cond):

@@ -857,6 +857,107 @@ def test_eachindex_of_arrays_of_other_lengths_is_a_dimension_mismatch():
         from_julia(text, types).compile("cpu")(x, y)
 
 
+# `@code_lowered` (1.10) of
+#     function axpy_when!(y, a, x, n)
+#         if n > 0
+#             y .= a .* x .+ y
+#         end
+#         return y
+#     end
+AXPY_WHEN = """CodeInfo(
+1 ─ %1 = n > 0
+└──      goto #3 if not %1
+2 ─ %3 = Base.broadcasted(Main.:*, a, x)
+│   %4 = Base.broadcasted(Main.:+, %3, y)
+└──      Base.materialize!(y, %4)
+3 ┄      return y
+)"""
+
+# `@code_lowered` (1.10) of
+#     function dot_when(x, y, n)
+#         s = 0.0
+#         if n > 1
+#             for i in eachindex(x, y)
+#                 s += x[i] * y[i]
+#             end
+#         end
+#         return s
+#     end
+DOT_WHEN = """CodeInfo(
+1 ─       s = 0.0
+│   %2  = n > 1
+└──       goto #5 if not %2
+2 ─ %4  = Main.eachindex(x, y)
+│         @_5 = Base.iterate(%4)
+│   %6  = @_5 === nothing
+│   %7  = Base.not_int(%6)
+└──       goto #5 if not %7
+3 ┄ %9  = @_5
+│         i = Core.getfield(%9, 1)
+│   %11 = Core.getfield(%9, 2)
+│   %12 = Base.getindex(x, i)
+│   %13 = Base.getindex(y, i)
+│   %14 = %12 * %13
+│         s = s + %14
+│         @_5 = Base.iterate(%4, %11)
+│   %17 = @_5 === nothing
+│   %18 = Base.not_int(%17)
+└──       goto #5 if not %18
+4 ─       goto #3
+5 ┄       return s
+)"""
+
+
+def test_size_checks_apply_only_where_their_statement_runs():
+    """Julia checks a broadcast's or eachindex's sizes when the statement runs: in a branch not taken
+    (n <= 0), any sizes pass and give the interpreter's values; where it runs, the check raises as
+    before. The sizes the middle-end assumes hold only where the statement runs."""
+    types = {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}", "n": "Int64"}
+    kernel = from_julia(AXPY_WHEN, types).compile("cpu")
+    for n, x in [(1, np.ones(5)), (0, np.ones(3)), (-2, np.ones(7)), (3, np.ones(1))]:
+        (got, ours), (want, ref) = _both_on(AXPY_WHEN, types, np.arange(5.0), 2.0, x, n)
+        np.testing.assert_array_equal(ours[0], ref[0])
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ms.ArgumentError, match=r"^DimensionMismatch: statement %5 .* of sizes 3 and 5 \(Julia "
+                                               r"broadcasts an argument whose size is the destination's or 1\)$"):
+        kernel(np.zeros(5), 2.0, np.ones(3), 1)
+    # eachindex(x, y) in a branch taken for n > 1, and y read at x's Cartesian indices in the loop under it
+    types = {"x": "Matrix{Float64}", "y": "Matrix{Float64}", "n": "Int64"}
+    kernel = from_julia(DOT_WHEN, types).compile("cpu")
+    x = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    for y, n in [(x, 2), (np.ones((4, 2), order="F"), 1), (np.asfortranarray(x.T), 0)]:
+        assert kernel(x, y, n) == interpret(DOT_WHEN, types, x, y, n)
+    assert kernel(x, x, 2) == x.ravel() @ x.ravel()
+    with pytest.raises(ms.ArgumentError, match=r"^DimensionMismatch: statement %4 .*got Base\.OneTo\(12\) and "
+                                               r"Base\.OneTo\(8\) .*: pass arrays of x's length$"):
+        kernel(x, np.ones((4, 2), order="F"), 2)
+    with pytest.raises(ms.ArgumentError, match=r"^statement %13 .* indexes y with a linear index of x: y has sizes "
+                                               r"\(4, 3\) and x \(3, 4\)"):
+        kernel(x, np.asfortranarray(x.T), 2)
+
+
+def test_a_size_check_under_a_condition_the_call_cannot_see_runs_at_every_call_and_says_so():
+    """A branch on a Bool argument (or on data): the call cannot tell whether the statement runs, so it
+    checks the sizes anyway and its message says why, where Julia would run a call that skips it."""
+    text = """CodeInfo(
+1 ─      goto #3 if not flag
+2 ─ %2 = Base.broadcasted(Main.:*, a, x)
+│   %3 = Base.broadcasted(Main.:+, %2, y)
+└──      Base.materialize!(y, %3)
+3 ┄      return y
+)"""     # (`if flag` in place of `if n > 0`)
+    types = {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}", "flag": "Bool"}
+    kernel = from_julia(text, types).compile("cpu")
+    (got, ours), (want, ref) = _both_on(text, types, np.arange(5.0), 2.0, np.ones(5), True)
+    np.testing.assert_array_equal(ours[0], ref[0])
+    np.testing.assert_array_equal(got, 2.0 + np.arange(5.0))
+    np.testing.assert_array_equal(interpret(text, types, np.arange(5.0), 2.0, np.ones(3), False), np.arange(5.0))
+    with pytest.raises(ms.ArgumentError, match=r"^DimensionMismatch: statement %4 .* of sizes 3 and 5 .*\(checked "
+                                               r"whenever the sizes let the statement run: its condition reads values "
+                                               r"the call cannot see\)$"):
+        kernel(np.arange(5.0), 2.0, np.ones(3), False)
+
+
 def test_eachindex_of_several_arguments_refused_by_name():
     """Arrays of two ranks above 1 (each read at the other's Cartesian index) and a non-array argument are
     refused at translation, naming the statement and what to write."""

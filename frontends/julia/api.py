@@ -15,6 +15,7 @@ from mascarpone.middleend.function import Function
 from mascarpone.middleend.targets import get_target
 
 from .arguments import check_read_slots, ordered_argtypes
+from .guards import sizes_hold
 from .arguments import static_parameters as static_parameters_of
 from .parser import parse
 from .translate import WidenRetry, translate
@@ -142,24 +143,26 @@ def _julia_shape(f, target):
 _ARRAY, _INT, _NUMBER = "array", "int", "number"
 
 
-def _check_linear_sizes(name, sizes, of, of_sizes, what):
+def _check_linear_sizes(name, sizes, of, of_sizes, what, caveat=""):
     """ArgumentError unless the array `name`, indexed with linear indices of the array `of`, has its sizes:
-    the kernel reads it at their Cartesian indices in `of`, Julia's elements only then."""
+    the kernel reads it at their Cartesian indices in `of`, Julia's elements only then. `caveat` ends
+    the message."""
     if sizes == of_sizes:
         return
     n, m = int(np.prod(sizes)), int(np.prod(of_sizes))
     if n < m:
         raise ArgumentError(f"BoundsError: {what}, of sizes {sizes} and {of} {of_sizes}: Julia throws a "
-                            f"BoundsError when the loop reaches the linear index {n + 1} of {name}")
+                            f"BoundsError when the loop reaches the linear index {n + 1} of {name}{caveat}")
     reshape = f" (reshape({name}, size({of})) in Julia)" if n == m else ""
     raise ArgumentError(f"{what}: {name} has sizes {sizes} and {of} {of_sizes}; the kernel indexes {name} at the "
                         f"Cartesian index each linear index has in {of}, which is Julia's element only when the sizes "
-                        f"are equal: pass arrays of equal sizes{reshape}")
+                        f"are equal: pass arrays of equal sizes{reshape}{caveat}")
 
 
-def _check_eachindex_lengths(names, sizes, what):
+def _check_eachindex_lengths(names, sizes, what, caveat=""):
     """ArgumentError (Julia's DimensionMismatch) unless the arrays of `eachindex(A, B, ...)` all have A's
-    length: Julia compares their linear indices Base.OneTo(length(X)), not their shapes."""
+    length: Julia compares their linear indices Base.OneTo(length(X)), not their shapes. `caveat` ends
+    the message."""
     lengths = [int(np.prod(s)) for s in sizes]
     if all(n == lengths[0] for n in lengths):
         return
@@ -167,7 +170,7 @@ def _check_eachindex_lengths(names, sizes, what):
     got = ", ".join(ranges[:-1]) + " and " + ranges[-1]      # (as Julia joins them)
     shapes = ", ".join(f"{n} {s}" for n, s in zip(names, sizes))
     raise ArgumentError(f"DimensionMismatch: {what}: all inputs to eachindex must have the same indices, got {got} "
-                        f"(sizes {shapes}): pass arrays of {names[0]}'s length")
+                        f"(sizes {shapes}): pass arrays of {names[0]}'s length{caveat}")
 
 
 @dataclass(frozen=True)
@@ -242,16 +245,20 @@ class JuliaKernel:
                 if isinstance(v, np.ndarray) or not isinstance(v, (int, float, np.number)):
                     raise ArgumentError(f"argument {name}::{jt} must be a number, got {v!r}")
                 call[extra[0]] = np.array(v, dtype=extra[1])
-        for size, dest_size, what in self.function.julia_broadcast_sizes:
+        # each check only where its statement may run with these sizes (Julia checks when it runs)
+        for size, dest_size, what, reached in self.function.julia_broadcast_sizes:
             n, m = params[size], params.get(dest_size, dest_size)    # (1 past the destination's rank)
-            if n not in (m, 1):
+            if n not in (m, 1) and reached.holds(params):
                 raise ArgumentError(f"DimensionMismatch: {what}, of sizes {n} and {m} (Julia broadcasts an "
-                                    "argument whose size is the destination's or 1)")
+                                    f"argument whose size is the destination's or 1){reached.caveat}")
         # before the sizes of linear indexing: Julia throws at `eachindex(A, B)`, before the loop reads B[i]
-        for names, sizes, what in self.function.julia_eachindex_lengths:
-            _check_eachindex_lengths(names, [tuple(params[p] for p in s) for s in sizes], what)
-        for name, sizes, of, of_sizes, what in self.function.julia_linear_sizes:
-            _check_linear_sizes(name, tuple(params[p] for p in sizes), of, tuple(params[p] for p in of_sizes), what)
+        for names, sizes, what, reached in self.function.julia_eachindex_lengths:
+            if reached.holds(params):
+                _check_eachindex_lengths(names, [tuple(params[p] for p in s) for s in sizes], what, reached.caveat)
+        for name, sizes, of, of_sizes, what, reached in self.function.julia_linear_sizes:
+            if reached.holds(params):
+                _check_linear_sizes(name, tuple(params[p] for p in sizes), of,
+                                    tuple(params[p] for p in of_sizes), what, reached.caveat)
         self._check_bounds(params)
         ret = None
         if self._return is not None:
@@ -307,8 +314,7 @@ class JuliaKernel:
             names = [bad.get_dim_name(isl.dim_type.param, i) for i in range(bad.dim(isl.dim_type.param))]
             if any(n not in params for n in names):
                 continue
-            point = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(f'{n} = {params[n]}' for n in names) or 'true'} }}")
-            if not bad.intersect_params(point).is_empty():
+            if sizes_hold(bad, params):
                 message = (f"BoundsError: with {', '.join(f'{k} = {v}' for k, v in sorted(params.items()))}, "
                            f"{comp} accesses {array} outside its bounds")
                 break

@@ -498,12 +498,13 @@ def _eachindex_of_several(tr, args, s):
                 "(Julia's method takes AbstractArrays); loop over `eachindex` of one array", s)
     names = [a.name for a in args]
     sizes = [tr.size_names(n) for n in names]
+    reached = tr.reached()
     # Julia compares Base.OneTo(length(X)), not the shapes: a 2x3 and a 3x2 matrix, or a matrix and a vector
     # of its length, pass. Two vectors' lengths are sizes, an equality the middle-end can use.
     for n, size in zip(names[1:], sizes[1:]):
         if len(size) == 1 and len(sizes[0]) == 1 and size != sizes[0]:
-            tr.f.assume(f"{size[0]} = {sizes[0][0]}")
-    tr.eachindex_lengths.append((tuple(names), tuple(sizes), f"statement %{s.number} (line {s.line}: `{s.text}`)"))
+            tr.assume_where_reached(f"{size[0]} = {sizes[0][0]}", reached)
+    tr.eachindex_lengths.append((tuple(names), tuple(sizes), f"statement %{s.number} (line {s.line}: `{s.text}`)", reached))
     # The indices are 1:length(X) for every X: the loops follow the first array of the highest rank, so that
     # its X[i] is affine (a loop per dimension) and a vector's v[i] is the linear index as a number.
     of = max(args, key=lambda a: tr.argtypes[a.name].ndim)

@@ -6,6 +6,10 @@ straight-line code after an `if`/`else` is unconditional again.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import islpy as isl
+
 TRUE = frozenset([frozenset()])
 FALSE = frozenset()
 
@@ -70,3 +74,28 @@ def to_expr(guard, literal_expr):
             part = lit if part is None else part & lit
         out = part if out is None else out | part
     return out
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The sizes for which a statement may run: an isl set on them (None: every size), and where its
+    path condition also reads data or a non-integer argument, so that the set holds sizes where the
+    statement may not run, a caveat that messages about it carry ("" otherwise)."""
+    sizes: object = None
+    caveat: str = ""
+
+    def holds(self, params) -> bool:
+        """Whether the statement may run with the sizes in `params` (name -> value)."""
+        return self.sizes is None or sizes_hold(self.sizes, params)
+
+    def union(self, other: Reach) -> Reach:
+        """Where either statement may run."""
+        sizes = None if self.sizes is None or other.sizes is None else self.sizes.union(other.sizes).coalesce()
+        return Reach(sizes, self.caveat or other.caveat)
+
+
+def sizes_hold(sizes, params) -> bool:
+    """Whether the values in `params` (name -> value) of the parameters of the isl set `sizes` lie in it."""
+    names = [sizes.get_dim_name(isl.dim_type.param, i) for i in range(sizes.dim(isl.dim_type.param))]
+    point = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(f'{n} = {params[n]}' for n in names) or 'true'} }}")
+    return not sizes.intersect_params(point).is_empty()

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import islpy as isl
+
 import mascarpone.middleend.types as T
 from mascarpone.middleend.affine import ISL_KEYWORDS, affine_text
-from mascarpone.middleend.algorithm import Computation, Input, Param, Var
+from mascarpone.middleend.algorithm import Computation, Input, Param, Var, iteration_domain
 from mascarpone.middleend.buffer import as_index_expr
 from mascarpone.middleend.errors import MascarponeError
 from mascarpone.middleend.expr import Access, BinOp, Cast, Const, Expr, cast, min_, walk
@@ -143,10 +145,11 @@ class Translator:
         self.widen = dict(widen or {})    # slot -> the number type all its values are computed in
         self.slot_defs = {}               # slot -> [(statement, value)] as the translation met them
         self.widen_requests = {}          # slot -> joined type, from this translation
-        self.broadcast_sizes = []         # (size, dest's size or 1, what): equal or 1 at the call (`_broadcast`)
-        self.linear_sizes = {}            # (B, A) -> (B, its sizes, A, its sizes, what): equal at the call
+        # Size checks the call makes, each with the sizes for which its statement may run (`reached`):
+        self.broadcast_sizes = []         # (size, dest's size or 1, what, reached): equal or 1 (`_broadcast`)
+        self.linear_sizes = {}            # (B, A) -> (B, its sizes, A, its sizes, what, reached): equal
         #                                   (B indexed with A's linear indices, `_cartesian`)
-        self.eachindex_lengths = []       # (arrays, their sizes, what): equal lengths at the call
+        self.eachindex_lengths = []       # (arrays, their sizes, what, reached): equal lengths
         #                                   (`eachindex(A, B, ...)`, calls._eachindex_of_several)
         self._scan()
         self.counters = self._find_counters()
@@ -385,6 +388,25 @@ class Translator:
         for p in parts:
             out = p if out is None else out & p
         return out
+
+    def reached(self) -> G.Reach:
+        """Where the statement being translated may run: the bounds of its loops and the affine parts of
+        its path condition (a condition that reads data or a non-integer argument is left out)."""
+        domain, rest = iteration_domain(self.f, "reached", [c.var for c in self.loops], self._guard_expr(self._g))
+        sizes = domain.params()
+        caveat = "" if rest is None else \
+            " (checked whenever the sizes let the statement run: its condition reads values the call cannot see)"
+        return G.Reach(None if self.f.context().is_subset(sizes) else sizes, caveat)
+
+    def assume_where_reached(self, constraint, reached: G.Reach):
+        """`f.assume(constraint)` (isl text on the sizes) for the sizes where a statement may run: Julia
+        checks sizes only when a statement runs, so a branch not taken may be passed any sizes."""
+        if reached.sizes is None:
+            self.f.assume(constraint)
+            return
+        names = sorted(self.f.param_names)
+        holds = isl.Set(f"[{', '.join(names)}] -> {{ : {constraint} }}")
+        self.f.assume(holds.union(reached.sizes.complement()).coalesce())
 
     def _condition(self, s: Stmt, g):
         """The expression of a branch condition, stored in a computation when it reads mutable storage."""
@@ -874,13 +896,14 @@ class Translator:
         if not isinstance(bc, BroadcastValue):
             bc = BroadcastValue(FunctionRef("identity"), (bc,))
         jt = self.argtypes[dest.name]
+        reached = self.reached()
         for name in sorted({a.name for a in _broadcast_arrays(bc)} - {dest.name}):
             for d in range(1, self.argtypes[name].ndim + 1):
                 size = self.params[(name, d)].name
                 dest_size = self.params[(dest.name, d)].name if d <= jt.ndim else 1
-                self.f.assume(f"{size} = {dest_size} or {size} = 1")
+                self.assume_where_reached(f"{size} = {dest_size} or {size} = 1", reached)
                 self.broadcast_sizes.append((size, dest_size, f"statement %{s.number} (line {s.line}: `{s.text}`) "
-                                             f"broadcasts {name} into {dest.name} along dimension {d}"))
+                                             f"broadcasts {name} into {dest.name} along dimension {d}", reached))
         outer = len(self.loops)
         for d in range(jt.ndim, 0, -1):     # (column-major: the first index innermost)
             var = self._new_var(f"{dest.name}_i{d}", Const(1, T.int64), self.size(dest.name, d) + 1)
@@ -964,14 +987,25 @@ class Translator:
                 f"front-end reads B[k] at k's Cartesian index in {k.array}, for a B of its sizes); index "
                 f"{name} with its own indices (`eachindex({name})`, or {name}[i, j] in loops over "
                 f"`axes({name}, d)`)", s)
-        if name != k.array and (name, k.array) not in self.linear_sizes:
-            sizes, of = self.size_names(name), self.size_names(k.array)
-            for a, b in zip(sizes, of):
-                self.f.assume(f"{a} = {b}")
-            self.linear_sizes[(name, k.array)] = (
-                name, sizes, k.array, of, f"statement %{s.number} (line {s.line}: `{s.text}`) indexes {name} "
-                                          f"with a linear index of {k.array}")
+        if name != k.array:
+            self._linear_sizes(name, k.array, s)
         return list(index)
+
+    def _linear_sizes(self, name, of, s):
+        """Assume, and have the call check, that `name` has the sizes of `of` where `s` may run (`name` is
+        read with linear indices of `of`, at their Cartesian indices in `of`)."""
+        reached = self.reached()
+        known = self.linear_sizes.get((name, of))
+        if known is not None:       # read so in several places: checked wherever one of them may run
+            if known[-1].sizes is None or (reached.sizes is not None and reached.sizes.is_subset(known[-1].sizes)):
+                return
+            reached = reached.union(known[-1])
+        sizes, of_sizes = self.size_names(name), self.size_names(of)
+        for a, b in zip(sizes, of_sizes):
+            self.assume_where_reached(f"{a} = {b}", reached)
+        what = known[4] if known is not None else \
+            f"statement %{s.number} (line {s.line}: `{s.text}`) indexes {name} with a linear index of {of}"
+        self.linear_sizes[(name, of)] = (name, sizes, of, of_sizes, what, reached)
 
     # values ----------------------------------------------------------------------------------------
     def _value(self, e):
