@@ -293,6 +293,21 @@ def coalesced(obj):
         return obj
 
 
+def without_empty_pieces(m: isl.Map, sizes: isl.Set) -> isl.Map:
+    """`m` without its basic maps that no sizes satisfying `sizes` reach, the others as they are (without
+    `sizes`' constraints, which would slow every later operation on them). A map built with its size
+    constraints set aside (`without_size_constraints`) can hold thousands of such pieces, which isl's
+    coalescing then weighs pairwise (a tile-relative schedule of Halide's interpolate under Adams2019:
+    7033 basic maps, 252 of them reachable; coalesced as they were, over 3 minutes, after this 10 s)."""
+    kept = []
+    m.foreach_basic_map(lambda b: kept.append(b) if not isl.Map.from_basic_map(b).intersect_params(sizes).is_empty()
+                        else None)
+    out = isl.Map.empty(m.get_space())
+    for b in kept:
+        out = out.union(isl.Map.from_basic_map(b))
+    return out
+
+
 def without_size_constraints(m: isl.Map) -> tuple[isl.Map, isl.Set]:
     """`m` with the constraints among its parameters alone set aside, and those constraints: `m` is the
     first intersected with the second. Kept in every piece of a map, they make each isl operation

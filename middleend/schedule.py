@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import islpy as isl
 
-from .affine import coalesced, without_size_constraints
+from .affine import coalesced, without_empty_pieces, without_size_constraints
 from .dependences import source_nests
 from .errors import ScheduleError
 from .expr import Access, walk
@@ -889,5 +889,6 @@ def bind_to_tiles(comp, tiles, pieces=None):
     if per_tile:
         # the bounds are defined on the prefixes only: intersecting with them again splits pieces
         pairs = isl.Map.from_domain_and_range(isl.Set.universe(prefixes.get_space()), pairs.range())
-    loops = coalesced(coalesced(loops.intersect_domain(pairs.wrap())).intersect_params(sizes))
+    loops = without_empty_pieces(loops.intersect_domain(pairs.wrap()), sizes)
+    loops = coalesced(coalesced(loops).intersect_params(sizes))
     return loops.domain().unwrap().coalesce(), loops
