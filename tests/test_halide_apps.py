@@ -181,6 +181,19 @@ def test_tile_bounds_taken_from_the_readers_pieces_give_the_same_values(monkeypa
     assert tiles and made == [dims for dims in tiles if dims]
 
 
+def test_a_sliding_window_too_intricate_to_separate_computes_whole_tiles(monkeypatch):
+    """A sliding window whose new points per iteration isl cannot separate within its budget
+    (statements.SLIDING_OPERATIONS) computes its whole tile at each iteration, with a warning naming
+    the Func: the same values, as interpolate's hand schedule (sliding windows of the finest level)
+    shows against Halide."""
+    from mascarpone.middleend import statements
+    monkeypatch.setattr(statements, "SLIDING_OPERATIONS", 1)
+    spec, pipeline = _app("interpolate", "hand", 64, 48, levels=4)
+    with pytest.warns(UserWarning, match=r"^\w+: the points each iteration of its sliding window adds are too "
+                                         r"intricate .*computes its whole tile at each iteration"):
+        _app_matches_halide(spec, pipeline)
+
+
 def test_histogram_computed_per_row_of_its_consumer_as_the_bilateral_grid_schedules_it():
     """A Func whose update scatters into a bin computed from data (the bilateral grid's histogram),
     computed at a loop of its consumer: each tile spans the bins whole, so the histogram is made per
