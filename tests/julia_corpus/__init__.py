@@ -140,6 +140,10 @@ CASES = [
     Case("bcast_relax_loop.v1_6.lowered.txt", {"y": V, "x": V, "n": "Int64"},
          "a broadcast inside a `for` loop (the loop around the element loops it implies)",
          "function relax!(y, x, n)\n    for t in 1:n\n        y .= 0.5 .* (y .+ x)\n    end\n    return y\nend"),
+    Case("bcast_when.v1_10.lowered.txt", {"y": V, "a": "Float64", "x": V, "n": "Int64"},
+         "a broadcast under `if n > 0` (its size check applies only where it runs); the REPL's `julia>` line "
+         "before the code",
+         "function axpy_when!(y, a, x, n)\n    if n > 0\n        y .= a .* x .+ y\n    end\n    return y\nend"),
     Case("bcast_exp32.v1_10.lowered.txt", {"y": "Vector{Float32}", "x": V},
          "a type broadcast as a function (`Main.Float32`) over a math function (`Main.exp`)",
          "exps32!(y, x) = y .= Float32.(exp.(x))"),
