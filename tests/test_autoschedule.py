@@ -473,6 +473,27 @@ def test_the_search_tries_the_knobs_a_better_choice_opens():
     assert len(tried) == len(seen) == 4      # {}, the two time tiles, then the opened knob: nothing twice
 
 
+def test_the_search_starts_no_variant_the_budget_left_cannot_cover(monkeypatch):
+    """A variant starts only while the budget left covers the median time a measurement has taken: on a
+    clock each measurement advances by 3 s, a budget of 10 s measures the model's choice and two
+    variants (4 s left, then 1 s), not a third that would end at 12 s."""
+    import sys
+    import types
+    search_module = sys.modules["mascarpone.middleend.autoschedule.search"]
+    clock = [0.0]
+    monkeypatch.setattr(search_module, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    tried = []
+
+    def measure(choice, limit):
+        tried.append(choice)
+        clock[0] += 3.0
+        return 1.0
+
+    search_module.search(measure, lambda c: [("s", "unroll", k) for k in (2, 4, 8, 16)] if not c else [],
+                         budget_s=10)
+    assert tried == [{}, {"unroll": {"s": 2}}, {"unroll": {"s": 4}}]
+
+
 def test_measurements_fill_the_outputs_of_the_first_call():
     """The timer passes the outputs of its first call to every later one (filled in place): the calls
     it times allocate nothing."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import random
+import statistics
 import time
 
 from . import machine, model, timetile
@@ -88,7 +89,8 @@ def search(measure, candidates_of, budget_s, screen=None, confirm=None) -> tuple
     """(best choice, its seconds, {json of a choice: seconds} of those measured). `measure(choice,
     limit_s)` times a choice, taking more runs only while under `limit_s` seconds; the model's
     choice ({}) is always measured, then the variants `candidates_of(choice)` gives for it while the
-    budget lasts. A better choice can open knobs the model's did not have (a stencil no longer
+    budget lasts: a variant starts only where the budget left covers the median time a measurement has
+    taken (its compile and runs), so the search ends near its budget, not a compile past it. A better choice can open knobs the model's did not have (a stencil no longer
     time-tiled gets its own loops' knobs): those are tried after the others.
 
     `screen(choice, stage, knob, sizes, limit_s)`, where given, ranks the sizes of a stage's tiles or
@@ -106,6 +108,7 @@ def search(measure, candidates_of, budget_s, screen=None, confirm=None) -> tuple
     start = time.perf_counter()
     left = lambda: budget_s - (time.perf_counter() - start)     # noqa: E731
     best, best_t = {}, measure({}, left())
+    costs = [time.perf_counter() - start]      # seconds each measurement took, confirmation included
     seen = {"{}": best_t}
     queue = list(candidates_of(best))
     offered = {(stage, knob) for stage, knob, _ in queue}
@@ -126,10 +129,14 @@ def search(measure, candidates_of, budget_s, screen=None, confirm=None) -> tuple
         cand = with_knob(best, stage, knob, value)
         if repr(cand) in seen:
             continue
+        if left() < statistics.median(costs):
+            break
+        began = time.perf_counter()
         t = measure(cand, left())
         seen[repr(cand)] = t
         if t < best_t * MARGIN and confirm is not None:
             t, best_t = confirm(cand, best, left())
+        costs.append(time.perf_counter() - began)
         if t < best_t * MARGIN:
             best, best_t = cand, t
             opened = [v for v in candidates_of(best) if (v[0], v[1]) not in offered]
