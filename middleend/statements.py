@@ -289,9 +289,8 @@ def _tile_instances(comp, tiles, prefix_names, only_needed=False, pieces=None):
     own = [v.name for v in comp.vars]
     if comp.tile_map is not None:
         run, loops = bind_to_tiles(comp, tiles, pieces)
-        if only_needed:
+        if only_needed:     # (bind_to_tiles's points, and the part _needed_part takes, come coalesced)
             run, loops = _needed_part(comp, run, loops, tiles)
-        run = run.coalesce()
     else:
         run, loops = tiles, None
     domain, _, to_original = _pairs(run, comp.name, prefix_names, own)

@@ -252,13 +252,15 @@ class JuliaKernel:
                 raise ArgumentError(f"DimensionMismatch: {what}, of sizes {n} and {m} (Julia broadcasts an "
                                     f"argument whose size is the destination's or 1){reached.caveat}")
         # before the sizes of linear indexing: Julia throws at `eachindex(A, B)`, before the loop reads B[i]
+        # (sizes compared first: whether a statement may run is asked of isl only when they differ)
         for names, sizes, what, reached in self.function.julia_eachindex_lengths:
-            if reached.holds(params):
-                _check_eachindex_lengths(names, [tuple(params[p] for p in s) for s in sizes], what, reached.caveat)
+            shapes = [tuple(params[p] for p in s) for s in sizes]
+            if len({int(np.prod(shape)) for shape in shapes}) > 1 and reached.holds(params):
+                _check_eachindex_lengths(names, shapes, what, reached.caveat)
         for name, sizes, of, of_sizes, what, reached in self.function.julia_linear_sizes:
-            if reached.holds(params):
-                _check_linear_sizes(name, tuple(params[p] for p in sizes), of,
-                                    tuple(params[p] for p in of_sizes), what, reached.caveat)
+            shape, of_shape = tuple(params[p] for p in sizes), tuple(params[p] for p in of_sizes)
+            if shape != of_shape and reached.holds(params):
+                _check_linear_sizes(name, shape, of, of_shape, what, reached.caveat)
         self._check_bounds(params)
         ret = None
         if self._return is not None:

@@ -90,8 +90,9 @@ def search(measure, candidates_of, budget_s, screen=None, confirm=None) -> tuple
     limit_s)` times a choice, taking more runs only while under `limit_s` seconds; the model's
     choice ({}) is always measured, then the variants `candidates_of(choice)` gives for it while the
     budget lasts: a variant starts only where the budget left covers the median time a measurement has
-    taken (its compile and runs), so the search ends near its budget, not a compile past it. A better choice can open knobs the model's did not have (a stencil no longer
-    time-tiled gets its own loops' knobs): those are tried after the others.
+    taken (its compile and runs), so the search ends near its budget, not a compile past it. A better
+    choice can open knobs the model's did not have (a stencil no longer time-tiled gets its own loops'
+    knobs): those are tried after the others.
 
     `screen(choice, stage, knob, sizes, limit_s)`, where given, ranks the sizes of a stage's tiles or
     time tiles (those offered and more) by one kernel with parametric tiles, fastest first (None where
