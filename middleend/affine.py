@@ -299,12 +299,12 @@ def without_empty_pieces(m: isl.Map, sizes: isl.Set) -> isl.Map:
     constraints set aside (`without_size_constraints`) can hold thousands of such pieces, which isl's
     coalescing then weighs pairwise (a tile-relative schedule of Halide's interpolate under Adams2019:
     7033 basic maps, 252 of them reachable; coalesced as they were, over 3 minutes, after this 10 s)."""
-    kept = []
-    m.foreach_basic_map(lambda b: kept.append(b) if not isl.Map.from_basic_map(b).intersect_params(sizes).is_empty()
-                        else None)
     out = isl.Map.empty(m.get_space())
-    for b in kept:
-        out = out.union(isl.Map.from_basic_map(b))
+    # (tested outside isl's callback, which would swallow an error such as running out of operations)
+    for b in m.get_basic_maps():
+        piece = isl.Map.from_basic_map(b)
+        if not piece.intersect_params(sizes).is_empty():
+            out = out.union(piece)
     return out
 
 

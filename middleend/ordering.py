@@ -36,27 +36,59 @@ def _level_depth(other, level, loops_of, how, comp):
     return depth
 
 
+def _computed_at(c, comp):
+    """Whether `c` is computed at a loop of `comp`, directly or through computations computed there."""
+    seen = set()
+    while c.compute_at_target is not None and id(c) not in seen:
+        seen.add(id(c))
+        c = c.compute_at_target[0]
+        if c is comp:
+            return True
+    return False
+
+
+def _take_computed_at(seq, comp):
+    """Remove `comp` and the entries computed at its loops from `seq`; return them as a block that
+    starts a nest (the entries that stay keep the loops they shared through the removed ones)."""
+    block, kept, carry = [], [], None
+    for entry in seq:
+        if entry[0] is comp or _computed_at(entry[0], comp):
+            block.append(entry)
+            carry = entry[1] if carry is None else min(carry, entry[1])
+        else:
+            if carry is not None:
+                entry[1] = min(entry[1], carry)
+                carry = None
+            kept.append(entry)
+    seq[:] = kept
+    block[0][1] = 0
+    return block
+
+
 def resolve(computations, commands, loops_of):
     """Betas for each computation from the placement commands, applied in the order given.
 
     `commands` are (how, comp, other, level name or None); `loops_of(c)` gives c's final loops. How
-    is "after", "before" or "ahead": comp runs just before the outermost loop nest holding other, once
-    every other command has placed that nest (a whole copy of what other reads, cache_read at root).
+    is "after", "before" or "ahead": comp, with what its loops hold, runs just before the outermost
+    loop nest holding other (or the first holding one of a tuple of others), once every other command
+    has placed the nests (a whole copy of what other reads, cache_read at root; a computation computed
+    at the root instead of at a loop, before its readers).
     """
     seq = [[c, 0] for c in computations]
     position = lambda c: next(i for i, e in enumerate(seq) if e[0] is c)
     ahead = [c for c in commands if c[0] == "ahead"]
     for how, comp, other, level in [c for c in commands if c[0] != "ahead"] + ahead:
-        if other not in computations or comp not in computations:
+        others = [o for o in (other if isinstance(other, tuple) else (other,))
+                  if any(o is c for c in computations)]
+        if not others or comp not in computations:
             continue  # an inlined computation has no place of its own
         if how == "ahead":
-            seq.pop(position(comp))
-            nest = position(other)
+            block = _take_computed_at(seq, comp)
+            nest = min(position(o) for o in others if not any(e[0] is o for e in block))
             while seq[nest][1] > 0:
                 nest -= 1
-            seq.insert(nest, [comp, 0])
+            seq[nest:nest] = block
             continue
-        depth = _level_depth(other, level, loops_of, how, comp)
         start = position(comp)
         block = seq[start:_subtree_end(seq, start)]
         if any(e[0] is other for e in block):
@@ -64,6 +96,7 @@ def resolve(computations, commands, loops_of):
         del seq[start:start + len(block)]
         if start < len(seq) and seq[start][1] > block[0][1]:
             seq[start][1] = block[0][1]  # the entry that followed now follows what preceded
+        depth = _level_depth(other, level, loops_of, how, comp)
         anchor = position(other)
         if how == "after":
             at = _subtree_end(seq, anchor)

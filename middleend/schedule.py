@@ -83,6 +83,7 @@ class Schedulable:
         # those bounds as free parameters, and {variable: (lo parameter, hi parameter)}
         self.tile_map = None
         self.bound_params = {}
+        self.at_root_instead = False    # computed at the root though computed at a loop (see below)
         self.tags = {}
         self.compute_at_target = None   # (consumer, loop name)
         self.stored_at_root = False     # with compute_at: a sliding window, each instance computed once
@@ -547,6 +548,25 @@ class Schedulable:
             u._place("before", consumer, level, by_compute_at=True)
             self.function._history.pop()
         self._record(cmd)
+
+    def compute_at_root_instead(self, readers):
+        """Undo compute_at (and its storage): compute the whole domain at the root, just before the
+        first loop nest that holds one of `readers` (the computations that read it), with what is
+        computed inside its own loops. Readers get the same values (computed at a loop, it computes
+        part of the same domain there), at another cost. For a tile too intricate for isl (see
+        statements.EXPANSION_OPERATIONS); not a user command."""
+        consumer, level = self.compute_at_target
+        anchors = tuple(dict.fromkeys([consumer] + list(readers)))
+        ordering = self.function._ordering
+        for c in [self] + self.updates:
+            c.compute_at_target = None
+            # the placement compute_at made becomes one ahead of the readers (applied after every other
+            # placement, out of the consumer's nest); in place, so the history's lengths stay right
+            made = max(k for k, (how, who, other, at) in enumerate(ordering)
+                       if how == "before" and who is c and other is consumer and at == level)
+            ordering[made] = ("ahead", c, anchors, None)
+        self.stored_at_root, self.store_level = False, None
+        self.at_root_instead = True
 
     def store_root(self):
         """With compute_at: keep the whole buffer at the root, so each instance is computed once, in

@@ -101,6 +101,11 @@ def reads_of(comp, target, context):
     return rel.intersect_params(context) if rel is not None else None
 
 
+#: isl operations that expanding a computation computed at a loop may take between the steps that have
+#: budgets of their own (about 1.6 s per million here); beyond it the computation is computed at the root
+EXPANSION_OPERATIONS = 20_000_000
+
+
 def build_statements(function, context):
     """Statements for the function's current schedule (compute_at expanded, betas and time maps set)."""
     comps = [c for c in function.computations if not c.inlined]
@@ -121,8 +126,21 @@ def build_statements(function, context):
             if comp.updated is not None:
                 s = _expand_update(comp, build(comp.updated, visiting + (comp,)), context)
             else:
-                s = _expand(comp, build(consumer, visiting + (comp,)), level, function, context,
-                            lambda c: build(c, visiting + (comp,)))
+                consumer_stmt = build(consumer, visiting + (comp,))
+                try:
+                    with operations_at_most(context.get_ctx(), EXPANSION_OPERATIONS):
+                        s = _expand(comp, consumer_stmt, level, function, context,
+                                    lambda c: build(c, visiting + (comp,)))
+                except (OutOfOperations, _ReaderAtRoot) as why:
+                    reason = (f"the points each iteration of {consumer.name}'s loop {level} needs are too "
+                              f"intricate for isl within {EXPANSION_OPERATIONS:,} operations between its steps"
+                              if isinstance(why, OutOfOperations) else
+                              f"{why.args[0]}, which reads it, no longer runs inside {consumer.name}'s loop {level} "
+                              f"(it or the Func it is computed at is computed at the root instead)")
+                    warnings.warn(f"{comp.name}: {reason}; {comp.name} is computed at the root instead (the "
+                                  f"same values, computed once and kept whole)", stacklevel=2)
+                    comp.compute_at_root_instead(_readers(comp, function, context))
+                    return build(comp, visiting)
         if any(c.compute_at_target is not None and c.compute_at_target[0] is comp for c in comps):
             s = per_time(s)   # tiles are computed inside its loops
         stmts[comp] = s
@@ -205,17 +223,22 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
     if comp.is_output:
         raise ScheduleError(f"{cmd}: {comp.name} is an output; outputs are computed at the root")
     lvl = consumer_stmt.loops.index(level)
-    readers = [c for c in function.computations
-               if c is not consumer_stmt.comp and not c.inlined and c is not comp and c not in comp.updates
-               and reads_of(c, comp, context)]
+    readers = [c for c in _readers(comp, function, context) if c is not consumer_stmt.comp]
     inside = [c for c in readers if runs_inside(c, consumer_stmt, lvl)]
-    others = [c.name for c in readers if c not in inside]
+    others = [c for c in readers if c not in inside]
+    if others and all(_moved_to_root(c) for c in others):
+        raise _ReaderAtRoot(others[0].name)
     if others:
-        raise ScheduleError(f"{cmd}: {comp.name} is also read by {others}; compute it at root or inline it")
+        raise ScheduleError(f"{cmd}: {comp.name} is also read by {[c.name for c in others]}; "
+                            f"compute it at root or inline it")
     n_loops = len(consumer_stmt.loops)
     prefix = consumer_stmt.loop_map.project_out(isl.dim_type.out, lvl + 1, n_loops - lvl - 1)
+    reader_stmts = [consumer_stmt] + [statement_of(c) for c in inside]
+    left = [c for c in inside if not runs_inside(c, consumer_stmt, lvl)]
+    if left:    # (its statement could not be built inside these loops)
+        raise _ReaderAtRoot(left[0].name)
     need = None
-    for reader in [consumer_stmt] + [statement_of(c) for c in inside]:
+    for reader in reader_stmts:
         reads = reads_of(reader.comp, comp, context)
         if reads is None:
             continue
@@ -264,6 +287,30 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
                               time_dim=2 * store + 1, depth=store + 1)
     return Statement(comp, domain, loops, loop_map, to_original,
                      tags, local)
+
+
+class _ReaderAtRoot(Exception):
+    """A reader (named in args[0]) left the loop a computation is computed at (it, or what it is
+    computed at, is computed at the root instead): the computation must leave that loop too."""
+
+
+def _readers(comp, function, context):
+    """The computations (not inlined, not comp's updates) that read `comp`."""
+    return [c for c in function.computations
+            if not c.inlined and c is not comp and c not in comp.updates and reads_of(c, comp, context)]
+
+
+def _moved_to_root(comp):
+    """Whether `comp`, or a computation it is computed at (directly or through others), was computed
+    at the root instead of at a loop."""
+    seen = set()
+    c = comp
+    while c is not None and id(c) not in seen:
+        if c.at_root_instead:
+            return True
+        seen.add(id(c))
+        c = c.compute_at_target[0] if c.compute_at_target is not None else None
+    return False
 
 
 def runs_inside(comp, consumer_stmt, lvl):

@@ -194,6 +194,20 @@ def test_a_sliding_window_too_intricate_to_separate_computes_whole_tiles(monkeyp
         _app_matches_halide(spec, pipeline)
 
 
+@pytest.mark.parametrize("app", ["interpolate", "bilateral_grid"])
+def test_a_func_whose_tiles_are_too_intricate_for_isl_is_computed_at_the_root(app, monkeypatch):
+    """A Func computed at a loop whose tiles isl cannot expand within its budget
+    (statements.EXPANSION_OPERATIONS) is computed at the root instead, just before its consumer's
+    loop nest, with what is computed at its own loops and its updates; a warning names it. With a
+    budget of one operation every compute_at falls back: the values still match Halide's."""
+    from mascarpone.middleend import statements
+    monkeypatch.setattr(statements, "EXPANSION_OPERATIONS", 1)
+    spec, pipeline = _app(app, "hand", 64, 48, **({"levels": 4} if app == "interpolate" else {}))
+    with pytest.warns(UserWarning, match=r"^\w+: the points each iteration of \w+'s loop \w+ needs are too "
+                                         r"intricate for isl .* is computed at the root instead"):
+        _app_matches_halide(spec, pipeline)
+
+
 def test_histogram_computed_per_row_of_its_consumer_as_the_bilateral_grid_schedules_it():
     """A Func whose update scatters into a bin computed from data (the bilateral grid's histogram),
     computed at a loop of its consumer: each tile spans the bins whole, so the histogram is made per

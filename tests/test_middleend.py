@@ -222,6 +222,54 @@ def test_separation_over_its_isl_budget_keeps_one_guarded_loop_nest_with_the_sam
     np.testing.assert_allclose(f.compile("cpu")(img=img), (rows[:-2] + rows[1:-1] + rows[2:]) / 3, rtol=1e-6)
 
 
+def test_isl_budgets_nest_the_tighter_limit_holding_and_the_outer_one_coming_back():
+    from mascarpone.middleend.isl_budget import OutOfOperations, operations_at_most
+    ctx = isl.DEFAULT_CONTEXT
+    with operations_at_most(ctx, 1000):
+        with operations_at_most(ctx, 50):
+            assert ctx.get_max_operations() == 50
+        assert ctx.get_max_operations() == 1000
+        with operations_at_most(ctx, 0):      # no limit of its own: the outer one holds
+            assert ctx.get_max_operations() == 1000
+        with pytest.raises(OutOfOperations, match="1 isl operations"):
+            with operations_at_most(ctx, 1):
+                isl.Set("[N] -> { [i, j] : 0 <= i < N and 0 <= j < i }").coalesce().lexmax()
+        assert ctx.get_max_operations() == 1000
+    assert ctx.get_max_operations() == 0
+
+
+def test_a_producer_too_intricate_to_expand_is_computed_at_the_root_before_its_readers(monkeypatch):
+    """A computation computed at a consumer's loop whose expansion runs out of isl operations
+    (statements.EXPANSION_OPERATIONS) is computed at the root just before the consumer's nest; a
+    computation at the same loop that it reads leaves the loop too and runs before it. Same values."""
+    from mascarpone.middleend import statements
+    from mascarpone.middleend.isl_budget import operations_at_most
+    N = ms.Param("N")
+    i, j, k = ms.Var("i", 0, N), ms.Var("j", 0, N), ms.Var("k", 0, N + 1)
+    with ms.Function("chain") as f:
+        a = ms.Input("a", [N, N + 2], ms.float32)
+        p = ms.Computation("p", [i, k], a[i, k] + a[i, k + 1])
+        q = ms.Computation("q", [i, j], p[i, j] * 2 + p[i, j + 1])
+        out = ms.Computation("out", [i, j], q[i, j] * 3 + p[i, j])
+    p.compute_at(out, "i")
+    q.compute_at(out, "i")
+    img = np.random.default_rng(1).random((10, 12), dtype=np.float32)
+    expected = f.compile("cpu")(a=img)
+    real = statements._expand
+
+    def expand(comp, *args):      # q's tiles run out of operations (the budget of one)
+        with operations_at_most(isl.DEFAULT_CONTEXT, 1 if comp is q else 0):
+            return real(comp, *args)
+    monkeypatch.setattr(statements, "_expand", expand)
+    with pytest.warns(UserWarning) as got:
+        kernel = f.compile("cpu")
+    said = sorted(str(w.message) for w in got)
+    assert said[0].startswith("p: q, which reads it, no longer runs inside out's loop i")
+    assert said[1].startswith("q: the points each iteration of out's loop i needs are too intricate for isl")
+    assert p.compute_at_target is None and q.compute_at_target is None
+    np.testing.assert_array_equal(kernel(a=img), expected)
+
+
 def test_bitwise_expressions_print_and_check_types():
     N = ms.Param("N")
     i = ms.Var("i", 0, N)
