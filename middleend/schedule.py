@@ -793,13 +793,13 @@ class Schedulable:
         """The scheduling state, for replay when an error must name the command that caused it."""
         return (list(self.loops), self.loop_map, dict(self.tags), self.compute_at_target, self.inlined,
                 self.stored_at_root, self.store_level, self.tile_map, dict(self.bound_params),
-                self.parametric_bands)
+                self.parametric_bands, self.at_root_instead)
 
     def restore(self, state):
         (self.loops, self.loop_map, self.tags, self.compute_at_target, self.inlined, self.stored_at_root,
-         self.store_level, self.tile_map, self.bound_params, self.parametric_bands) = (
+         self.store_level, self.tile_map, self.bound_params, self.parametric_bands, self.at_root_instead) = (
             list(state[0]), state[1], dict(state[2]), state[3], state[4], state[5], state[6], state[7],
-            dict(state[8]), state[9])
+            dict(state[8]), state[9], state[10])
 
 
 def _is_param(value) -> bool:

@@ -117,8 +117,12 @@ def build_statements(function, context):
         if comp in visiting:
             raise ScheduleError(f"compute_at cycle through {[c.name for c in visiting]}")
         if comp.compute_at_target is None:
-            s = Statement(comp, comp.domain, list(comp.loops), comp.loop_map.intersect_domain(comp.domain),
-                          _identity(comp), dict(comp.tags))
+            domain, to_original = comp.domain, _identity(comp)
+            if comp.at_root_instead and not comp.updates:     # what its readers read
+                domain = _needed_at_root(comp, function, context, lambda c: build(c, visiting + (comp,)))
+                to_original = to_original.intersect_domain(domain)
+            s = Statement(comp, domain, list(comp.loops), comp.loop_map.intersect_domain(domain),
+                          to_original, dict(comp.tags))
         else:
             consumer, level = comp.compute_at_target
             if consumer.inlined:
@@ -287,6 +291,24 @@ def _expand(comp, consumer_stmt, level, function, context, statement_of):
                               time_dim=2 * store + 1, depth=store + 1)
     return Statement(comp, domain, loops, loop_map, to_original,
                      tags, local)
+
+
+def _needed_at_root(comp, function, context, statement_of):
+    """The part of `comp`'s domain that its readers' statements read, within a convex hull of their
+    reads (a computation computed at the root instead of at a loop computes what was needed there,
+    as Halide's compute_root computes a box: its domain can hold points whose own reads fall outside
+    what its producers store). Its whole domain where isl needs more than EXPANSION_OPERATIONS."""
+    try:
+        with operations_at_most(context.get_ctx(), EXPANSION_OPERATIONS):
+            read = None
+            for reader in _readers(comp, function, context):
+                part = statement_of(reader).to_original.apply_range(reads_of(reader, comp, context)).range()
+                read = part if read is None else read.union(part)
+            if read is None:
+                return comp.domain
+            return comp.domain.intersect(isl.Set.from_basic_set(read.coalesce().simple_hull())).coalesce()
+    except OutOfOperations:
+        return comp.domain
 
 
 class _ReaderAtRoot(Exception):
