@@ -36,23 +36,12 @@ def _level_depth(other, level, loops_of, how, comp):
     return depth
 
 
-def _computed_at(c, comp):
-    """Whether `c` is computed at a loop of `comp`, directly or through computations computed there."""
-    seen = set()
-    while c.compute_at_target is not None and id(c) not in seen:
-        seen.add(id(c))
-        c = c.compute_at_target[0]
-        if c is comp:
-            return True
-    return False
-
-
 def _take_computed_at(seq, comp):
     """Remove `comp` and the entries computed at its loops from `seq`; return them as a block that
     starts a nest (the entries that stay keep the loops they shared through the removed ones)."""
     block, kept, carry = [], [], None
     for entry in seq:
-        if entry[0] is comp or _computed_at(entry[0], comp):
+        if entry[0] is comp or any(h is comp for h in entry[0].hosts()):
             block.append(entry)
             carry = entry[1] if carry is None else min(carry, entry[1])
         else:

@@ -549,12 +549,21 @@ class Schedulable:
             self.function._history.pop()
         self._record(cmd)
 
+    def hosts(self):
+        """The computations this one is computed at, innermost first: its consumer, the one that
+        consumer is computed at, and so on (a cycle ends the walk)."""
+        seen, c = {id(self)}, self
+        while c.compute_at_target is not None and id(c.compute_at_target[0]) not in seen:
+            c = c.compute_at_target[0]
+            seen.add(id(c))
+            yield c
+
     def compute_at_root_instead(self, readers):
-        """Undo compute_at (and its storage): compute the whole domain at the root, just before the
-        first loop nest that holds one of `readers` (the computations that read it), with what is
-        computed inside its own loops. Readers get the same values (computed at a loop, it computes
-        part of the same domain there), at another cost. For a tile too intricate for isl (see
-        statements.EXPANSION_OPERATIONS); not a user command."""
+        """Undo compute_at (and its storage): compute at the root, just before the first loop nest
+        that holds one of `readers` (the computations that read it), with what is computed inside its
+        own loops. Readers get the same values (computed at a loop, it computes part of the same domain
+        there), at another cost. For a tile too intricate for isl (see statements.EXPANSION_OPERATIONS,
+        which also restricts it to what its readers read); not a user command."""
         consumer, level = self.compute_at_target
         anchors = tuple(dict.fromkeys([consumer] + list(readers)))
         ordering = self.function._ordering

@@ -323,16 +323,8 @@ def _readers(comp, function, context):
 
 
 def _moved_to_root(comp):
-    """Whether `comp`, or a computation it is computed at (directly or through others), was computed
-    at the root instead of at a loop."""
-    seen = set()
-    c = comp
-    while c is not None and id(c) not in seen:
-        if c.at_root_instead:
-            return True
-        seen.add(id(c))
-        c = c.compute_at_target[0] if c.compute_at_target is not None else None
-    return False
+    """Whether `comp`, or a computation it is computed at, was computed at the root instead of at a loop."""
+    return any(c.at_root_instead for c in (comp, *comp.hosts()))
 
 
 def runs_inside(comp, consumer_stmt, lvl):
