@@ -8,6 +8,7 @@ expressions get the leaf's instance coordinates substituted.
 from __future__ import annotations
 
 import os
+import warnings
 
 import islpy as isl
 
@@ -151,7 +152,7 @@ def _separated_dims(stmt):
     out = {}
     for k, loop in enumerate(stmt.loops):
         kind, factor = stmt.tags.get(loop, (L.LoopKind.SERIAL, 1))
-        if kind in (L.LoopKind.VECTOR, L.LoopKind.UNROLL):
+        if kind in (L.LoopKind.VECTOR, L.LoopKind.UNROLL) and factor is not None:
             out[2 * k + 1] = factor
     return out
 
@@ -346,6 +347,7 @@ class _Converter:
         self.leaves = leaves
         self.params = set(params)
         self.allocations = []      # (tile, names of the statement pieces generated inside it)
+        self.warned = set()        # loops unrolled without a factor that run as plain loops
 
     def convert(self, node, scope):
         """(loop IR, statements under the node, tile buffers not yet allocated)."""
@@ -423,7 +425,52 @@ class _Converter:
             desc = ", ".join(f"{tag[0]} by {who}" for tag, who in found.items())
             raise ScheduleError(f"one loop is tagged differently by the computations that share it: {desc}")
         (kind, factor), = found
+        if kind == L.LoopKind.UNROLL and factor is None:
+            factor = self._full_unroll_factor(stmts, dim)
+            if factor is None:
+                return L.LoopKind.SERIAL, 1
         return L.LoopKind(kind), factor
+
+    def _full_unroll_factor(self, stmts, dim):
+        """The trip count to unroll a loop tagged `unroll` without a factor by: the most iterations it
+        runs in one iteration of the loops around it (a tile's extent, once compute_at is expanded),
+        or None, with a warning, where isl finds no such constant up to MAX_FULL_UNROLL."""
+        most = _most_iterations(stmts, dim)
+        if most is not None and most <= MAX_FULL_UNROLL:
+            return max(most, 1)
+        k = (dim - 1) // 2
+        loops = ", ".join(dict.fromkeys(f"{s.name}'s loop {s.loops[k]}" for s in stmts))
+        if loops not in self.warned:
+            self.warned.add(loops)
+            why = "have no constant bound" if most is None else f"number up to {most}"
+            warnings.warn(f"{loops}: unrolled without a factor, but its iterations in one iteration of the loops "
+                          f"around it {why}; it runs as a plain loop (unroll takes at most {MAX_FULL_UNROLL} "
+                          f"iterations without a factor)", stacklevel=2)
+        return None
+
+
+#: the most iterations a loop unrolled without a factor may have (Halide's unroll of a loop whose
+#: extent is known per tile); isl operations allowed to find that count
+MAX_FULL_UNROLL = 64
+MAX_UNROLL_BOUND_OPERATIONS = 2_000_000
+
+
+def _most_iterations(stmts, dim):
+    """The most values time dimension `dim` takes, over the instances of `stmts`, for fixed values of
+    the dimensions before it and of the sizes; None when that has no constant bound (or isl cannot
+    find one within MAX_UNROLL_BOUND_OPERATIONS)."""
+    times = None
+    for s in stmts:
+        t = s.time.intersect_domain(s.domain).range().reset_tuple_id()
+        t = t.project_out(isl.dim_type.set, dim + 1, t.dim(isl.dim_type.set) - dim - 1)
+        times = t if times is None else times.union(t)
+    try:
+        with operations_at_most(times.get_ctx(), MAX_UNROLL_BOUND_OPERATIONS):
+            per_outer = isl.Map.from_range(times.coalesce()).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, dim)
+            most = per_outer.dim_max(0).sub(per_outer.dim_min(0)).max_val()
+    except OutOfOperations:
+        return None
+    return most.to_python() + 1 if most.is_int() else None
 
 
 def _leaves_under(node, leaves):

@@ -10,7 +10,7 @@ from . import loopir as L
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
 from .affine import on_sizes, pwaff_to_expr
-from .expr import Access, walk
+from .expr import Access, pseudo_c, walk
 from .copy_in import copied_inputs
 from .layout import assign_storage
 from .statements import build_statements
@@ -31,6 +31,7 @@ class Function:
         self._ordering = []    # (how, computation, other, level name or None)
         self._assumptions = []  # (text, isl set of the parameters): promised sizes, checked at each call
         self._derived = {}      # name -> isl PwAff of the other sizes (see derived_size)
+        self._known = {}        # name -> isl PwAff of the other sizes (see known_size)
         self._ranges = {}       # name -> (lo, hi), None for no bound: sizes declared with declare_param
         self._dataflow = None   # the stages of a dataflow region (see dataflow), or None
         self._transfers = []    # (data, consumer, loop name, command): explicit send_receive commands
@@ -173,6 +174,20 @@ class Function:
         self.param_names.add(name)
         return algorithm.Param(name)
 
+    def known_size(self, param, value):
+        """Promise that the size `param`, which the caller passes, equals `value` (an isl PwAff of the
+        other sizes): a bound a front-end computes before each call, as Halide names a Func's bounds.
+        The context keeps only its range (declare_param), so that sets built on it stay in one piece;
+        the checks use the value to discard counterexamples no call makes, and the kernel checks the
+        promise once per new combination of sizes. Returns its Param."""
+        name = param.name if isinstance(param, algorithm.Param) else param
+        if name not in self.param_names or name in self._derived:
+            raise DomainError(f"known_size({name!r}): not a size of {self.name} that the caller passes")
+        if not isinstance(value, isl.PwAff) or value.dim(isl.dim_type.in_) != 0:
+            raise DomainError(f"known_size({name!r}): the value must be an isl PwAff of the sizes, got {value!r}")
+        self._known[name] = value
+        return param if isinstance(param, algorithm.Param) else algorithm.Param(name)
+
     def declare_param(self, param, lo=1, hi=None):
         """A size parameter whose values lie in [lo, hi] (None: no bound on that side) instead of
         every size's default [1, oo): an offset or a count that may be zero or negative
@@ -253,6 +268,21 @@ class Function:
         for name, value in self._derived.items():
             context = context.intersect(_relation(name, value, context))
         return context
+
+    def with_exact_sizes(self, where):
+        """`where` (a set or map over the parameters) less the points whose derived or known sizes
+        are not the values computed from the sizes. The context relates a piecewise derived size to
+        the sizes by a convex hull (see `_relation`), and a known size by its range only, so a
+        counterexample found under it may be one no call makes; each check refines its
+        counterexamples with this before it refuses (cheap where there are none)."""
+        for name, value in {**self._derived, **self._known}.items():
+            if where.is_empty():
+                break
+            if where.get_space().find_dim_by_name(isl.dim_type.param, name) < 0:
+                continue    # (the set does not involve it)
+            me = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
+            where = where.intersect_params(me.eq_set(value.align_params(me.get_space())))
+        return where
 
     def outputs(self):
         """Computations returned to the caller: those marked output=True, else the ones nobody reads."""
@@ -338,9 +368,19 @@ class Function:
         ranges = {p: self._ranges[p] for p in sizes if p in self._ranges}
         ranges.update((p, L.DEFAULT_SIZE_RANGE) for p in self.tile_sizes())   # (checked on each call)
         lowered = L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
-                                    fixed, list(self._assumptions) + requirements, derived, ranges, pipelines, plan)
+                                    fixed, list(self._assumptions) + requirements + self._known_promises(),
+                                    derived, ranges, pipelines, plan)
         lowered.spmd = spmd.deferred(self, stmts, deps, context, lowered)
         return lowered
+
+    def _known_promises(self):
+        """[(text, isl set of the sizes)]: each known size equal to its value, which the kernel checks."""
+        out = []
+        for name, value in self._known.items():
+            me = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
+            text = pseudo_c(pwaff_to_expr(value, isl.Set.universe(value.get_domain_space())))
+            out.append((f"{name} = {text}", me.eq_set(value.align_params(me.get_space()))))
+        return out
 
     def _parametric_bands(self) -> dict:
         """{computation name: its ParametricBands}, for the computations that have some."""
@@ -441,3 +481,4 @@ def _relation(name, value, context):
     # (isl's simple hull keeps the pieces' own constraints that hold for all: cheap, and for a max
     # of affine pieces exactly the bounds above; the full convex hull costs seconds)
     return isl.Set.from_basic_set(exact.simple_hull())
+

@@ -184,7 +184,7 @@ def check_bounds(accesses, function, context, facts):
                 # functions of one piece each compare at once)
                 lo, hi, extent = (f.gist(stmt.domain) for f in (lo, hi, extent))
             zero = isl.PwAff.val_on_domain(isl.Set.universe(stmt.domain.get_space()), isl.Val(0))
-            outside = lo.lt_set(zero).union(hi.ge_set(extent)).intersect(domain)
+            outside = function.with_exact_sizes(lo.lt_set(zero).union(hi.ge_set(extent)).intersect(domain))
             if outside.is_empty():
                 continue
             instance = _instance(stmt, outside)
@@ -380,6 +380,7 @@ def _check_last_writes(rel, stmts, writes):
     before = isl.Map.lex_gt_first(pairs.get_space(), rel.n_time)
     last = pairs.intersect(before).lexmax()
     wrong = last.subtract(rel.same_value(last.get_space())).intersect_params(rel.context)
+    wrong = rel.function.with_exact_sizes(wrong)
     if wrong.is_empty():
         return
     point = _point(wrong)
@@ -427,6 +428,7 @@ def _check_concurrent(rel, stmts, writes):
             if not tag or tag[0] not in CONCURRENT_KINDS:
                 continue
             clash = times.intersect(carried_at(times.get_space().domain(), 2 * k + 1, s.betas[:k + 1]))
+            clash = rel.function.with_exact_sizes(clash)
             if clash.is_empty():
                 continue
             coords, sizes = _point(clash)

@@ -407,8 +407,19 @@ class Schedulable:
             return ()
         return self._split_for_tag(level, width, LoopKind.VECTOR)
 
-    def unroll(self, level, factor):
-        """Unroll `level` by `factor` (splitting it first unless it has exactly `factor` iterations)."""
+    def unroll(self, level, factor=None):
+        """Unroll `level` by `factor` (splitting it first unless it has exactly `factor` iterations).
+
+        Without a factor, every iteration of `level` is unrolled: as many as it runs in one iteration
+        of the loops around it, which for a loop of a computation placed by compute_at is known once
+        its tiles are expanded (Halide's unroll of a loop whose extent bounds inference finds). Where
+        that count has no constant bound (at most codegen.MAX_FULL_UNROLL), it runs as a plain loop,
+        with a warning."""
+        if factor is None:
+            cmd = f"unroll({loop_name(level)})"
+            self._tag(level, LoopKind.UNROLL, None, cmd)
+            self._record(cmd)
+            return ()
         return self._split_for_tag(level, factor, LoopKind.UNROLL)
 
     def parallelize(self, level):

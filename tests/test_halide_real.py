@@ -5,6 +5,7 @@ import pytest
 
 import mascarpone as ms
 from halide_check import hl, realize_both
+from mascarpone.middleend import loopir as L
 
 rng = np.random.default_rng(5)
 x, y, c, z = hl.Var("x"), hl.Var("y"), hl.Var("c"), hl.Var("z")
@@ -287,14 +288,33 @@ def test_an_autoscheduled_blur(autoscheduler):
     np.testing.assert_array_equal(ours, theirs)
 
 
+def test_a_loop_unrolled_in_a_tile_takes_the_tile_extent_that_lowering_finds():
+    """Adams2019 unrolls loops of Funcs computed per tile, whose extent Halide's bounds inference
+    makes constant: f computed per 4 rows of g reads 6 rows, so its unrolled row loop has 6 copies
+    (known once the tiles are expanded), and the values are Halide's."""
+    inp = hl.ImageParam(hl.Int(32), 2, "inp")
+    f, g = hl.Func("f"), hl.Func("g")
+    f[x, y] = inp[x, y] * 2
+    g[x, y] = f[x, y] + f[x, y + 1] + f[x, y + 2]
+    g.split(y, yo, yi, 4)
+    f.compute_at(g, yo).unroll(y)
+    function = ms.from_halide(g)
+    unrolled = [s for s in L.walk_stmts(function.lower().body) if isinstance(s, L.For) and s.kind == "unroll"]
+    assert [(s.origin[0][0].startswith("f"), s.factor) for s in unrolled] == [(True, 6)]   # (f or f_2...)
+    a = rng.integers(-99, 99, (22, 9), dtype=np.int32)
+    inp.set(hl.Buffer(a))
+    np.testing.assert_array_equal(function.compile("cpu").realize([9, 20], inp=a),
+                                  np.asarray(g.realize([9, 20])))
+
+
 def test_an_unrolled_loop_of_no_constant_extent_runs_as_a_plain_loop_with_a_warning():
-    """Adams2019 unrolls loops whose extent Halide's bounds make constant (a bilateral grid's
-    histogram); where ours cannot see the constant, the loop runs plainly and a warning names it."""
+    """A loop unrolled without a factor whose extent has no constant bound (a Func's whole row, where
+    Halide refuses to unroll) runs plainly, and a warning names it."""
     inp = hl.ImageParam(hl.Float(32), 1, "inp")
     g = hl.Func("unrolled_whole")
     g[x] = inp[x] * 2
     g.unroll(x)
-    with pytest.warns(UserWarning, match=r"run unvectorized and not unrolled \(Func unrolled_whole.*: unrolled x"):
+    with pytest.warns(UserWarning, match=r"unrolled_whole(_\d+)?'s loop x: unrolled without a factor, .* no constant bound"):
         k = ms.from_halide(g).compile("cpu")
     a = np.arange(11, dtype=np.float32)
     np.testing.assert_array_equal(k.realize([11], inp=a), a * 2)

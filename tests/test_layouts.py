@@ -299,3 +299,61 @@ def test_index_bounds_of_data_follow_types_clamps_masks_and_modulos():
                                 " [(9223372036854775807)] : 0 <= i < N }"], False)
     assert bounds(wide[i] * wide[i]) == ([None, None], False)
     assert bounds(ms.select(i < 5, i, N + i))[1]        # an affine condition picks a branch exactly
+
+
+def test_a_derived_size_bounded_only_through_its_pieces_is_not_refused_by_its_hull():
+    """W = max(N, M) with N and M at most 4 never exceeds 4, though the convex hull the context keeps
+    of that max (W >= N, W >= M) has no upper bound: the bounds check refines its counterexample with
+    the exact value before refusing, so a 4-element buffer is accepted, and a 3-element one is still
+    refused at a call that happens (W = 4)."""
+    import islpy as isl
+
+    def widest(extent):
+        with ms.Function("widest") as f:
+            N, M = f.declare_param("N", 1, 4), f.declare_param("M", 1, 4)
+            a, b = ms.Input("a", [N], ms.float32), ms.Input("b", [M], ms.float32)
+            W = f.derived_size("W", isl.PwAff("[N, M] -> { [max(N, M)] }"))
+            i = ms.Var("i", 0, W)
+            s = ms.Computation("s", [i], ms.cast(ms.float32, i) + 1)
+            s.store_in(ms.Buffer("held", [extent], ms.float32), [i])
+            n, m = ms.Var("n", 0, N), ms.Var("m", 0, M)
+            ms.Computation("p", [n], a[n] * s[n], output=True)
+            ms.Computation("q", [m], b[m] - s[m], output=True)
+        return f
+
+    kernel = widest(4).compile("cpu")
+    for n, m in ((4, 1), (2, 3), (1, 1)):
+        x, y = np.full(n, 2, np.float32), np.zeros(m, np.float32)
+        p, q = kernel(a=x, b=y)
+        np.testing.assert_array_equal(p, 2 * (np.arange(n) + 1))
+        np.testing.assert_array_equal(q, -(np.arange(m) + 1.0))
+    with pytest.raises(ms.OutOfBoundsError, match=r"s writes held outside the buffer: at s\[3\] .*W = 4"):
+        widest(3).lower()
+
+
+def test_a_known_size_is_used_by_the_checks_and_checked_at_each_call():
+    """K is passed by the caller and promised equal to max(N, M) (as the Halide front-end names a
+    Func's bounds): the context keeps only its range, yet a buffer of N + M elements holds
+    [0, K), since the bounds check discards counterexamples where K is not max(N, M); a call that
+    breaks the promise is refused."""
+    import islpy as isl
+    with ms.Function("promised") as f:
+        N, M, K = ms.Param("N"), ms.Param("M"), ms.Param("K")
+        a = ms.Input("a", [N], ms.float32)
+        b = ms.Input("b", [M], ms.float32)
+        i = ms.Var("i", 0, K)
+        s = ms.Computation("s", [i], ms.cast(ms.float32, i) + 1)
+        s.store_in(ms.Buffer("held", [N + M], ms.float32), [i])
+        n, m = ms.Var("n", 0, N), ms.Var("m", 0, M)
+        ms.Computation("p", [n], a[n] * s[n], output=True)
+        ms.Computation("q", [m], b[m] - s[m], output=True)
+    with pytest.raises(ms.OutOfBoundsError, match="s writes held outside the buffer"):
+        f.lower()
+    f.known_size("K", isl.PwAff("[N, M] -> { [max(N, M)] }"))
+    kernel = f.compile("cpu")
+    x, y = np.full(5, 2, np.float32), np.zeros(3, np.float32)
+    p, q = kernel(a=x, b=y, K=5)
+    np.testing.assert_array_equal(p, 2 * (np.arange(5) + 1))
+    np.testing.assert_array_equal(q, -(np.arange(3) + 1.0))
+    with pytest.raises(ms.ArgumentError, match=r"assuming K = max\(N, M\); called with K = 9"):
+        kernel(a=x, b=y, K=9)

@@ -42,10 +42,9 @@ class Kernel:
         self._fixed = [(lowered.params.index(p), p, v) for p, v in lowered.fixed_params.items()]
         self._assumed = None
         if lowered.assumptions:
-            assumed = isl.Set(f"[{', '.join(lowered.params)}] -> {{ : }}")
-            for _, a in lowered.assumptions:
-                assumed = assumed.intersect(a.align_params(assumed.get_space()))
-            self._assumed = assumed
+            # (each apart: the intersection of many piecewise promises could take a piece per combination)
+            space = isl.Set(f"[{', '.join(lowered.params)}] -> {{ : }}").get_space()
+            self._assumed = [a.align_params(space) for _, a in lowered.assumptions]
             self._assumed_ok = set()
 
     # the steps of a call ---------------------------------------------------------------
@@ -68,18 +67,16 @@ class Kernel:
         key = tuple(values)
         if key in self._assumed_ok:
             return
-        point = self._assumed
-        for k, v in enumerate(values):
-            point = point.fix_val(isl.dim_type.param, k, isl.Val(int(v)))
-        if point.is_empty():
+        broken = next((text for (text, _), assumed in zip(self.lowered.assumptions, self._assumed)
+                       if _at(assumed, values).is_empty()), None)
+        if broken is not None:
             outside = [f"{n} = {v}" for n, v in zip(self.lowered.params, values)
                        if not in_range(v, self.lowered.param_ranges.get(n, DEFAULT_SIZE_RANGE))]
             if outside:    # (the assumptions hold within the sizes' ranges: a value outside breaks them all)
                 raise ArgumentError(f"{self.name} was compiled for sizes within their ranges (from 1 unless declared "
                                     f"with declare_param); called with {', '.join(outside)}")
-            promised = " and ".join(text for text, _ in self.lowered.assumptions)
             given = ", ".join(f"{n} = {v}" for n, v in zip(self.lowered.params, values))
-            raise ArgumentError(f"{self.name} was compiled assuming {promised}; called with {given}")
+            raise ArgumentError(f"{self.name} was compiled assuming {broken}; called with {given}")
         self._assumed_ok.add(key)
 
     def launch(self, arrays, values) -> int:
@@ -122,3 +119,10 @@ class NativeKernel(Kernel):
     def launch(self, arrays, values) -> int:
         self._threads.value = self.num_threads or get_num_threads()
         return self._fn(*[data_address(a) for a in arrays], *values)
+
+
+def _at(assumed, values):
+    """The set `assumed` of the parameters with each fixed to its value (empty where they break it)."""
+    for k, v in enumerate(values):
+        assumed = assumed.fix_val(isl.dim_type.param, k, isl.Val(int(v)))
+    return assumed

@@ -646,6 +646,8 @@ class PipelineTranslation:
                 self.function.declare_param(sp.size, *self.ranges[sp.ms_name])
         for name in [n for n, _ in self.bound_sizes] + [b[0] for b in self.runtime_bounds]:
             self.function.declare_param(self.params[name], *self.ranges[name])
+        for name, value in self.bound_sizes:     # (the kernel computes each from the sizes before it)
+            self.function.known_size(name, value)
         for name, ip in self.image_params.items():
             if ("image", name) in self.regions or ("image", name) in self.used_inputs:
                 ip.input = Input(ip.ms_name, list(reversed(ip.extent_params)), ip.dtype)

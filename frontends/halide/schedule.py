@@ -202,9 +202,13 @@ class StageScheduler:
                 width = self.loops[d.var].extent
                 if width is None:
                     rng = _loop_range(self.comp, loop, self.context)
-                    if rng is None:
+                    if rng is None and kind == "Unrolled":
                         # Halide finds its extent in the bounds it infers (per tile, or where a Func's
-                        # region is constant); here it runs as a plain loop, with a warning (resolve_widths)
+                        # region is constant): so does lowering, once the tiles are expanded
+                        self.comp.unroll(loop)
+                        continue
+                    if rng is None:
+                        # a vector loop of unknown width runs as a plain loop, with a warning (resolve_widths)
                         self.tr.pending_widths.append((self.comp, loop, kind, d.var, self.where))
                         continue
                     width = rng[1] - rng[0] + 1
@@ -231,14 +235,13 @@ def tag_width(comp, loop, kind, width, what):
 
 
 def resolve_widths(tr):
-    """The vector and unrolled loops whose extent is not one constant over the whole domain run as plain
-    loops (the same values), with a warning naming them. For a Func computed per tile the extent in
-    one tile is known only once the tiles are expanded, at lowering, and expanding them here costs as
-    much as lowering (Halide finds a constant per tile in its bounds)."""
+    """The vector loops whose extent is not one constant over the whole domain run as plain loops (the
+    same values), with a warning naming them. For a Func computed per tile the extent in one tile is
+    known only once the tiles are expanded, at lowering (Halide finds a constant per tile in its
+    bounds); an unrolled loop takes it there (`unroll` without a factor), a vector width cannot."""
     if tr.pending_widths:
         loops = ", ".join(f"{where}: {kind.lower()} {halide_loop}" for _, _, kind, halide_loop, where in tr.pending_widths)
-        warnings.warn(f"vector and unrolled loops whose extent is not a constant run unvectorized and "
-                      f"not unrolled ({loops})", stacklevel=3)
+        warnings.warn(f"vector loops whose extent is not a constant run unvectorized ({loops})", stacklevel=3)
     tr.pending_widths = []
 
 
