@@ -270,19 +270,33 @@ class Function:
         return context
 
     def with_exact_sizes(self, where):
-        """`where` (a set or map over the parameters) less the points whose derived or known sizes
-        are not the values computed from the sizes. The context relates a piecewise derived size to
-        the sizes by a convex hull (see `_relation`), and a known size by its range only, so a
-        counterexample found under it may be one no call makes; each check refines its
-        counterexamples with this before it refuses (cheap where there are none)."""
-        for name, value in {**self._derived, **self._known}.items():
+        """`where` (a non-empty set or map over the parameters) less the points whose derived or known
+        sizes are not the values computed from the sizes. The context relates a piecewise derived size
+        to the sizes by a convex hull (see `_relation`), and a known size by its range only, so a
+        counterexample found under it may be one no call makes: each check refines its
+        counterexamples with this before it refuses."""
+        relations = self._exact_relations(where.get_space())
+        if not relations:
+            return where
+        # (sizes that every relation holds at make a real counterexample, found without the pieces
+        # the relations would split `where` into)
+        sample = isl.Set.from_point(where.params().sample_point())
+        if all(not sample.intersect_params(r).is_empty() for r in relations):
+            return where.intersect_params(sample)
+        for relation in relations:
+            where = where.intersect_params(relation)
             if where.is_empty():
                 break
-            if where.get_space().find_dim_by_name(isl.dim_type.param, name) < 0:
-                continue    # (the set does not involve it)
-            me = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
-            where = where.intersect_params(me.eq_set(value.align_params(me.get_space())))
         return where
+
+    def _exact_relations(self, space):
+        """[isl set of the parameters]: each derived or known size `space` involves equal to its value."""
+        out = []
+        for name, value in {**self._derived, **self._known}.items():
+            if space.find_dim_by_name(isl.dim_type.param, name) >= 0:
+                me = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
+                out.append(me.eq_set(value.align_params(me.get_space())))
+        return out
 
     def outputs(self):
         """Computations returned to the caller: those marked output=True, else the ones nobody reads."""

@@ -184,14 +184,17 @@ def check_bounds(accesses, function, context, facts):
                 # functions of one piece each compare at once)
                 lo, hi, extent = (f.gist(stmt.domain) for f in (lo, hi, extent))
             zero = isl.PwAff.val_on_domain(isl.Set.universe(stmt.domain.get_space()), isl.Val(0))
-            outside = function.with_exact_sizes(lo.lt_set(zero).union(hi.ge_set(extent)).intersect(domain))
+            outside = lo.lt_set(zero).union(hi.ge_set(extent)).intersect(domain)
+            if outside.is_empty():
+                continue
+            if not _chosen_layout(a.buffer, function):
+                unsafe.append((outside.params(), f"{_who(a)} {a.buffer.name} outside what it holds, "
+                                                 f"as at {_instance(stmt, outside)}"))
+                continue
+            outside = function.with_exact_sizes(outside)
             if outside.is_empty():
                 continue
             instance = _instance(stmt, outside)
-            if not _chosen_layout(a.buffer, function):
-                unsafe.append((outside.params(), f"{_who(a)} {a.buffer.name} outside what it holds, "
-                                                 f"as at {instance}"))
-                continue
             raise OutOfBoundsError(
                 f"{_who(a)} {a.buffer.name} outside the buffer: at {instance}, index {d} is "
                 f"{_value_at(lo, hi, outside)}, outside [0, {a.buffer.shape[d]}) (buffer {a.buffer!r})"
@@ -380,8 +383,7 @@ def _check_last_writes(rel, stmts, writes):
     before = isl.Map.lex_gt_first(pairs.get_space(), rel.n_time)
     last = pairs.intersect(before).lexmax()
     wrong = last.subtract(rel.same_value(last.get_space())).intersect_params(rel.context)
-    wrong = rel.function.with_exact_sizes(wrong)
-    if wrong.is_empty():
+    if wrong.is_empty() or (wrong := rel.function.with_exact_sizes(wrong)).is_empty():
         return
     point = _point(wrong)
     n_t, n_v = rel.n_time, rel.n_value
@@ -428,8 +430,7 @@ def _check_concurrent(rel, stmts, writes):
             if not tag or tag[0] not in CONCURRENT_KINDS:
                 continue
             clash = times.intersect(carried_at(times.get_space().domain(), 2 * k + 1, s.betas[:k + 1]))
-            clash = rel.function.with_exact_sizes(clash)
-            if clash.is_empty():
+            if clash.is_empty() or (clash := rel.function.with_exact_sizes(clash)).is_empty():
                 continue
             coords, sizes = _point(clash)
             a = _statement_at(stmts, coords[:rel.n_time], sizes)

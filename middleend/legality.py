@@ -115,8 +115,8 @@ def ordering_violations(stmts, deps, function, context):
     for kind, m, ts, tk, pairs in _checked_pairs(stmts, deps, function, context):
         lex_ge = isl.Map.lex_ge(ts.get_space().range())
         backwards = ts.apply_range(lex_ge).apply_range(tk.reverse())
-        bad = function.with_exact_sizes(pairs.intersect(backwards.intersect_params(context)))
-        if not bad.is_empty():
+        bad = pairs.intersect(backwards.intersect_params(context))
+        if not bad.is_empty() and not (bad := function.with_exact_sizes(bad)).is_empty():
             out.append((kind, m, bad))
     return out
 
@@ -134,8 +134,7 @@ def tag_violations(stmts, deps, function, context):
             for kind, m, ts, tk, pairs in checked:
                 carried = carried_at(ts.get_space().range(), p, s.betas[:k + 1])
                 bad = pairs.intersect(ts.apply_range(carried).apply_range(tk.reverse()).intersect_params(context))
-                bad = function.with_exact_sizes(bad)
-                if not bad.is_empty():
+                if not bad.is_empty() and not (bad := function.with_exact_sizes(bad)).is_empty():
                     out.append((s, loop, tag[0], kind, m, bad))
                     break
     return out

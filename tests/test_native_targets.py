@@ -799,8 +799,11 @@ from tests.test_native_targets import axpy_kernel
 def masks():
     found = {}
     for tid in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{tid}/status") as status:
-            line = next(l for l in status if l.startswith("Cpus_allowed_list"))
+        try:
+            with open(f"/proc/self/task/{tid}/status") as status:
+                line = next(l for l in status if l.startswith("Cpus_allowed_list"))
+        except FileNotFoundError:
+            continue    # (a thread that has just ended, such as the one joined below)
         found[int(tid)] = line.split()[1]
     return found
 
