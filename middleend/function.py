@@ -9,6 +9,7 @@ from . import algorithm, codegen, dataflow, layout_check, legality, parametric_t
 from . import loopir as L
 from .dependences import compute_dependences
 from .errors import DomainError, ScheduleError
+from .isl_budget import OutOfOperations, operations_at_most
 from .affine import on_sizes, pwaff_to_expr
 from .expr import Access, pseudo_c, walk
 from .copy_in import copied_inputs
@@ -270,24 +271,31 @@ class Function:
         return context
 
     def with_exact_sizes(self, where):
-        """`where` (a non-empty set or map over the parameters) less the points whose derived or known
-        sizes are not the values computed from the sizes. The context relates a piecewise derived size
-        to the sizes by a convex hull (see `_relation`), and a known size by its range only, so a
-        counterexample found under it may be one no call makes: each check refines its
-        counterexamples with this before it refuses."""
+        """`where` (a non-empty set or map over the parameters) at sizes where every derived and
+        known size has the value computed from the others, or empty where there are none. The
+        context relates a piecewise derived size to the sizes by a convex hull (see `_relation`), and
+        a known size by its range only, so a counterexample found under it may be one no call makes:
+        each check refines its counterexamples with this before it refuses. Where isl cannot settle it
+        within REFINE_OPERATIONS, `where` is returned whole (the check refuses, as without it)."""
         relations = self._exact_relations(where.get_space())
         if not relations:
             return where
-        # (sizes that every relation holds at make a real counterexample, found without the pieces
-        # the relations would split `where` into)
-        sample = isl.Set.from_point(where.params().sample_point())
-        if all(not sample.intersect_params(r).is_empty() for r in relations):
-            return where.intersect_params(sample)
-        for relation in relations:
-            where = where.intersect_params(relation)
-            if where.is_empty():
-                break
-        return where
+        sizes = where.params()
+        try:
+            with operations_at_most(sizes.get_ctx(), REFINE_OPERATIONS):
+                # (sizes are sampled, and only the relations a sample breaks are added: all of them at
+                # once would split the sets into a piece per combination of their pieces)
+                while not sizes.is_empty():
+                    sample = isl.Set.from_point(sizes.sample_point())
+                    broken = [r for r in relations if sample.intersect_params(r).is_empty()]
+                    if not broken:
+                        return where.intersect_params(sample)
+                    for r in broken:
+                        sizes = sizes.intersect_params(r)
+                    relations = [r for r in relations if not any(r is b for b in broken)]
+        except OutOfOperations:
+            return where
+        return where.intersect_params(sizes)     # (empty)
 
     def _exact_relations(self, space):
         """[isl set of the parameters]: each derived or known size `space` involves equal to its value."""
@@ -479,6 +487,10 @@ class Function:
         t = get_target(target)
         t.check_options(options, for_write=True)
         return t.write(self.lower(check=check, fixed=fixed), path, **options)
+
+
+#: isl operations a check may spend discarding counterexamples no call makes (with_exact_sizes)
+REFINE_OPERATIONS = 20_000_000
 
 
 def _relation(name, value, context):
