@@ -507,4 +507,3 @@ def _relation(name, value, context):
     # (isl's simple hull keeps the pieces' own constraints that hold for all: cheap, and for a max
     # of affine pieces exactly the bounds above; the full convex hull costs seconds)
     return isl.Set.from_basic_set(exact.simple_hull())
-
