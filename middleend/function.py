@@ -275,21 +275,27 @@ class Function:
         known size has the value computed from the others, or empty where there are none. The
         context relates a piecewise derived size to the sizes by a convex hull (see `_relation`), and
         a known size by its range only, so a counterexample found under it may be one no call makes:
-        each check refines its counterexamples with this before it refuses. Where isl cannot settle it
-        within REFINE_OPERATIONS, `where` is returned whole (the check refuses, as without it)."""
+        each check refines its counterexamples with this before it refuses. Where that takes more than
+        MAX_REFINED_RELATIONS relations or REFINE_OPERATIONS isl operations, `where` is returned whole
+        (the check refuses, as without it)."""
         relations = self._exact_relations(where.get_space())
         if not relations:
             return where
         sizes = where.params()
+        added = 0
         try:
             with operations_at_most(sizes.get_ctx(), REFINE_OPERATIONS):
                 # (sizes are sampled, and only the relations a sample breaks are added: all of them at
-                # once would split the sets into a piece per combination of their pieces)
+                # once would split the sets into a piece per combination of their pieces, and isl does
+                # not count every step of an intersection, hence the bound on how many are added)
                 while not sizes.is_empty():
                     sample = isl.Set.from_point(sizes.sample_point())
                     broken = [r for r in relations if sample.intersect_params(r).is_empty()]
                     if not broken:
                         return where.intersect_params(sample)
+                    added += len(broken)
+                    if added > MAX_REFINED_RELATIONS:
+                        return where
                     for r in broken:
                         sizes = sizes.intersect_params(r)
                     relations = [r for r in relations if not any(r is b for b in broken)]
@@ -489,7 +495,9 @@ class Function:
         return t.write(self.lower(check=check, fixed=fixed), path, **options)
 
 
-#: isl operations a check may spend discarding counterexamples no call makes (with_exact_sizes)
+#: the exact relations and isl operations a check may spend discarding counterexamples no call
+#: makes (with_exact_sizes)
+MAX_REFINED_RELATIONS = 8
 REFINE_OPERATIONS = 20_000_000
 
 
