@@ -308,8 +308,7 @@ class Function:
         out = []
         for name, value in {**self._derived, **self._known}.items():
             if space.find_dim_by_name(isl.dim_type.param, name) >= 0:
-                me = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
-                out.append(me.eq_set(value.align_params(me.get_space())))
+                out.append(_equal_to(name, value))
         return out
 
     def outputs(self):
@@ -405,9 +404,8 @@ class Function:
         """[(text, isl set of the sizes)]: each known size equal to its value, which the kernel checks."""
         out = []
         for name, value in self._known.items():
-            me = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
             text = pseudo_c(pwaff_to_expr(value, isl.Set.universe(value.get_domain_space())))
-            out.append((f"{name} = {text}", me.eq_set(value.align_params(me.get_space()))))
+            out.append((f"{name} = {text}", _equal_to(name, value)))
         return out
 
     def _parametric_bands(self) -> dict:
@@ -495,6 +493,12 @@ class Function:
         return t.write(self.lower(check=check, fixed=fixed), path, **options)
 
 
+def _equal_to(name, value):
+    """The set of the parameters where the size `name` equals `value` (a PwAff of the others)."""
+    me = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
+    return me.eq_set(value.align_params(me.get_space()))
+
+
 #: the exact relations and isl operations a check may spend discarding counterexamples no call
 #: makes (with_exact_sizes)
 MAX_REFINED_RELATIONS = 8
@@ -506,10 +510,7 @@ def _relation(name, value, context):
     when that is one convex set (a fixed size, an affine value), else a convex hull (`N_max >= N - 1
     and N_max >= M - 1` for a max), which keeps every set built on the context in one piece. The
     hull holds wherever the exact relation does, so what isl proves under it stays true."""
-    space = context.get_space()
-    me = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(space), isl.dim_type.param,
-                                 space.find_dim_by_name(isl.dim_type.param, name))
-    exact = me.eq_set(value.align_params(space)).intersect(context).coalesce()
+    exact = _equal_to(name, value).intersect(context).coalesce()
     if exact.n_basic_set() <= 1:
         return exact
     # (isl's simple hull keeps the pieces' own constraints that hold for all: cheap, and for a max
