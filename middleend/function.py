@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import islpy as isl
 
@@ -37,6 +38,7 @@ class Function:
         self._dataflow = None   # the stages of a dataflow region (see dataflow), or None
         self._transfers = []    # (data, consumer, loop name, command): explicit send_receive commands
         self._autoscheduled = None  # the Report of autoschedule, once it has run
+        self._undecided = None  # while lowering: [(what, where)] the checks left to each call
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -270,14 +272,18 @@ class Function:
             context = context.intersect(_relation(name, value, context))
         return context
 
-    def with_exact_sizes(self, where):
+    def with_exact_sizes(self, where, what=None):
         """`where` (a non-empty set or map over the parameters) at sizes where every derived and
         known size has the value computed from the others, or empty where there are none. The
         context relates a piecewise derived size to the sizes by a convex hull (see `_relation`), and
         a known size by its range only, so a counterexample found under it may be one no call makes:
-        each check refines its counterexamples with this before it refuses. Where that takes more than
-        MAX_REFINED_RELATIONS relations or REFINE_OPERATIONS isl operations, `where` is returned whole
-        (the check refuses, as without it)."""
+        each check refines its counterexamples with this before it refuses.
+
+        Where that takes more than MAX_REFINED_RELATIONS relations or REFINE_OPERATIONS isl
+        operations, the question is left to each call while lowering, if the check says `what` it
+        would refuse (the kernel refuses the sizes where `where` holds, naming `what`; see
+        `checked_at_call`), and an empty set is returned; otherwise `where` is returned whole (the
+        check refuses, as without it)."""
         relations = self._exact_relations(where.get_space())
         if not relations:
             return where
@@ -295,13 +301,23 @@ class Function:
                         return where.intersect_params(sample)
                     added += len(broken)
                     if added > MAX_REFINED_RELATIONS:
-                        return where
+                        return self._left_to_each_call(where, what)
                     for r in broken:
                         sizes = sizes.intersect_params(r)
                     relations = [r for r in relations if not any(r is b for b in broken)]
         except OutOfOperations:
-            return where
+            return self._left_to_each_call(where, what)
         return where.intersect_params(sizes)     # (empty)
+
+    def _left_to_each_call(self, where, what):
+        """`where`, undecided: whole outside lowering; else recorded for the kernel, and empty."""
+        if self._undecided is None or what is None:
+            return where
+        self._undecided.append((what, where))
+        warnings.warn(f"{self.name}: whether {what} at sizes a call makes is not decided within the limits on "
+                      f"relating its {len(self._derived) + len(self._known)} computed sizes to the others; each "
+                      f"call checks its own sizes and refuses those where it does")
+        return type(where).empty(where.get_space())
 
     def _exact_relations(self, space):
         """[isl set of the parameters]: each derived or known size `space` involves equal to its value."""
@@ -362,11 +378,15 @@ class Function:
         fixed = self._checked_fixed(fixed)
         context = self._prepare({p: v for p, v in fixed.items() if p in self.param_names})
         stmts = build_statements(self, context)
-        deps, requirements = None, []
+        deps, requirements, undecided = None, [], []
         if check:
             deps = compute_dependences(self.computations, context)
-            legality.check(stmts, deps, self, context)
-            requirements = layout_check.check(stmts, self, context)
+            self._undecided = undecided
+            try:
+                legality.check(stmts, deps, self, context)
+                requirements = layout_check.check(stmts, self, context)
+            finally:
+                self._undecided = None
         pipelines = []
         if any(tag[0] == "pipeline" for s in stmts for tag in s.tags.values()):
             deps = deps or compute_dependences(self.computations, context)
@@ -396,7 +416,7 @@ class Function:
         ranges.update((p, L.DEFAULT_SIZE_RANGE) for p in self.tile_sizes())   # (checked on each call)
         lowered = L.LoweredFunction(self.name, sizes, [i.buffer for i in self.inputs], outputs, body, temps,
                                     fixed, list(self._assumptions) + requirements + self._known_promises(),
-                                    derived, ranges, pipelines, plan)
+                                    derived, ranges, pipelines, plan, checked_at_call=undecided)
         lowered.spmd = spmd.deferred(self, stmts, deps, context, lowered)
         return lowered
 

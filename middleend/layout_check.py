@@ -191,7 +191,8 @@ def check_bounds(accesses, function, context, facts):
                 unsafe.append((outside.params(), f"{_who(a)} {a.buffer.name} outside what it holds, "
                                                  f"as at {_instance(stmt, outside)}"))
                 continue
-            outside = function.with_exact_sizes(outside)
+            outside = function.with_exact_sizes(outside, f"{_who(a)} {a.buffer.name} outside the buffer "
+                                                         f"(index {d}, outside [0, {a.buffer.shape[d]}))")
             if outside.is_empty():
                 continue
             instance = _instance(stmt, outside)
@@ -383,7 +384,8 @@ def _check_last_writes(rel, stmts, writes):
     before = isl.Map.lex_gt_first(pairs.get_space(), rel.n_time)
     last = pairs.intersect(before).lexmax()
     wrong = last.subtract(rel.same_value(last.get_space())).intersect_params(rel.context)
-    if wrong.is_empty() or (wrong := rel.function.with_exact_sizes(wrong)).is_empty():
+    what = f"a read of buffer {rel.buffer.name} finds a value other than the one it needs, overwritten by its layout"
+    if wrong.is_empty() or (wrong := rel.function.with_exact_sizes(wrong, what)).is_empty():
         return
     point = _point(wrong)
     n_t, n_v = rel.n_time, rel.n_value
@@ -430,7 +432,9 @@ def _check_concurrent(rel, stmts, writes):
             if not tag or tag[0] not in CONCURRENT_KINDS:
                 continue
             clash = times.intersect(carried_at(times.get_space().domain(), 2 * k + 1, s.betas[:k + 1]))
-            if clash.is_empty() or (clash := rel.function.with_exact_sizes(clash)).is_empty():
+            what = (f"different iterations of loop {loop} of {s.name} ({tag[0]}) use one element of buffer "
+                    f"{rel.buffer.name} for different values")
+            if clash.is_empty() or (clash := rel.function.with_exact_sizes(clash, what)).is_empty():
                 continue
             coords, sizes = _point(clash)
             a = _statement_at(stmts, coords[:rel.n_time], sizes)

@@ -116,7 +116,9 @@ def ordering_violations(stmts, deps, function, context):
         lex_ge = isl.Map.lex_ge(ts.get_space().range())
         backwards = ts.apply_range(lex_ge).apply_range(tk.reverse())
         bad = pairs.intersect(backwards.intersect_params(context))
-        if not bad.is_empty() and not (bad := function.with_exact_sizes(bad)).is_empty():
+        what = (f"the schedule runs a {kind} dependence from {m.get_tuple_name(isl.dim_type.in_)} to "
+                f"{m.get_tuple_name(isl.dim_type.out)} backwards")
+        if not bad.is_empty() and not (bad := function.with_exact_sizes(bad, what)).is_empty():
             out.append((kind, m, bad))
     return out
 
@@ -134,7 +136,9 @@ def tag_violations(stmts, deps, function, context):
             for kind, m, ts, tk, pairs in checked:
                 carried = carried_at(ts.get_space().range(), p, s.betas[:k + 1])
                 bad = pairs.intersect(ts.apply_range(carried).apply_range(tk.reverse()).intersect_params(context))
-                if not bad.is_empty() and not (bad := function.with_exact_sizes(bad)).is_empty():
+                what = (f"loop {loop} of {s.name} ({tag[0]}) carries a {kind} dependence from "
+                        f"{m.get_tuple_name(isl.dim_type.in_)} to {m.get_tuple_name(isl.dim_type.out)}")
+                if not bad.is_empty() and not (bad := function.with_exact_sizes(bad, what)).is_empty():
                     out.append((s, loop, tag[0], kind, m, bad))
                     break
     return out

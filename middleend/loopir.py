@@ -118,6 +118,9 @@ class LoweredFunction:
     dataflow: object = None
     #: () -> the program each MPI rank runs (middleend.spmd.DistributedFunction), built on first call
     spmd: object = None
+    #: (what, isl set or map whose parameters are sizes and derived sizes): what a check would refuse
+    #: where the set is not empty, and could not rule out at compile time; the kernel checks each call
+    checked_at_call: list = field(default_factory=list)
 
     @property
     def arguments(self):

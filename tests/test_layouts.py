@@ -331,6 +331,36 @@ def test_a_derived_size_bounded_only_through_its_pieces_is_not_refused_by_its_hu
         widest(3).lower()
 
 
+def test_a_check_undecided_within_its_limits_is_made_at_each_call(monkeypatch):
+    """Where relating the computed sizes to the others would take more than the refinement's limits
+    (here 1 isl operation), the bounds check leaves the question to each call rather than refuse on a
+    counterexample no call may make: the 3-element buffer of the test above compiles, with a warning,
+    runs where W <= 3, and a call with W = 4 raises ArgumentError naming the access."""
+    import islpy as isl
+    from mascarpone.middleend import function as function_module
+    monkeypatch.setattr(function_module, "REFINE_OPERATIONS", 1)
+    with ms.Function("widest") as f:
+        N, M = f.declare_param("N", 1, 4), f.declare_param("M", 1, 4)
+        a, b = ms.Input("a", [N], ms.float32), ms.Input("b", [M], ms.float32)
+        W = f.derived_size("W", isl.PwAff("[N, M] -> { [max(N, M)] }"))
+        i = ms.Var("i", 0, W)
+        s = ms.Computation("s", [i], ms.cast(ms.float32, i) + 1)
+        s.store_in(ms.Buffer("held", [3], ms.float32), [i])
+        n, m = ms.Var("n", 0, N), ms.Var("m", 0, M)
+        ms.Computation("p", [n], a[n] * s[n], output=True)
+        ms.Computation("q", [m], b[m] - s[m], output=True)
+    with pytest.warns(UserWarning, match="whether s writes held outside the buffer .* each call checks"):
+        kernel = f.compile("cpu")
+    for n, m in ((3, 1), (2, 3), (1, 1)):
+        p, q = kernel(a=np.full(n, 2, np.float32), b=np.zeros(m, np.float32))
+        np.testing.assert_array_equal(p, 2 * (np.arange(n) + 1))
+        np.testing.assert_array_equal(q, -(np.arange(m) + 1.0))
+    with pytest.raises(ms.ArgumentError, match="widest cannot run with M = 4, N = 2: at these sizes s writes held "
+                                               r"outside the buffer \(index 0, outside \[0, 3\)\)"):
+        kernel(a=np.zeros(2, np.float32), b=np.zeros(4, np.float32))
+    np.testing.assert_array_equal(kernel(a=np.ones(1, np.float32), b=np.ones(2, np.float32))[1], [0, -1])
+
+
 def test_a_known_size_is_used_by_the_checks_and_checked_at_each_call():
     """K is passed by the caller and promised equal to max(N, M) (as the Halide front-end names a
     Func's bounds): the context keeps only its range, yet a buffer of N + M elements holds

@@ -46,6 +46,7 @@ class Kernel:
             space = isl.Set(f"[{', '.join(lowered.params)}] -> {{ : }}").get_space()
             self._assumed = [a.align_params(space) for _, a in lowered.assumptions]
             self._assumed_ok = set()
+        self._refused_ok = set()     # sizes for which no check left to the call (checked_at_call) applies
 
     # the steps of a call ---------------------------------------------------------------
     def bind(self, kwargs):
@@ -62,6 +63,8 @@ class Kernel:
                                     f"called with {name} = {values[pos]}")
         if self._assumed is not None:
             self._check_assumed(values)
+        if self.lowered.checked_at_call:
+            self._check_undecided(values)
 
     def _check_assumed(self, values):
         key = tuple(values)
@@ -78,6 +81,20 @@ class Kernel:
             given = ", ".join(f"{n} = {v}" for n, v in zip(self.lowered.params, values))
             raise ArgumentError(f"{self.name} was compiled assuming {broken}; called with {given}")
         self._assumed_ok.add(key)
+
+    def _check_undecided(self, values):
+        key = tuple(values)
+        if key in self._refused_ok:
+            return
+        env = dict(zip(self.lowered.params, values))
+        for name, value in self._binder.derived:
+            env[name] = value(env)
+        for what, where in self.lowered.checked_at_call:
+            if not _fixed(where, env).is_empty():
+                given = ", ".join(f"{n} = {v}" for n, v in zip(self.lowered.params, values))
+                raise ArgumentError(f"{self.name} cannot run with {given}: at these sizes {what} (the compiler "
+                                    f"could not rule this out for every size, so each call is checked)")
+        self._refused_ok.add(key)
 
     def launch(self, arrays, values) -> int:
         """Run the code on bound arrays and size values; 0, or non-zero when a temporary could not
@@ -126,3 +143,12 @@ def _at(assumed, values):
     for k, v in enumerate(values):
         assumed = assumed.fix_val(isl.dim_type.param, k, isl.Val(int(v)))
     return assumed
+
+
+def _fixed(where, env):
+    """The set or map `where` with each of its parameters that `env` ({name: value}) names fixed."""
+    for k in range(where.dim(isl.dim_type.param)):
+        name = where.get_dim_name(isl.dim_type.param, k)
+        if name in env:
+            where = where.fix_val(isl.dim_type.param, k, isl.Val(int(env[name])))
+    return where
