@@ -314,10 +314,17 @@ class Function:
         if self._undecided is None or what is None:
             return where
         self._undecided.append((what, where))
-        warnings.warn(f"{self.name}: whether {what} at sizes a call makes is not decided within the limits on "
-                      f"relating its {len(self._derived) + len(self._known)} computed sizes to the others; each "
-                      f"call checks its own sizes and refuses those where it does")
         return type(where).empty(where.get_space())
+
+    def _warn_undecided(self, undecided):
+        """One warning for the checks `with_exact_sizes` left to each call while lowering."""
+        if not undecided:
+            return
+        whats = list(dict.fromkeys(what for what, _ in undecided))
+        more = f" (and {len(whats) - 1} other check(s))" if len(whats) > 1 else ""
+        warnings.warn(f"{self.name}: whether {whats[0]}{more} at sizes a call makes is not decided within the "
+                      f"limits on relating its {len(self._derived) + len(self._known)} computed sizes to the "
+                      f"others; each call checks its own sizes and refuses those where it does")
 
     def _exact_relations(self, space):
         """[isl set of the parameters]: each derived or known size `space` involves equal to its value."""
@@ -387,6 +394,7 @@ class Function:
                 requirements = layout_check.check(stmts, self, context)
             finally:
                 self._undecided = None
+            self._warn_undecided(undecided)
         pipelines = []
         if any(tag[0] == "pipeline" for s in stmts for tag in s.tags.values()):
             deps = deps or compute_dependences(self.computations, context)
