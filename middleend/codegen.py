@@ -253,16 +253,14 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
             disjoint = _split_by_range(time, time.range())
             if 1 < len(disjoint) <= MAX_SLIDE_PIECES:
                 parts = [(f"_slide{i}", piece) for i, piece in enumerate(disjoint)]
-        elif steady is not None:
+        if steady is not None:
             # clamped indices become affine in the steady part, and its vector loops contiguous loads;
-            # the edges get loops of their own around it
-            steady_time = time.intersect_range(steady)
-            parts = [("_steady", steady_time)] + [(suffix, time.intersect_range(piece))
-                                                  for suffix, piece in edges(time.range(), steady_time.range())]
+            # the edges get loops of their own around it (in each part of a sliding window)
+            parts = [piece for suffix, part in parts for piece in _steady_and_edges(suffix, part, steady)]
         parts = [piece for suffix, part in parts for piece in _static_pieces(suffix, part)]
         for suffix, part in parts:
             # edges are a thin slice of the instances: not worth more pieces
-            split = _full_and_partial(part, _separated_dims(s)) if separate and not suffix.startswith("_edge") \
+            split = _full_and_partial(part, _separated_dims(s)) if separate and "_edge" not in suffix \
                 else None
             if split is not None:
                 # the full tiles become a statement of their own, so isl generates them with constant bounds
@@ -289,6 +287,15 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         if leaves.error is not None:
             raise leaves.error
     return asts, leaves
+
+
+def _steady_and_edges(suffix, time, steady):
+    """[(name suffix, time map)]: the part of `time` in the steady set of times, then its edges."""
+    steady_time = time.intersect_range(steady)
+    if steady_time.is_empty():
+        return [(suffix, time)]
+    return [(suffix + "_steady", steady_time)] + [(suffix + edge, time.intersect_range(piece))
+                                                 for edge, piece in edges(time.range(), steady_time.range())]
 
 
 def _root_groups(schedule):

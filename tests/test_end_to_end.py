@@ -449,6 +449,32 @@ def test_clamped_reads_get_a_steady_state_without_clamps():
         np.testing.assert_allclose(kernel(a=img), want, rtol=1e-6)
 
 
+def test_clamped_reads_of_a_sliding_window_get_a_steady_state_too():
+    """The blur of Halide's app under Adams2019: the edge-clamped rows are a sliding window stored per
+    strip of the output; each part of the window (the strip's first rows, then each later row) reads
+    the interior of the input with a plain index along its vector loop, and every size gives numpy's
+    values."""
+    with ms.Function("window_blur") as f:
+        H, W = ms.Param("H"), ms.Param("W")
+        a = ms.Input("a", [H, W], ms.float32)
+        y, x, ye = ms.Var("y", 0, H), ms.Var("x", 0, W), ms.Var("y", 0, H + 2)
+        edge = ms.Computation("edge", [ye, x], a[ms.clamp(ye - 1, 0, H - 1), ms.clamp(x - 1, 0, W - 1)])
+        rows = ms.Computation("rows", [y, x], edge[y, x] + edge[y + 1, x] + edge[y + 2, x], output=True)
+    yo, yi = rows.split("y", 8)
+    edge.compute_at(rows, yi)
+    edge.store_at(yo)
+    edge.vectorize("x", 8)
+    text = str(f.lower())
+    plain = [line for line in text.splitlines() if line.lstrip().startswith("edge_tile[")
+             and all("?" not in last and "max(" not in last for last in _last_indices(line, "a"))]
+    assert plain, text
+    kernel = f.compile("cpu")
+    for h, w in ((1, 1), (3, 2), (9, 8), (21, 37)):
+        img = rng.random((h, w), dtype=np.float32)
+        p = np.pad(img, ((1, 1), (1, 0)), mode="edge")[:, :w]     # p[y, x] = edge[y, x]
+        np.testing.assert_allclose(kernel(a=img), p[:-2] + p[1:-1] + p[2:], rtol=1e-6)
+
+
 def _last_indices(line, buffer):
     """The last index of each access `buffer[...]` in a printed statement."""
     out, start = [], 0
