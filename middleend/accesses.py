@@ -140,11 +140,14 @@ def lower_reads(stmt, expr, locals_by_comp):
 def _write(stmt, locals_by_comp):
     """(buffer, index) that `stmt` writes."""
     comp = stmt.comp
+    # a scatter's index reads data: lowered like the value's reads, so both compute it alike (and the
+    # compiler finds one computation where an update reads the element it writes, as a histogram does)
     if stmt.local is not None:
         written = comp.update_at if comp.updated is not None else comp.vars
+        written = [w if affine_text(as_index_expr(w)) is not None else lower_reads(stmt, as_index_expr(w), locals_by_comp)
+                   for w in written]
         return stmt.local.buffer, [_local_index(stmt, stmt.local, d, w) for d, w in enumerate(written)]
     buf, idx = write_index(comp)
-    # a scatter's index reads data: lowered like the value's reads, so both compute it alike
     return buf, [_index(stmt, i) if affine_text(i) is not None else lower_reads(stmt, i, locals_by_comp)
                  for i in idx]
 
