@@ -318,3 +318,37 @@ def test_an_unrolled_loop_of_no_constant_extent_runs_as_a_plain_loop_with_a_warn
         k = ms.from_halide(g).compile("cpu")
     a = np.arange(11, dtype=np.float32)
     np.testing.assert_array_equal(k.realize([11], inp=a), a * 2)
+
+
+# a histogram computed per row of its consumer --------------------------------------------------------
+
+def _access(line, buffer):
+    """The text of the first access `buffer[...]` in a printed statement."""
+    start = line.index(buffer + "[")
+    depth = 0
+    for k in range(start + len(buffer), len(line)):
+        depth += {"[": 1, "]": -1}.get(line[k], 0)
+        if depth == 0:
+            return line[start:k + 1]
+    raise AssertionError(line)
+
+
+def test_a_histogram_tile_reads_and_writes_its_bin_through_one_index():
+    """The bilateral grid's histogram: an update of a Func computed per row of its consumer adds to
+    the bin its clamped input's value selects. The index it writes and the element it reads are lowered
+    alike (the clamp split into its steady state and edges in both), so the generated code computes the
+    bin once: the two print the same read of the input. The values are Halide's."""
+    inp = hl.ImageParam(hl.UInt(8), 2, "inp")
+    hist, out = hl.Func("hist"), hl.Func("out")
+    r = hl.RDom([(0, 12)], "r")
+    b = hl.Var("b")
+    hist[b, y] = 0
+    hist[hl.clamp(hl.i32(inp[hl.clamp(r.x - 2, 0, inp.width() - 1), y]) // 16, 0, 15), y] += 1
+    out[b, y] = hist[b, y] * 2
+    hist.compute_at(out, y)
+    pipeline = hl.Pipeline(out)
+    update = next(line for line in str(ms.from_halide(pipeline).lower()).splitlines()
+                  if line.lstrip().startswith("hist") and "+ 1" in line)
+    read_of_input = _access(update, "inp")
+    assert update.count(read_of_input) == 2, update
+    realize_both(out, [16, 9], {inp: rng.integers(0, 256, (9, 12)).astype(np.uint8)})
