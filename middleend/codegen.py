@@ -245,7 +245,7 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         separate = s.name not in unseparated
         _, index, value, predicate = bodies[s.name]
         steady = steady_state(s.domain.intersect_params(context), s.time,
-                              piecewise_indices([*index, value, predicate]), len(s.loops)) if separate else None
+                              piecewise_indices([value, predicate], index), len(s.loops)) if separate else None
         parts = [("", time)]
         if s.comp.stored_at_root or s.comp.store_level is not None:
             # a sliding window is a union (the first iteration's points, then each later one's new

@@ -18,25 +18,33 @@ from __future__ import annotations
 import islpy as isl
 
 from .affine import IslAff
-from .expr import walk
+from .expr import Access, walk
 from .separation import proper_piece
 
 #: the size parameters take this value when pieces are compared by how many instances they cover
 _SAMPLE_SIZE = 1024
 
 
-def piecewise_indices(exprs):
-    """The isl functions among the IslAff nodes of `exprs` that can take several forms along a loop:
-    those with more than one piece (a clamp), and those with a floor (`x / 8`), which a loop whose
-    last iteration is shifted back (Halide's ShiftInwards tail of a vector loop) sees in two forms."""
-    out = []
-    for e in exprs:
-        if e is None:
-            continue
-        for n in walk(e):
-            if isinstance(n, IslAff) and (n.pwaff.n_piece() > 1 or _has_floor(n.pwaff)):
-                out.append(n.pwaff)
-    return out
+def piecewise_indices(exprs, written=()):
+    """The isl functions among the IslAff nodes of `exprs` and of the written index `written` that can
+    take several forms along a loop: those with more than one piece (a clamp), and those with a floor
+    (`x / 8`), which a loop whose last iteration is shifted back (Halide's ShiftInwards tail of a vector
+    loop) sees in two forms. The reads a scatter's index makes are left out: their clamps only select
+    the element to update (a gather either way), and splitting at them cut a histogram's vector loops
+    into pieces with guards inside."""
+    nodes = [n for e in exprs if e is not None for n in walk(e)]
+    nodes += [n for e in written for n in _outside_reads(e)]
+    return [n.pwaff for n in nodes if isinstance(n, IslAff) and (n.pwaff.n_piece() > 1 or _has_floor(n.pwaff))]
+
+
+def _outside_reads(e):
+    """The nodes of `e` that are not inside a read (an Access)."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        if not isinstance(n, Access):
+            stack.extend(reversed(n.children))
 
 
 def _has_floor(pwaff: isl.PwAff) -> bool:
