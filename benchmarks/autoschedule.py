@@ -108,7 +108,7 @@ def julia_sizes(f, args) -> dict:
         if jt.is_array:
             for d in range(1, jt.ndim + 1):
                 sizes[f.julia_params[(name, d)].name] = v.shape[d - 1]
-        elif jt.dtype.is_int:
+        elif jt.dtype.is_int or jt.dtype.is_bool:   # (a Bool is a size that is 0 or 1)
             sizes[f.julia_params[name].name] = int(v)
     return {p: v for p, v in sizes.items() if p in f.sizes()}
 

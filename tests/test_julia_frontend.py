@@ -936,9 +936,9 @@ def test_size_checks_apply_only_where_their_statement_runs():
         kernel(x, np.asfortranarray(x.T), 2)
 
 
-def test_a_size_check_under_a_condition_the_call_cannot_see_runs_at_every_call_and_says_so():
-    """A branch on a Bool argument (or on data): the call cannot tell whether the statement runs, so it
-    checks the sizes anyway and its message says why, where Julia would run a call that skips it."""
+def test_a_size_check_under_a_bool_argument_applies_only_where_it_is_true():
+    """A Bool argument is a size that is 0 or 1: a branch on it is affine, so a broadcast under
+    `if flag` is checked only when flag is true, as Julia checks it only when it runs."""
     text = """CodeInfo(
 1 ─      goto #3 if not flag
 2 ─ %2 = Base.broadcasted(Main.:*, a, x)
@@ -948,14 +948,40 @@ def test_a_size_check_under_a_condition_the_call_cannot_see_runs_at_every_call_a
 )"""     # (`if flag` in place of `if n > 0`)
     types = {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}", "flag": "Bool"}
     kernel = from_julia(text, types).compile("cpu")
-    (got, ours), (want, ref) = _both_on(text, types, np.arange(5.0), 2.0, np.ones(5), True)
+    for x, flag in [(np.ones(5), True), (np.ones(3), False), (np.ones(1), True), (np.ones(9), np.bool_(False))]:
+        (got, ours), (want, ref) = _both_on(text, types, np.arange(5.0), 2.0, x, flag)
+        np.testing.assert_array_equal(ours[0], ref[0])
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(kernel(np.arange(5.0), 2.0, np.ones(3), False), np.arange(5.0))
+    with pytest.raises(ms.ArgumentError, match=r"^DimensionMismatch: statement %4 .* of sizes 3 and 5 \(Julia "
+                                               r"broadcasts an argument whose size is the destination's or 1\)$"):
+        kernel(np.arange(5.0), 2.0, np.ones(3), True)
+    with pytest.raises(ms.ArgumentError, match=r"^argument flag::Bool must be true or false, got 1$"):
+        kernel(np.arange(5.0), 2.0, np.ones(5), 1)
+
+
+def test_a_size_check_under_a_condition_on_data_runs_at_every_call_and_says_so():
+    """A branch on a value the call cannot see (a Float64 argument's sign): the size check runs
+    whenever the sizes let the statement run, and its message says why, where Julia would run a call
+    that skips the statement."""
+    text = """CodeInfo(
+1 ─ %1 = a > 0.0
+└──      goto #3 if not %1
+2 ─ %3 = Base.broadcasted(Main.:*, a, x)
+│   %4 = Base.broadcasted(Main.:+, %3, y)
+└──      Base.materialize!(y, %4)
+3 ┄      return y
+)"""
+    types = {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}"}
+    kernel = from_julia(text, types).compile("cpu")
+    (got, ours), (want, ref) = _both_on(text, types, np.arange(5.0), 2.0, np.ones(5))
     np.testing.assert_array_equal(ours[0], ref[0])
     np.testing.assert_array_equal(got, 2.0 + np.arange(5.0))
-    np.testing.assert_array_equal(interpret(text, types, np.arange(5.0), 2.0, np.ones(3), False), np.arange(5.0))
-    with pytest.raises(ms.ArgumentError, match=r"^DimensionMismatch: statement %4 .* of sizes 3 and 5 .*\(checked "
+    np.testing.assert_array_equal(interpret(text, types, np.arange(5.0), -2.0, np.ones(3)), np.arange(5.0))
+    with pytest.raises(ms.ArgumentError, match=r"^DimensionMismatch: statement %5 .* of sizes 3 and 5 .*\(checked "
                                                r"whenever the sizes let the statement run: its condition reads values "
                                                r"the call cannot see\)$"):
-        kernel(np.arange(5.0), 2.0, np.ones(3), False)
+        kernel(np.arange(5.0), -2.0, np.ones(3))
 
 
 def test_eachindex_of_several_arguments_refused_by_name():

@@ -140,7 +140,7 @@ def _julia_shape(f, target):
     return None
 
 
-_ARRAY, _INT, _NUMBER = "array", "int", "number"
+_ARRAY, _SIZE, _NUMBER = "array", "size", "number"   # (an Int64 or a Bool argument is a size)
 
 
 def _check_linear_sizes(name, sizes, of, of_sizes, what, caveat=""):
@@ -189,9 +189,9 @@ def _argument_step(f, name, jt) -> tuple:
         return (_ARRAY, name, jt, _ArrayArgument(
             jt.dtype.numpy, tuple(f.julia_params[(name, d)].name for d in range(1, jt.ndim + 1)), read.name,
             written.name if written is not None and written is not read else None))
-    if jt.dtype.is_int:
+    if jt.dtype.is_int or jt.dtype.is_bool:
         size = f.julia_params[name].name
-        return (_INT, name, jt, (size, size in f.param_names))
+        return (_SIZE, name, jt, (size, size in f.param_names))
     return (_NUMBER, name, jt, (f.julia_scalar_inputs[name].name, jt.dtype.numpy))
 
 
@@ -234,9 +234,10 @@ class JuliaKernel:
                         out = np.empty(view.shape, view.dtype)
                         call[extra.output] = out
                         copy_back.append((v, out))
-            elif kind is _INT:
-                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-                    raise ArgumentError(f"argument {name}::Int64 must be an integer, got {v!r}")
+            elif kind is _SIZE:
+                if isinstance(v, (bool, np.bool_)) != jt.dtype.is_bool or not isinstance(v, (int, np.integer, np.bool_)):
+                    raise ArgumentError(f"argument {name}::{jt} must be {'true or false' if jt.dtype.is_bool else 'an integer'}, "
+                                        f"got {v!r}")
                 size, passed = extra
                 params[size] = int(v)
                 if passed:

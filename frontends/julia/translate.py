@@ -263,6 +263,12 @@ class Translator:
                 p = self.f.declare_param(Param(self._name(name)), lo=None)
                 self.params[name] = p
                 self.bindings[name] = cast(T.int64, p)
+            elif jt.dtype.is_bool:
+                # a size that is 0 or 1: a branch on it is affine, so what runs under `if flag` has an
+                # exact domain (and the size checks of its statements apply only where they run)
+                p = self.f.declare_param(Param(self._name(name)), lo=0, hi=1)
+                self.params[name] = p
+                self.bindings[name] = p > 0
             else:
                 inp = Input(self._name(name), [], jt.dtype)
                 self.scalar_inputs[name] = inp
