@@ -9,6 +9,8 @@ tight region, as in Halide.
 """
 from __future__ import annotations
 
+import zlib
+
 import islpy as isl
 
 import mascarpone.middleend.expr as E
@@ -18,6 +20,9 @@ from mascarpone.middleend.types import int64
 
 #: Regions wider than this along one dimension come from data-dependent indices nobody clamped.
 MAX_EXTENT = 1 << 28
+
+#: A box with more pieces than this is left as the product of its dimensions' coalesced pieces.
+MAX_COALESCED_BOX = 8
 
 
 class IndexText:
@@ -300,8 +305,33 @@ def _nominal(pa):
     return pa
 
 
-def box_set(bnds, space: isl.Space) -> isl.Set:
-    """The box with per-dimension (min, max) PwAffs as a set in `space` (a named tuple over the parameters)."""
+def probe_values(pa: isl.PwAff, ranges) -> tuple:
+    """The values of `pa` (a PwAff of the sizes) at two fixed assignments of the sizes inside their
+    `ranges` (name -> (lo, hi), None: unbounded; absent: at least 1), None where it is undefined. Each
+    size takes the same value in every probe of every PwAff, so PwAffs that differ there are different
+    functions: a cheap test before isl's is_equal."""
+    sizes = pa.get_domain_space().params()
+    used = [(i, sizes.get_dim_name(isl.dim_type.param, i)) for i in range(sizes.dim(isl.dim_type.param))
+            if pa.involves_dims(isl.dim_type.param, i, 1)]
+    out = []
+    for k in range(2):
+        point = isl.Set.universe(sizes)
+        for i, name in used:
+            point = point.fix_val(isl.dim_type.param, i, _probe(name, *ranges.get(name, (1, None)), k))
+        at = pa.intersect_params(point)
+        out.append(None if at.domain().is_empty() else at.max_val().to_python())
+    return tuple(out)
+
+
+def _probe(name, lo, hi, k):
+    lo = lo if lo is not None else (hi - 999 if hi is not None else -500)
+    span = (hi - lo + 1) if hi is not None else 1000
+    return lo + zlib.crc32(f"{name}/{k}".encode()) % span
+
+
+def box_set(bnds, space: isl.Space, context: isl.Set | None = None) -> isl.Set:
+    """The box with per-dimension (min, max) PwAffs as a set in `space` (a named tuple over the
+    parameters), on the sizes of `context` where one is given."""
     n = space.dim(isl.dim_type.set)
     ls = isl.LocalSpace.from_space(space)
     zero = isl.PwAff.from_aff(isl.Aff.zero_on_domain(ls))
@@ -311,8 +341,13 @@ def box_set(bnds, space: isl.Space) -> isl.Set:
         v = isl.PwAff.var_on_domain(ls, isl.dim_type.set, d)
         lo, hi = (zero.add(pa.add_dims(isl.dim_type.in_, n).set_tuple_id(isl.dim_type.in_, tuple_id))
                   for pa in (lo, hi))
-        out = out.intersect(v.ge_set(lo)).intersect(v.le_set(hi))
-    return out.coalesce()
+        along = v.ge_set(lo).intersect(v.le_set(hi))
+        if context is not None:
+            along = along.intersect_params(context)
+        out = out.intersect(along.coalesce())
+    # Each dimension's pieces are coalesced: their product seldom merges further, and coalescing a
+    # product of many pieces (a pyramid level's box, 3 x 19 pieces) takes seconds for nothing.
+    return out.coalesce() if out.n_basic_set() <= MAX_COALESCED_BOX else out
 
 
 def restrict_to_box(domain: isl.Set, box_set: isl.Set, positions) -> isl.Set:

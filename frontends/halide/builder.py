@@ -140,7 +140,9 @@ class PipelineTranslation:
         for ip in self.image_params.values():
             self.params.update({p.name: p for p in ip.extent_params})
         self.ranges = {}   # {name: (lo, hi)} of the sizes that are Params or bound sizes (None: unbounded); others >= 1
+        self._context, self._context_of = None, None   # context() of the ranges it was made for
         self.bound_sizes = []   # (name, PwAff of the sizes before it) in order, see _named_bounds
+        self._bound_probes = {}   # name -> bounds.probe_values of its PwAff
         # (name, float expression of Params, integer type, "min" or "max"): an index's range computed on
         # each call, see runtime_range
         self.runtime_bounds, self._runtime_names = [], {}
@@ -200,12 +202,16 @@ class PipelineTranslation:
 
     def context(self):
         """The sizes' ranges: at least 1, or a Param's type's range, or a bound size's (see _named_bounds)."""
-        names = sorted(self.params)
-        cons = []
-        for n in names:
-            lo, hi = self.ranges.get(n, (1, None))
-            cons += ([f"{lo} <= {n}"] if lo is not None else []) + ([f"{n} <= {hi}"] if hi is not None else [])
-        return isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(cons) or 'true'} }}")
+        ranges = tuple((n, self.ranges.get(n, (1, None))) for n in sorted(self.params))
+        # (parsing a set over a hundred sizes costs milliseconds, and bounds inference asks often)
+        if self._context_of != ranges:
+            cons = []
+            for n, (lo, hi) in ranges:
+                cons += ([f"{lo} <= {n}"] if lo is not None else []) + ([f"{n} <= {hi}"] if hi is not None else [])
+            names = ", ".join(n for n, _ in ranges)
+            self._context = isl.Set(f"[{names}] -> {{ : {' and '.join(cons) or 'true'} }}")
+            self._context_of = ranges
+        return self._context
 
     def runtime_range(self, index):
         """isl text of the (min, max) of `index`, an integer expression converting floats whose range
@@ -279,13 +285,16 @@ class PipelineTranslation:
                 pa = pa.intersect_params(context).coalesce()
                 if pa.n_piece() > 1:
                     # (one name for one function: a Func's required and accessed boxes, its consumers')
-                    name = next((n for n, value in self.bound_sizes if value.is_equal(pa)), None)
+                    probe = bounds.probe_values(pa, self.ranges)
+                    name = next((n for n, value in self.bound_sizes
+                                 if self._bound_probes[n] == probe and value.is_equal(pa)), None)
                     if name is None:
                         name = self.names.fresh(f"{info.name}_{side}_{d}")
                         lo, hi = (_finite(v) for v in (pa.min_val(), pa.max_val()))
                         self.params[name] = Param(name)
                         self.ranges[name] = (lo, hi)
                         self.bound_sizes.append((name, pa))
+                        self._bound_probes[name] = probe
                     pa = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
                 named.append(pa)
             out.append(tuple(named))
@@ -376,7 +385,7 @@ class PipelineTranslation:
             what = f"{'ImageParam' if kind == 'image' else 'Buffer'} {name}"
             for box in ip.boxes:
                 space = isl.Set(f"[{', '.join(sorted(self.params))}] -> {{ I[{', '.join(f'd{d}' for d in range(len(box)))}] }}").get_space()
-                bounds.check_extent(bounds.box_set(box, space).intersect_params(self.context()), what, self.ranges)
+                bounds.check_extent(bounds.box_set(box, space, self.context()), what, self.ranges)
 
     def _stage_bounds(self, info, k, stage_bnds, space, context, params, at_root, required=None):
         """Set the boxes of stage k and record its accesses, given `stage_bnds`, the box its loops run
@@ -395,7 +404,7 @@ class PipelineTranslation:
             beyond = stage_bnds
         elif required is not None:
             beyond = required
-        stage_set = bounds.box_set(computed, space).intersect_params(context).coalesce()
+        stage_set = bounds.box_set(computed, space, context)
         bounds.check_extent(stage_set, what, self.ranges)
         info.stage_boxes[k] = bounds.box(bounds.box_bounds(stage_set, context, what), context, self.params, what)
         info.stage_exact[k] = stage_set
@@ -403,7 +412,7 @@ class PipelineTranslation:
             info.storage = bounds.merge_bounds(info.storage, bounds.box_bounds(stage_set, context, what))
         runs = [(None, None, False)]   # (box, exact set, only accessed): over the stage's box
         if beyond is not None:
-            within = bounds.box_set(beyond, space).intersect_params(context).coalesce()
+            within = bounds.box_set(beyond, space, context)
             if not within.is_equal(stage_set):
                 runs = [(None, None, True), (bounds.box(beyond, context, self.params, what), within, False)]
         for box, exact, only_accessed in runs:
@@ -456,7 +465,7 @@ class PipelineTranslation:
         """The points stage k computes when its pure variables' loops run over the box `bnds` (per
         dimension (min, max) PwAffs): its splits' tails may reach outside the box (see splits.py).
         Dimensions an update writes at other indices than its pure variables keep the box."""
-        box = bounds.box_set(bnds, space).intersect_params(context)
+        box = bounds.box_set(bnds, space, context)
         d = info.stages[k]
         if d.stage_schedule is None or not d.stage_schedule.splits:
             return box
@@ -515,7 +524,7 @@ class PipelineTranslation:
             for k in range(len(info.stages)):
                 part = self._computed(info, k, bnds, space, context)
                 reached = part if reached is None else reached.union(part)
-            grown = bounds.box_set(_grown(bnds, reached, context, what), space).intersect_params(context).coalesce()
+            grown = bounds.box_set(_grown(bnds, reached, context, what), space, context)
             if grown.is_subset(region):
                 return region
             region = grown
@@ -698,7 +707,7 @@ class PipelineTranslation:
         written = None
         for exact in info.stage_exact:
             written = exact if written is None else written.union(exact)
-        storage = bounds.box_set(info.storage, space).intersect_params(context)
+        storage = bounds.box_set(info.storage, space, context)
         if storage.is_subset(written):
             return
         box = bounds.box(info.storage, context, self.params, f"Func {info.name}")
@@ -736,13 +745,14 @@ class PipelineTranslation:
         key = str(pa)
         if key not in self.derived:
             on = pa.intersect_params(context)
-            same = next((sym for value, sym in self.derived.values()
-                         if value.intersect_params(context).is_equal(on)), None)
+            probe = bounds.probe_values(pa, self.ranges)
+            same = next((sym for value, sym, value_probe in self.derived.values()
+                         if value_probe == probe and value.intersect_params(context).is_equal(on)), None)
             if same is None:
                 name = self.names.fresh(name)
                 self.derived_params[name] = self.function.derived_size(name, pa)
                 same = isl.PwAff(f"[{name}] -> {{ [({name})] }}")
-            self.derived[key] = (pa, same)
+            self.derived[key] = (pa, same, probe)
         return self.derived[key][1]
 
     def loop_namer(self, info, taken=()):
