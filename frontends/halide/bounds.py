@@ -324,6 +324,7 @@ def probe_values(pa: isl.PwAff, ranges) -> tuple:
 
 
 def _probe(name, lo, hi, k):
+    """Probe k's value of the size `name`, within [lo, hi] (None: unbounded) and fixed by its name."""
     lo = lo if lo is not None else (hi - 999 if hi is not None else -500)
     span = (hi - lo + 1) if hi is not None else 1000
     return lo + zlib.crc32(f"{name}/{k}".encode()) % span
