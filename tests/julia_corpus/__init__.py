@@ -23,7 +23,7 @@ class Case:
     argtypes: dict
     shows: str                     # the constructs of real printed IR this text reproduces
     source: str                    # the Julia function printed
-    ints: dict = field(default_factory=dict)     # values of Int64 arguments (default 3)
+    ints: dict = field(default_factory=dict)     # values of Int64 (default 3) and Bool (default true) arguments
     static_parameters: list | None = None
     shapes: dict = field(default_factory=dict)   # array shapes other than n-vectors and n x (n+1) matrices
     refused: tuple | None = None   # (error class name, regex of the message) for cases that must be refused
@@ -144,6 +144,12 @@ CASES = [
          "a broadcast under `if n > 0` (its size check applies only where it runs); the REPL's `julia>` line "
          "before the code",
          "function axpy_when!(y, a, x, n)\n    if n > 0\n        y .= a .* x .+ y\n    end\n    return y\nend"),
+    Case("clip_when.v1_10.lowered.txt", {"y": V, "x": V, "clip": "Bool"},
+         "a branch on a Bool argument inside a loop over eachindex (`goto #4 if not clip`), an if/else whose "
+         "arms both store",
+         "function clip_when!(y, x, clip::Bool)\n    for i in eachindex(x)\n        if clip\n"
+         "            y[i] = min(x[i], 1.0)\n        else\n            y[i] = x[i]\n        end\n    end\n"
+         "    return y\nend", ints={"clip": True}),
     Case("bcast_exp32.v1_10.lowered.txt", {"y": "Vector{Float32}", "x": V},
          "a type broadcast as a function (`Main.Float32`) over a math function (`Main.exp`)",
          "exps32!(y, x) = y .= Float32.(exp.(x))"),
@@ -199,7 +205,7 @@ CASES = [
 
 def arguments(case, seed=0, n=7):
     """Julia-shaped random arguments for a case: n-vectors, n x (n+1) matrices (or `shapes`) of the element
-    type the Julia type names, Int64 values from `ints`."""
+    type the Julia type names, Int64 and Bool values from `ints`."""
     rng = np.random.default_rng(seed)
     out = []
     for name, t in case.argtypes.items():
@@ -214,6 +220,8 @@ def arguments(case, seed=0, n=7):
             out.append(np.asfortranarray(rng.random((n, n + 1)).astype(dtype)))
         elif t == "Int64":
             out.append(case.ints.get(name, 3))
+        elif t == "Bool":
+            out.append(bool(case.ints.get(name, True)))
         else:
             out.append(float(rng.random()) + 0.25)
     return out
