@@ -235,9 +235,10 @@ class JuliaKernel:
                         call[extra.output] = out
                         copy_back.append((v, out))
             elif kind is _SIZE:
-                if isinstance(v, (bool, np.bool_)) != jt.dtype.is_bool or not isinstance(v, (int, np.integer, np.bool_)):
-                    raise ArgumentError(f"argument {name}::{jt} must be {'true or false' if jt.dtype.is_bool else 'an integer'}, "
-                                        f"got {v!r}")
+                is_bool = isinstance(v, (bool, np.bool_))
+                if is_bool != jt.dtype.is_bool or not (is_bool or isinstance(v, (int, np.integer))):
+                    wanted = "true or false" if jt.dtype.is_bool else "an integer"
+                    raise ArgumentError(f"argument {name}::{jt} must be {wanted}, got {v!r}")
                 size, passed = extra
                 params[size] = int(v)
                 if passed:
