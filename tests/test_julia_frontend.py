@@ -964,14 +964,7 @@ def test_a_size_check_under_a_condition_on_data_runs_at_every_call_and_says_so()
     """A branch on a value the call cannot see (a Float64 argument's sign): the size check runs
     whenever the sizes let the statement run, and its message says why, where Julia would run a call
     that skips the statement."""
-    text = """CodeInfo(
-1 ─ %1 = a > 0.0
-└──      goto #3 if not %1
-2 ─ %3 = Base.broadcasted(Main.:*, a, x)
-│   %4 = Base.broadcasted(Main.:+, %3, y)
-└──      Base.materialize!(y, %4)
-3 ┄      return y
-)"""
+    text = AXPY_WHEN.replace("%1 = n > 0", "%1 = a > 0.0")     # (`if a > 0.0`, n gone)
     types = {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}"}
     kernel = from_julia(text, types).compile("cpu")
     (got, ours), (want, ref) = _both_on(text, types, np.arange(5.0), 2.0, np.ones(5))
