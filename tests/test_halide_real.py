@@ -352,3 +352,27 @@ def test_a_histogram_tile_reads_and_writes_its_bin_through_one_index():
     read_of_input = _access(update, "inp")
     assert update.count(read_of_input) == 2, update
     realize_both(out, [16, 9], {inp: rng.integers(0, 256, (9, 12)).astype(np.uint8)})
+
+
+def test_probes_agree_on_equal_sizes_and_boxes_keep_their_points():
+    """Bounds inference compares piecewise sizes with isl only where their probes agree: equal functions
+    written apart must agree, and a box built from its dimensions' pieces on the sizes' ranges holds the
+    same points as the box intersected whole."""
+    import islpy as isl
+
+    from mascarpone.frontends.halide.bounds import box_set, probe_values
+    ranges = {"n": (1, 4096), "m": (1, 4096)}
+    half = isl.PwAff("[n] -> { [(floor(n/2))] }")
+    also_half = isl.PwAff("[n, m] -> { [(n - floor((n + 1)/2))] : n <= m; [(floor(n/2))] : n > m }")
+    assert probe_values(half, ranges) == probe_values(also_half, ranges)
+    assert probe_values(half.add(isl.PwAff("[n] -> { [(1)] }")), ranges) != probe_values(half, ranges)
+    assert probe_values(isl.PwAff("[n] -> { [(n)] : n >= 5000 }"), ranges) == (None, None)
+    context = isl.Set("[n, m] -> { : 1 <= n <= 4096 and 1 <= m <= 4096 }")
+    space = isl.Set("[n, m] -> { F[x, y] }").get_space()
+    bnds = [(isl.PwAff("[n, m] -> { [(0)] }"),
+             isl.PwAff("[n, m] -> { [(n)] : n <= m; [(m + floor(n/3))] : n > m }")),
+            (isl.PwAff("[n, m] -> { [(-1)] : n < 8; [(0)] : n >= 8 }"),
+             isl.PwAff("[n, m] -> { [(floor(m/4))] }"))]
+    whole = isl.Set("[n, m] -> { F[x, y] : 0 <= x and ((n <= m and x <= n) or (n > m and x <= m + floor(n/3))) and "
+                    "((n < 8 and -1 <= y) or (n >= 8 and 0 <= y)) and y <= floor(m/4) }").intersect_params(context)
+    assert box_set(bnds, space, context).is_equal(whole)
