@@ -56,6 +56,7 @@ class FnState:
         self.status = status if status is not None else self._new_status()
         self.in_parallel = in_parallel
         self.stack = StackBudget()  # temporaries placed in stack slots so far
+        self.unrolled_depth = 0     # copies of unrolled loops the code being emitted is in
         self.ops = Ops(self.builder, fast_math=ms.options.fast_math, fp_contract=ms.options.fp_contract)
 
     def _new_status(self):

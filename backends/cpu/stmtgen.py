@@ -84,12 +84,15 @@ class StmtEmitter:
     def copies(self, s, fs, scope, base, count):
         """`count` copies of the body for `var = base + 0 .. base + count - 1`."""
         B = fs.builder
+        fs.unrolled_depth += count > 1
         for k in range(count):
             v = base if k == 0 else B.add(base, i64(k), flags=("nsw",))
             self.emit(s.body, fs, scope.with_var(s.var, v))
+        fs.unrolled_depth -= count > 1
 
     def unrolled(self, s, fs, scope):
-        """Full unrolling when the trip count is a constant, else versioned on `hi - lo == factor`."""
+        """Full unrolling when the trip count is a constant, else versioned on `hi - lo == factor`
+        (a plain loop when already inside copies of another unrolled loop)."""
         f = s.factor
         lo, hi = self.bounds(s, fs, scope)
         trip = constant_difference(s.hi, s.lo)
@@ -106,6 +109,10 @@ class StmtEmitter:
             if trip % f:
                 self.copies(s, fs, scope, B.add(lo, i64(main), flags=("nsw",)), trip % f)
             return
+        if fs.unrolled_depth:
+            # inside copies of another unrolled loop: both versions would be repeated in every copy
+            # outside (8 x (8 + 1) bodies for a partial 8x8 tile); a plain loop keeps one per copy
+            return self.serial(s, fs, scope, lo, hi)
         B = fs.builder
         exact = B.icmp_signed("==", B.sub(hi, lo, flags=("nsw",)), i64(f))
         if_then_else(fs, exact, lambda: self.copies(s, fs, scope, lo, f),
