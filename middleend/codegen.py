@@ -245,7 +245,7 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         separate = s.name not in unseparated
         _, index, value, predicate = bodies[s.name]
         steady = steady_state(s.domain.intersect_params(context), s.time,
-                              piecewise_indices([value, predicate], index), len(s.loops)) if separate else None
+                              piecewise_indices([value, predicate], index), _gather_loops(s)) if separate else None
         parts = [("", time)]
         if s.comp.stored_at_root or s.comp.store_level is not None:
             # a sliding window is a union (the first iteration's points, then each later one's new
@@ -287,6 +287,17 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         if leaves.error is not None:
             raise leaves.error
     return asts, leaves
+
+
+def _gather_loops(stmt) -> list:
+    """The positions of the loops along which a clamped index makes a gather: the innermost and the
+    vector loops (a vector loop with loops inside it, such as `vectorize(x)` outside an unrolled `c`,
+    loads each lane of its own)."""
+    if not stmt.loops:
+        return []
+    inner = len(stmt.loops) - 1
+    return sorted({inner} | {k for k, loop in enumerate(stmt.loops)
+                             if stmt.tags.get(loop, (L.LoopKind.SERIAL,))[0] == L.LoopKind.VECTOR})
 
 
 def _steady_and_edges(suffix, time, steady):

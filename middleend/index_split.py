@@ -107,23 +107,24 @@ def _main_time_piece(in_time: isl.PwAff) -> isl.Set:
     return max(in_time.get_pieces(), key=weight)[0]
 
 
-def steady_state(domain: isl.Set, time: isl.Map, pwaffs, depth: int) -> isl.Set | None:
+def steady_state(domain: isl.Set, time: isl.Map, pwaffs, loops) -> isl.Set | None:
     """The points of `time` (the statement's schedule over `domain`) where each of `pwaffs` that
-    varies along the innermost of the statement's `depth` loops takes its main piece, or None when
-    that is all of them or none (nothing to split). A clamp's main piece is a set of instances (its
+    varies along one of the statement's `loops` (positions, outermost 0: its innermost loop and its
+    vector loops, where a varying piece makes a gather) takes its main piece, or None when that is
+    all of them or none (nothing to split). A clamp's main piece is a set of instances (its
     interior); a floor's is a set of times (the regular iterations: an instance that a shifted last
     vector computes again is steady in its own tile, not in that vector)."""
-    if depth < 1:
+    if not loops:
         return None
     scheduled = time.intersect_domain(domain)
     to_instance = isl.PwMultiAff.from_map(scheduled.reverse())
     # time dims alternate constants and loops, [c0, l0, c1, ..., l_last, c_last, ...], padded to the
-    # deepest statement's: the innermost loop is the statement's own, not the last dimension
-    inner = 2 * depth - 1
+    # deepest statement's: loop k is dimension 2k + 1
+    dims = [2 * k + 1 for k in loops]
     instances, times = domain, None
     for pa in pwaffs:
         in_time = pa.pullback_pw_multi_aff(to_instance)
-        if not _varies_in_loop(in_time, inner):
+        if not any(_varies_in_loop(in_time, d) for d in dims):
             continue
         if pa.n_piece() > 1:
             instances = instances.intersect(_main_piece(pa, domain))

@@ -496,6 +496,30 @@ def test_clamped_reads_of_a_sliding_window_get_a_steady_state_too():
         np.testing.assert_allclose(kernel(a=img), p[:-2] + p[1:-1] + p[2:], rtol=1e-6)
 
 
+def test_clamped_reads_along_a_vector_loop_outside_the_innermost_get_a_steady_state():
+    """Interpolate's finest level in Halide's schedule: channels innermost and unrolled, x vectorized
+    outside them, the input read with its edges clamped. Along the vector loop the clamp made a gather
+    (lane by lane loads); the interior now reads plain indices there too, and every size gives numpy's
+    values."""
+    with ms.Function("premultiply") as f:
+        H, W = ms.Param("H"), ms.Param("W")
+        a = ms.Input("a", [4, H, W], ms.float32)
+        c, y, x = ms.Var("c", 0, 4), ms.Var("y", 0, H), ms.Var("x", 0, W)
+        at = lambda cc, xx: a[cc, y, ms.clamp(xx, 0, W - 1)]
+        p = ms.Computation("p", [y, x, c], at(c, x - 1) * at(3, x - 1), output=True)
+    p.vectorize("x", 8)
+    p.unroll("c", 4)
+    text = str(f.lower())
+    plain = [line for line in text.splitlines() if line.lstrip().startswith("p[")
+             and all("?" not in last and "max(" not in last for last in _last_indices(line, "a"))]
+    assert plain, text
+    kernel = f.compile("cpu")
+    for h, w in ((1, 1), (2, 7), (3, 8), (5, 37)):
+        img = rng.random((4, h, w), dtype=np.float32)
+        shifted = np.concatenate([img[:, :, :1], img[:, :, :-1]], axis=2)    # x - 1, clamped at 0
+        np.testing.assert_allclose(kernel(a=img), (shifted * shifted[3]).transpose(1, 2, 0), rtol=1e-6)
+
+
 def _last_indices(line, buffer):
     """The last index of each access `buffer[...]` in a printed statement."""
     out, start = [], 0
