@@ -459,8 +459,7 @@ def test_clamped_reads_get_a_steady_state_without_clamps():
         b = ms.Computation("b", [y, x], at(y, x - 1) + at(y, x) + at(y, x + 1) + at(y - 1, x), output=True)
     b.vectorize("x", 8)
     text = str(f.lower())
-    steady = [line for line in text.splitlines() if line.lstrip().startswith("b[")
-              and all("?" not in last and "max(" not in last for last in _last_indices(line, "a"))]
+    steady = _clamp_free(text, "b", "a")
     assert steady, text
     kernel = f.compile("cpu")
     for h, w in ((1, 1), (3, 2), (5, 8), (9, 37)):
@@ -486,8 +485,7 @@ def test_clamped_reads_of_a_sliding_window_get_a_steady_state_too():
     edge.store_at(yo)
     edge.vectorize("x", 8)
     text = str(f.lower())
-    plain = [line for line in text.splitlines() if line.lstrip().startswith("edge_tile[")
-             and all("?" not in last and "max(" not in last for last in _last_indices(line, "a"))]
+    plain = _clamp_free(text, "edge_tile", "a")
     assert plain, text
     kernel = f.compile("cpu")
     for h, w in ((1, 1), (3, 2), (9, 8), (21, 37)):
@@ -510,14 +508,20 @@ def test_clamped_reads_along_a_vector_loop_outside_the_innermost_get_a_steady_st
     p.vectorize("x", 8)
     p.unroll("c", 4)
     text = str(f.lower())
-    plain = [line for line in text.splitlines() if line.lstrip().startswith("p[")
-             and all("?" not in last and "max(" not in last for last in _last_indices(line, "a"))]
+    plain = _clamp_free(text, "p", "a")
     assert plain, text
     kernel = f.compile("cpu")
     for h, w in ((1, 1), (2, 7), (3, 8), (5, 37)):
         img = rng.random((4, h, w), dtype=np.float32)
         shifted = np.concatenate([img[:, :, :1], img[:, :, :-1]], axis=2)    # x - 1, clamped at 0
         np.testing.assert_allclose(kernel(a=img), (shifted * shifted[3]).transpose(1, 2, 0), rtol=1e-6)
+
+
+def _clamp_free(text, stored, read):
+    """The printed statements storing into `stored` whose every read of `read` has a clamp-free last
+    index (no select, no max): a steady state's."""
+    return [line for line in text.splitlines() if line.lstrip().startswith(stored + "[")
+            and all("?" not in last and "max(" not in last for last in _last_indices(line, read))]
 
 
 def _last_indices(line, buffer):
