@@ -249,6 +249,38 @@ def test_compile_with_schedule_auto():
     assert h.history() == [] and h.autoscheduled is None          # the default stays naive
 
 
+class _ScriptedTimes:
+    """The medians a timing gives, one list per timing in order (a machine's load over the calls), and
+    the kernels each timing was given."""
+
+    def __init__(self, *timings):
+        self.timings, self.timed = list(timings), []
+
+    def first_calls(self, kernels):
+        return [1e-3] * len(kernels)
+
+    def medians(self, kernels, limit_s=None, firsts=None):
+        self.timed.append(list(kernels))
+        return self.timings.pop(0)
+
+
+def test_the_naive_loops_replace_the_choice_only_when_a_second_timing_agrees():
+    """The search's last step times its best, the model's choice and the naive loops side by side. A
+    burst of other work during that one timing, which slows parallel loops the most, does not make the
+    naive loops the result (the cache would keep them): a second timing of the best and the naive loops
+    must agree."""
+    from mascarpone.middleend.autoschedule import NAIVE, _side_by_side
+    best = {"C": {"tile": 32}}
+    kernel_of = repr            # (a kernel per choice; the timings are scripted)
+    burst = _ScriptedTimes([2.0, 2.1, 1.0], [1.0, 1.8])
+    assert _side_by_side(best, kernel_of, burst) == (best, 1.0, 1.8)
+    assert burst.timed[1] == [repr(best), repr(NAIVE)]
+    lasting = _ScriptedTimes([2.0, 2.1, 1.0], [2.0, 1.0])
+    assert _side_by_side(best, kernel_of, lasting)[0] == NAIVE
+    once = _ScriptedTimes([1.0, 1.1, 2.0])           # the choice faster: timed once
+    assert _side_by_side(best, kernel_of, once) == (best, 1.0, 2.0) and len(once.timed) == 1
+
+
 def test_bad_arguments_are_refused_by_name():
     f, _, _ = examples.blur()
     with pytest.raises(ms.DomainError, match="no size parameter"):
