@@ -208,13 +208,12 @@ def _side_by_side(best, kernel_of, timer):
         times, naive_t = timer.medians(kernels[:-1], firsts=firsts[:-1]), firsts[-1]
     else:
         *times, naive_t = timer.medians(kernels, firsts=firsts)
-    chosen, chosen_t = best, times[0]
-    if len(times) == 2 and not times[0] < times[1] * MARGIN:
-        chosen, chosen_t = {}, times[1]
+    at = 1 if len(times) == 2 and not times[0] < times[1] * MARGIN else 0   # the search's best, or the model's
+    chosen, chosen_t = choices[at], times[at]
     if naive_t < chosen_t * MARGIN:
         # a second span of the machine's load must agree (a burst of other work slows parallel loops
         # the most, and the cache keeps the result), as a variant of the search must win twice
-        chosen_t, naive_t = timer.medians([kernels[choices.index(chosen)], kernels[-1]])
+        chosen_t, naive_t = timer.medians([kernels[at], kernels[-1]])
     return (NAIVE, naive_t, naive_t) if naive_t < chosen_t * MARGIN else (chosen, chosen_t, naive_t)
 
 
