@@ -196,6 +196,34 @@ def test_return_value_and_break():
     assert interpret(text, argtypes, x, np.zeros(4), 0.5) == 2
 
 
+def test_repeated_calls_launch_directly_with_julias_results():
+    """After a call whose arrays bound as given, calls of the same signature launch at once (the checks
+    passed once); new arrays, new sizes, numbers and return values still give Julia's results, and
+    arrays that share memory still take the general path, which refuses outputs that overlap."""
+    text, argtypes = fixture("jacobi2d")
+    kernel = from_julia(text, argtypes).compile()
+    rng = np.random.default_rng(3)
+    for tsteps in (2, 2, 3, 2):
+        args = [tsteps] + [np.asfortranarray(rng.random((11, 11))) for _ in range(2)]
+        want = copy.deepcopy(args)
+        kernel(*args)
+        interpret(text, argtypes, *want)
+        for got, ref in zip(args[1:], want[1:]):
+            np.testing.assert_allclose(got, ref, rtol=1e-12)
+    assert len(kernel._direct) == 2      # one per value of tsteps
+    shared = np.asfortranarray(rng.random((11, 11)))
+    with pytest.raises(ms.ArgumentError, match="share memory"):
+        kernel(2, shared, shared)
+    text, argtypes = fixture("breakloop", "v1_12.lowered")
+    kernel = from_julia(text, argtypes).compile()
+    x = np.array([0.1, 0.2, 0.9, 0.3])
+    for limit in (0.5, 0.15, 0.95):
+        y, y_ref = np.zeros(4), np.zeros(4)
+        assert kernel(x, y, limit) == interpret(text, argtypes, x, y_ref, limit)
+        np.testing.assert_array_equal(y, y_ref)
+    assert kernel._direct
+
+
 def test_bounds_error_instead_of_out_of_bounds_access():
     text, argtypes = fixture("gemm")
     kernel = from_julia(text, argtypes).compile()

@@ -126,6 +126,17 @@ class Binder:
             self._plans[key] = plan
         return self._run(plan, given, device)
 
+    def direct(self, kwargs) -> "_Direct | None":
+        """For a host call with these arguments that has been bound: its `_Direct` when it bound every
+        array as given (no copy, no new array, no zeroing; an output that starts as an input at that
+        input's own memory), else None. Every check depends on the arguments' signature only, so a
+        later call of the same signature can skip `bind`."""
+        plan = self._plans.get(self._signature(kwargs))
+        if plan is None or plan.to_zero or any(step[0] is not _USE for step in plan.steps) or \
+                not set(plan.to_copy) <= plan.alike:
+            return None
+        return _Direct(self, plan)
+
     def _signature(self, kwargs):
         """What the checks of a host call depend on: each array's type, shape, dtype and flags and each
         size's type and value (hashable; None when some argument is not what a call takes, which the
@@ -298,6 +309,35 @@ class Binder:
                     break
             # (an input whose output starts with its values, at the same place: bound in place, only the
             # output is used)
+
+
+class _Direct:
+    """A call bound as given (`Binder.direct`): for arrays of the same signature, their addresses when
+    they bind as that call's did, in place where it was in place and no other array overlapping an
+    output; None where they do not (the general `bind` then copies or refuses)."""
+
+    __slots__ = ("values", "apart", "alike")
+
+    def __init__(self, binder, plan):
+        self.values = plan.values
+        outputs = {pos for pos, _ in plan.spans if pos >= binder.n_in}
+        # (position, bytes, position, bytes) of the arrays that must not overlap: each output and every
+        # other array, but an input bound in place at its output's memory
+        self.apart = [(out, n, pos, m) for k, (out, n) in enumerate(plan.spans) if out in outputs
+                      for pos, m in plan.spans[:k] + plan.spans[k + 1:]
+                      if (pos, out) not in plan.alike and not (pos in outputs and pos < out)]
+        self.alike = list(plan.alike)
+
+    def addresses(self, arrays) -> list | None:
+        """The arrays' addresses (in buffer order), or None."""
+        starts = [data_address(a) for a in arrays]
+        for source, out in self.alike:
+            if starts[source] != starts[out]:
+                return None
+        for a, n, b, m in self.apart:
+            if starts[a] < starts[b] + m and starts[b] < starts[a] + n:
+                return None
+        return starts
 
 
 def _same_memory(a, b) -> bool:

@@ -101,12 +101,23 @@ class Kernel:
         be allocated."""
         raise NotImplementedError
 
+    def direct(self, kwargs):
+        """For a call with `kwargs` that has run: `run(arrays)` for later calls whose arguments have the
+        same signature (types, shapes, dtypes, flags, sizes), the arrays in buffer order; it launches
+        when they bind as this call's did (`Binder.direct`) and returns True, else returns False and
+        does nothing (the caller then takes the general path). None when this call bound more than its
+        arrays as given, or the target does not launch that way."""
+        return None
+
     def __call__(self, **kwargs):
         arrays, values, outputs = self.bind(kwargs)
         self.check(values)
         if self.launch(arrays, values):
-            raise MemoryError(f"{self.name}: a temporary buffer could not be allocated")
+            raise self._allocation_failed()
         return outputs[0] if self._single else tuple(outputs)
+
+    def _allocation_failed(self) -> MemoryError:
+        return MemoryError(f"{self.name}: a temporary buffer could not be allocated")
 
     def source(self, kind: str | None = None) -> str:
         """The generated code (the kinds depend on the target)."""
@@ -136,6 +147,22 @@ class NativeKernel(Kernel):
     def launch(self, arrays, values) -> int:
         self._threads.value = self.num_threads or get_num_threads()
         return self._fn(*[data_address(a) for a in arrays], *values)
+
+    def direct(self, kwargs):
+        bound = self._binder.direct(kwargs)
+        if bound is None:
+            return None
+        values = bound.values
+
+        def run(arrays) -> bool:
+            addresses = bound.addresses(arrays)
+            if addresses is None:
+                return False
+            self._threads.value = self.num_threads or get_num_threads()
+            if self._fn(*addresses, *values):
+                raise self._allocation_failed()
+            return True
+        return run
 
 
 def _at(assumed, values):

@@ -195,6 +195,37 @@ def _argument_step(f, name, jt) -> tuple:
     return (_NUMBER, name, jt, (f.julia_scalar_inputs[name].name, jt.dtype.numpy))
 
 
+class _DirectCall:
+    """A JuliaKernel's call for arguments of one signature that bind as given (each written array updated
+    in place, nothing copied or zeroed): their checks passed once, so the call hands the arrays straight
+    to the kernel's direct launch (`Kernel.direct`)."""
+
+    __slots__ = ("run", "sources", "numbers", "ret", "returns")
+
+    def __init__(self, julia_kernel, run, sources):
+        self.run = run
+        self.sources = sources      # per buffer, the argument position it is (None: the return value)
+        steps = julia_kernel._steps
+        self.numbers = [(pos, steps[pos][3][1]) for pos, (kind, *_) in enumerate(steps) if kind is _NUMBER]
+        self.ret = None if julia_kernel._return is None else julia_kernel._return[1]
+        returned = julia_kernel.function.julia_returns_array
+        self.returns = None if returned is None else julia_kernel.argnames.index(returned)
+
+    def __call__(self, args):
+        """(True, the call's result), or (False, None) where the arrays do not bind as given (they share
+        memory) and the general path must run."""
+        if self.numbers:
+            args = list(args)
+            for pos, dtype in self.numbers:
+                args[pos] = np.array(args[pos], dtype=dtype)
+        ret = None if self.ret is None else np.empty((), self.ret)
+        if not self.run([ret if pos is None else args[pos] for pos in self.sources]):
+            return False, None
+        if ret is not None:
+            return True, ret[()]
+        return True, None if self.returns is None else args[self.returns]
+
+
 class JuliaKernel:
     """A compiled Julia function: call it with the Julia function's arguments (positionally or by name).
 
@@ -213,8 +244,33 @@ class JuliaKernel:
         self._steps = [_argument_step(function, name, jt) for name, jt in function.julia_argtypes.items()]
         ret = function.julia_return
         self._return = None if ret is None else (ret.name, ret.dtype.numpy)
+        self._direct = {}   # a call's signature (`_signature`) -> its _DirectCall: calls repeat their arguments' kinds
 
     def __call__(self, *args, **kwargs):
+        if not kwargs and self._direct:
+            direct = self._direct.get(self._signature(args))
+            if direct is not None:
+                done, result = direct(args)
+                if done:
+                    return result
+        return self._call(args, kwargs)
+
+    def _signature(self, args):
+        """What every check of a call depends on (hashable; None when an argument is not what a call takes):
+        each array's shape, dtype and flags, each size's type and value, each number's type."""
+        if len(args) != len(self._steps):
+            return None
+        key = []
+        for (kind, *_), v in zip(self._steps, args):
+            if kind is _ARRAY:
+                if type(v) is not np.ndarray:
+                    return None
+                key.append((v.shape, v.dtype, v.flags.num))
+            else:
+                key.append((type(v), v) if kind is _SIZE else type(v))
+        return tuple(key)
+
+    def _call(self, args, kwargs):
         # the sizes of parametric tiles (`tile` with ms.Param sizes) come as keywords, as on any kernel
         tiles = {k: kwargs.pop(k) for k in self._tile_sizes if k in kwargs}
         values = args if not kwargs and len(args) == len(self.argnames) else self._arguments(args, kwargs)
@@ -272,11 +328,38 @@ class JuliaKernel:
         for a, out in copy_back:
             a[...] = out.T
         self._check_flags(outputs)
+        if not (tiles or copy_back or self.function.julia_bounds_flags):
+            self._remember(values, call)
         if ret is not None:
             return ret[()]
         if self.function.julia_returns_array is not None:
             return values[self.argnames.index(self.function.julia_returns_array)]
         return None
+
+    def _remember(self, values, call):
+        """Keep the direct launch of a call that bound every array as given, for later calls of its
+        signature (`_DirectCall`)."""
+        key = self._signature(values)
+        run = self.kernel.direct(call)
+        if key is None or run is None:
+            return
+        source = {}     # buffer name -> argument position (None: the return value)
+        for pos, (kind, _, _, extra) in enumerate(self._steps):
+            if kind is _ARRAY:
+                source[extra.input] = pos
+                if extra.output is not None:
+                    source[extra.output] = pos
+            elif kind is _NUMBER:
+                source[extra[0]] = pos
+        if self._return is not None:
+            source[self._return[0]] = None
+        lowered = self.kernel.lowered
+        buffers = [b.name for b in (*lowered.inputs, *lowered.outputs)]
+        if any(name not in source for name in buffers):
+            return
+        if len(self._direct) >= 64:
+            self._direct.clear()
+        self._direct[key] = _DirectCall(self, run, [source[n] for n in buffers])
 
     def _arguments(self, args, kwargs) -> list:
         """The arguments in declaration order, from positional and keyword ones (ArgumentError naming what
