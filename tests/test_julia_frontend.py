@@ -160,6 +160,50 @@ def test_illegal_schedules_are_refused(kernel, schedule, match):
         f.compile()
 
 
+def test_a_reduction_over_two_loops_keeps_its_split_tile_in_registers():
+    """mttkrp's A[i, j] adds over k, then l. With i split into 2 vectors of 8 lanes (an unrolled loop
+    around a vector loop, one dimension of A) and 6 columns j unrolled, the 6 x 2 x 8 accumulators are
+    kept in a local tile around the k loop, so neither the k nor the l loop loads or stores A; the
+    values stay Julia's, bit for bit, with partial tiles in i and j."""
+    from mascarpone.backends.common.promote import promote_accumulators
+    from mascarpone.middleend import loopir as L
+    text, argtypes = fixture("mttkrp")
+    f = from_julia(text, argtypes)
+    init, acc = f["s21"], f["s44"]
+    acc.after(init, ms.root)
+    acc.set_schedule("{ s44[i, j, k, l] -> [j0, i0, k1, l1, j1, i1, i2] : j0 = floor((j - 1)/6) and "
+                     "i0 = floor((i - 1)/16) and k1 = k - 1 and l1 = l - 1 and j1 = (j - 1) mod 6 and "
+                     "i1 = floor(((i - 1) mod 16)/8) and i2 = (i - 1) mod 8 }",
+                     ["j0", "i0", "k1", "l1", "j1", "i1", "i2"])
+    acc.unroll("j1", 6)
+    acc.unroll("i1", 2)
+    acc.vectorize("i2", 8)
+    acc.parallelize("j0")
+    kernel = f.compile()
+
+    def tiles(stmt, loops=()):
+        if isinstance(stmt, L.Allocate):
+            found = [(stmt.buffer, loops)] if ".acc" in stmt.buffer.name else []
+            return found + tiles(stmt.body, loops)
+        if isinstance(stmt, L.For):
+            return tiles(stmt.body, loops + (stmt.var,))
+        if isinstance(stmt, L.If):
+            return tiles(stmt.then, loops) + (tiles(stmt.else_, loops) if stmt.else_ else [])
+        if isinstance(stmt, L.Block):
+            return [t for s in stmt.body for t in tiles(s, loops)]
+        return []
+    full = [(b, loops) for b, loops in tiles(promote_accumulators(kernel.kernel.lowered.body))
+            if [str(d) for d in b.shape] == ["6", "2", "8"]]
+    assert full and all(loops == ("j0", "i0") for _, loops in full)
+    rng = np.random.default_rng(5)
+    for ni, nj, nk, nl in [(32, 12, 3, 4), (21, 7, 2, 5), (16, 6, 1, 1)]:
+        args = [np.asfortranarray(rng.random(shape)) for shape in ((ni, nj), (ni, nk, nl), (nk, nj), (nl, nj))]
+        want = copy.deepcopy(args)
+        kernel(*args)
+        interpret(text, argtypes, *want)
+        np.testing.assert_array_equal(args[0], want[0])
+
+
 def test_privatized_scalar_lets_loops_run_in_parallel():
     """gesummv's `t` and `u` are expanded over i, so i is parallel; the j loops are reductions."""
     text, argtypes = fixture("gesummv")

@@ -20,11 +20,15 @@ iteration comes first: `if (p + 1 < p_hi) prefetch(C[box at p + 1])`. Every
 accumulator waits on the loads of T before the `k` loop, so a miss there
 stalls the whole tile; fetched one reduction loop ahead, they hit the cache.
 
-A buffer qualifies when the loop body is only blocks, stores and loops with a
-constant trip count, the buffer is stored in it, every access to it has the
-same indices, none of which depends on the loop variable, and each index is
-`invariant + v` for at most one inner loop variable `v` (each used once), of
-a loop fully unrolled or vectorized in whole chunks.
+A buffer qualifies when the loop body is only blocks, stores and loops (of a
+constant trip count, or serial ones whose bounds the body does not change), the
+buffer is stored in it, every access to it has the same indices, none of which
+depends on the loop variable, and each index is `invariant + v` for inner loop
+variables `v` fully unrolled or vectorized in whole chunks, each used once: one
+variable, or several splitting one dimension densely (`8*i1 + i2` for a vector
+loop `i2` of 8 lanes inside `i1`), which become dimensions of their own in the
+tile. A reduction over several loops (`k`, then `l`) thus keeps its
+accumulators in registers across all of them.
 """
 from __future__ import annotations
 
@@ -48,13 +52,14 @@ _names = itertools.count()
 
 
 def _inner_loops(s, out):
-    """Collect the loops of a body made only of blocks, stores and constant-trip loops; False otherwise."""
+    """Collect the loops of a body made only of blocks, stores and loops of a constant trip count or
+    serial ones; False otherwise."""
     if isinstance(s, Block):
         return all(_inner_loops(c, out) for c in s.body)
     if isinstance(s, Store):
         return True
     if isinstance(s, For):
-        if constant_difference(s.hi, s.lo) is None or s.kind == "parallel":
+        if s.kind == "parallel" or (s.kind != "serial" and _trip(s) is None):
             return False
         out.append(s)
         return _inner_loops(s.body, out)
@@ -62,7 +67,8 @@ def _inner_loops(s, out):
 
 
 def _plan(loop, buffer, indices, inner):
-    """For one buffer: per dimension `(inner loop or None)`, or None when it does not qualify."""
+    """For one buffer: per dimension the inner loops its index moves with (outermost first), or None when
+    it does not qualify."""
     loops = {f.var: f for f in inner}
     forbidden = [loop.var] + list(loops)
     for f in inner:  # inner bounds must be fixed while the loop runs
@@ -70,29 +76,32 @@ def _plan(loop, buffer, indices, inner):
             return None
     dims, used = [], set()
     for idx in indices:
+        if mentions(idx, loop.var):
+            return None
         vs = [v for v in loops if mentions(idx, v)]
-        if mentions(idx, loop.var) or len(vs) > 1:
+        if used & set(vs) or not all(_expanded(loops[v]) for v in vs):
             return None
-        if not vs:
-            dims.append(None)
-            continue
-        v = vs[0]
-        if v in used:
-            return None
-        used.add(v)
+        used.update(vs)
         a = linearize(idx)
-        if a.coeff(v) != 1 or any(mentions(x, v) for x in a.atoms()):
+        if any(mentions(x, v) for x in a.atoms() for v in vs):
             return None
-        if not _expanded(loops[v]):
-            return None
-        dims.append(loops[v])
+        # dense: the innermost moves by 1 and each other by the span of those inside it
+        moving = sorted(vs, key=a.coeff)
+        span = 1
+        for v in moving:
+            if a.coeff(v) != span:
+                return None
+            span *= _trip(loops[v])
+        dims.append(tuple(loops[v] for v in reversed(moving)))
     return dims
 
 
 def _expanded(f):
     """Whether a loop's iterations become constant offsets (fully unrolled or whole vector chunks),
     which is what lets the tile become registers rather than a stack array copied for nothing."""
-    trip = constant_difference(f.hi, f.lo)
+    trip = _trip(f)
+    if trip is None:
+        return False
     if f.kind == "unroll":
         return trip <= max(f.factor, 1)
     if f.kind == "vector" and f.factor > 1:
@@ -100,22 +109,30 @@ def _expanded(f):
     return False
 
 
-def _tile_index(dims, indices):
-    out = []
-    for f, idx in zip(dims, indices):
-        if f is None:
-            out.append(Const(0, int64))
-        elif isinstance(f.lo, Const) and f.lo.value == 0:
-            out.append(Sym(f.var, int64))
-        else:
-            out.append(BinOp("sub", Sym(f.var, int64), f.lo))
-    return tuple(out)
+def _trip(f):
+    return constant_difference(f.hi, f.lo)
+
+
+def _offset(f):
+    """`f`'s variable counted from its lower bound: its index in a tile dimension."""
+    if isinstance(f.lo, Const) and f.lo.value == 0:
+        return Sym(f.var, int64)
+    return BinOp("sub", Sym(f.var, int64), f.lo)
+
+
+def _tile_index(dims):
+    """The tile's indices: one per inner loop of each dimension (0 for a dimension none moves)."""
+    return tuple(x for fs in dims for x in ([_offset(f) for f in fs] if fs else [Const(0, int64)]))
+
+
+def _tile_shape(dims):
+    return [n for fs in dims for n in ([_trip(f) for f in fs] if fs else [1])]
 
 
 def _rewrite(s, name, tile, dims):
     def repl(n):
         if isinstance(n, Access) and n.target.name == name:
-            return Access(tile, _tile_index(dims, n.indices))
+            return Access(tile, _tile_index(dims))
         return None
 
     if isinstance(s, Block):
@@ -125,34 +142,38 @@ def _rewrite(s, name, tile, dims):
     if isinstance(s, Store):
         value = transform(s.value, repl)
         if s.buffer.name == name:
-            return Store(tile, _tile_index(dims, s.indices), value)
+            return Store(tile, _tile_index(dims), value)
         return Store(s.buffer, s.indices, value)
     return s
 
 
 def _copy(buffer, indices, tile, dims, to_tile):
     """Loops copying the box between the buffer and the tile, tagged like the body's loops."""
-    tvars = {f.var: Sym(f"{f.var}.t{next(_names)}", int64) for f in dims if f is not None}
-    src = []
-    for f, idx in zip(dims, indices):
-        if f is None:
-            src.append(idx)
-        else:
-            src.append(substitute(idx, {f.var: BinOp("add", f.lo, tvars[f.var])}))
-    tidx = tuple(Const(0, int64) if f is None else tvars[f.var] for f in dims)
+    loops = [f for fs in dims for f in fs]
+    tvars = {f.var: Sym(f"{f.var}.t{next(_names)}", int64) for f in loops}
+    src = tuple(substitute(idx, {f.var: BinOp("add", f.lo, tvars[f.var]) for f in fs})
+                for fs, idx in zip(dims, indices))
+    tidx = tuple(x for fs in dims for x in ([tvars[f.var] for f in fs] if fs else [Const(0, int64)]))
     if to_tile:
         body = Store(tile, tidx, Access(buffer, src))
     else:
-        body = Store(buffer, tuple(src), Access(tile, tidx))
-    for f in reversed([f for f in dims if f is not None]):
-        trip = constant_difference(f.hi, f.lo)
-        body = For(tvars[f.var].name, Const(0, int64), Const(trip, int64), body, f.kind, f.factor)
+        body = Store(buffer, src, Access(tile, tidx))
+    for f in reversed(loops):
+        body = For(tvars[f.var].name, Const(0, int64), Const(_trip(f), int64), body, f.kind, f.factor)
     return body
 
 
-def _box_origin(indices, dims):
-    """The indices of the box's first element (each inner loop variable at its lower bound)."""
-    return tuple(idx if f is None else substitute(idx, {f.var: f.lo}) for f, idx in zip(dims, indices))
+def _box(indices, dims):
+    """The indices of the box's first element (each inner loop variable at its lower bound) and its
+    extent along each dimension of the buffer."""
+    first = tuple(substitute(idx, {f.var: f.lo for f in fs}) for fs, idx in zip(dims, indices))
+    extent = []
+    for fs in dims:
+        n = 1
+        for f in fs:
+            n *= _trip(f)
+        extent.append(n)
+    return first, tuple(extent)
 
 
 def _promote(loop: For, tiles_made: set):
@@ -182,7 +203,7 @@ def _promote(loop: For, tiles_made: set):
         dims = _plan(loop, st.buffer, st.indices, inner)
         if dims is None:
             continue
-        shape = [1 if f is None else constant_difference(f.hi, f.lo) for f in dims]
+        shape = _tile_shape(dims)
         size = st.buffer.dtype.bytes
         for d in shape:
             size *= d
@@ -192,7 +213,7 @@ def _promote(loop: For, tiles_made: set):
         tiles_made.add(tile)
         tiles.append((name, tile))
         body = _rewrite(body, name, tile, dims)
-        boxes.append((st.buffer, _box_origin(st.indices, dims), tuple(shape)))
+        boxes.append((st.buffer, *_box(st.indices, dims)))
         prologue.append(_copy(st.buffer, st.indices, tile, dims, True))
         epilogue.append(_copy(st.buffer, st.indices, tile, dims, False))
     if not tiles:

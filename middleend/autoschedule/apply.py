@@ -347,28 +347,40 @@ class Applier:
         return stage
 
     def _register_tile(self, comp, stage, shape) -> bool:
-        """For a reduction nest (a, r, v): v stride-one, r a loop the written element does not move
-        with, a one it does: keep a block of `shape` = (values of a, vectors of v) in registers across
-        all of r (unroll-and-jam), as BLIS's micro-kernel does. True if applied."""
+        """For a reduction nest (a, r..., v): v stride-one, the r loops ones the written element does not
+        move with (one, as in a gemm, or several, as mttkrp's k and l), a one it does: keep a block of
+        `shape` = (values of a, vectors of v) in registers across all of the r loops (unroll-and-jam), as
+        BLIS's micro-kernel does. True if applied."""
         if len(comp.loops) < 3:
             return False
-        x, y, v = comp.loops[-3:]
         write = stage.refs[0]
-        a, r = (y, x) if write.touches(y) and not write.touches(x) else (x, y)
+        v = comp.loops[-1]
+        inside = comp.loops[:-1]
+        a = next((x for x in reversed(inside) if write.touches(x)), None)
+        if a is None or not write.consecutive_in(v):
+            return False
+        k = inside.index(a)
+        reductions = inside[k + 1:]     # (a is the innermost loop the write moves with)
+        if not reductions:              # (r, a, v): the run of loops just outside a it does not move with
+            start = k
+            while start > 0 and not write.touches(inside[start - 1]):
+                start -= 1
+            reductions = inside[start:k]
+        if not reductions:
+            return False
+        outer = [x for x in inside if x != a and x not in reductions]
         columns, vectors = shape
         lanes = vectors * machine.vector_lanes(comp.dtype)
-        if write.touches(r) or not write.touches(a) or not write.consecutive_in(v):
-            return False
         if stage.trip(v) < 2 * lanes or stage.trip(a) < 2 * columns:
             return False
 
         def commands():
-            if (a, r) != (x, y):
-                comp.reorder(*comp.loops[:-3], a, r, v)
-            self._start_at_zero(comp, (a, r, v))
+            if comp.loops[:-1] != [*outer, a, *reductions]:
+                comp.reorder(*outer, a, *reductions, v)
+            self._start_at_zero(comp, (a, *reductions, v))
             v0, v1 = comp.split(v, lanes)
             a0, a1 = comp.split(a, columns)
-            comp.reorder(a0, v0, r, a1, v1)
+            comp.reorder(a0, v0, *reductions, a1, v1)
             comp.unroll(a1, columns)
             comp.vectorize(v1, lanes)
         if self.attempt(commands):
