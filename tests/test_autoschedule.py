@@ -250,8 +250,8 @@ def test_compile_with_schedule_auto():
 
 
 class _ScriptedTimes:
-    """The medians a timing gives, one list per timing in order (a machine's load over the calls), and
-    the kernels each timing was given."""
+    """The times a timing gives (medians, or the fastest calls), one list per timing in order (a machine's
+    load over the calls), and the kernels each timing was given."""
 
     def __init__(self, *timings):
         self.timings, self.timed = list(timings), []
@@ -260,25 +260,48 @@ class _ScriptedTimes:
         return [1e-3] * len(kernels)
 
     def medians(self, kernels, limit_s=None, firsts=None):
-        self.timed.append(list(kernels))
+        self.timed.append(("medians", list(kernels)))
+        return self.timings.pop(0)
+
+    def fastest(self, kernels):
+        self.timed.append(("fastest", list(kernels)))
         return self.timings.pop(0)
 
 
 def test_the_naive_loops_replace_the_choice_only_when_a_second_timing_agrees():
     """The search's last step times its best, the model's choice and the naive loops side by side. A
-    burst of other work during that one timing, which slows parallel loops the most, does not make the
-    naive loops the result (the cache would keep them): a second timing of the best and the naive loops
-    must agree."""
+    spell of other work during that timing, which slows parallel loops the most, does not make the
+    naive loops the result (the cache would keep them): in a second timing of the best and the naive
+    loops, the naive loops' fastest call must be clearly faster than the best's too."""
     from mascarpone.middleend.autoschedule import NAIVE, _side_by_side
     best = {"C": {"tile": 32}}
     kernel_of = repr            # (a kernel per choice; the timings are scripted)
     burst = _ScriptedTimes([2.0, 2.1, 1.0], [1.0, 1.8])
-    assert _side_by_side(best, kernel_of, burst) == (best, 1.0, 1.8)
-    assert burst.timed[1] == [repr(best), repr(NAIVE)]
+    assert _side_by_side(best, kernel_of, burst) == (best, 2.0, 1.0)
+    assert burst.timed[1] == ("fastest", [repr(best), repr(NAIVE)])
     lasting = _ScriptedTimes([2.0, 2.1, 1.0], [2.0, 1.0])
-    assert _side_by_side(best, kernel_of, lasting)[0] == NAIVE
+    assert _side_by_side(best, kernel_of, lasting) == (NAIVE, 1.0, 1.0)
     once = _ScriptedTimes([1.0, 1.1, 2.0])           # the choice faster: timed once
     assert _side_by_side(best, kernel_of, once) == (best, 1.0, 2.0) and len(once.timed) == 1
+
+
+def test_the_fastest_calls_are_the_minimum_of_interleaved_rounds():
+    """`Timer.fastest` keeps each kernel's fastest timed call: a kernel slowed in most rounds (a spell of
+    other work) still shows what it does in a quiet one, where its median does not."""
+    from mascarpone.middleend.autoschedule import measure
+    f = examples.gemm()[0]
+    timer = measure.Timer(f, "cpu", dict(N=8, M=8, K=8), 0)
+    calls = {"n": 0}
+
+    def spelled(**kwargs):      # slow in all calls but a few
+        calls["n"] += 1
+        time.sleep(0.002 if calls["n"] % 7 else 0.0)
+
+    def steady(**kwargs):
+        time.sleep(0.0005)
+    fastest = timer.fastest([spelled, steady])
+    medians = timer.medians([spelled, steady])
+    assert fastest[0] < fastest[1] and medians[0] > medians[1]
 
 
 def test_bad_arguments_are_refused_by_name():

@@ -112,10 +112,20 @@ class Timer:
         (as a program calling it in a loop sees it). Rounds stop at MIN_RUNS, or earlier once
         `limit_s` seconds are spent (with one round at least; where the first calls alone spent it, their
         times, `firsts` where given, are the result)."""
+        return [statistics.median(ts) for ts in self._rounds(kernels, limit_s, firsts)]
+
+    def fastest(self, kernels) -> list:
+        """Seconds of the fastest call of each kernel, timed as `medians` times them: what each can do
+        when the machine lets it, which a spell of other work that slows most of one kernel's calls
+        does not change."""
+        return [min(ts) for ts in self._rounds(kernels)]
+
+    def _rounds(self, kernels, limit_s=None, firsts=None) -> list:
+        """Per kernel, the seconds of its timed calls (see `medians`)."""
         start = time.perf_counter()
         firsts = firsts or self.first_calls(kernels)
         if limit_s is not None and time.perf_counter() - start >= limit_s:
-            return firsts
+            return [[t] for t in firsts]
         times = [[] for _ in kernels]
         while len(times[0]) < MIN_RUNS or (len(times[0]) < MAX_RUNS and
                                            time.perf_counter() - start < ENOUGH_S * len(kernels)):
@@ -125,7 +135,7 @@ class Timer:
                 ts.append(_second_of_two(call) if len(kernels) > 1 else _seconds(call))
             if limit_s is not None and time.perf_counter() - start >= limit_s:
                 break
-        return [statistics.median(ts) for ts in times]
+        return times
 
 
 def _seconds(call) -> float:
