@@ -47,6 +47,49 @@ def test_gemm_gets_register_tiles_vector_and_parallel_loops_with_numpy_values():
     np.testing.assert_allclose(f.compile("cpu")(A=a, B=b), a @ b, rtol=1e-4)
 
 
+def _julia_model(kernel, sizes):
+    """(function, report) of a Julia fixture given the model's schedule (nothing measured) at `sizes`."""
+    from mascarpone.frontends.julia import from_julia
+    text, argtypes = fixture(kernel)
+    f = from_julia(text, argtypes)
+    return f, f.autoschedule(sizes=sizes, measure=False)
+
+
+def _same_as_interpreter(kernel, f, shapes, seed=0):
+    from mascarpone.frontends.julia import interpret
+    text, argtypes = fixture(kernel)
+    kernel_ = f.compile()
+    rng_ = np.random.default_rng(seed)
+    args = [np.asfortranarray(rng_.random(s)) for s in shapes]
+    want = [a.copy(order="F") for a in args]
+    kernel_(*args)
+    interpret(text, argtypes, *want)
+    for got, ref in zip(args, want):
+        np.testing.assert_array_equal(got, ref)
+
+
+def test_a_register_tile_spans_several_reduction_loops():
+    """mttkrp's A[i, j] adds over k, then l: the register tile (columns j unrolled, vectors of i) is
+    kept across both loops, which stay in the source's order; values bit for bit the interpreter's."""
+    f, report = _julia_model("mttkrp", dict(B_1=80, B_2=30, B_3=32, C_2=60))
+    rows, vectors = model.register_tile()
+    lanes = vectors * machine.vector_lanes(ms.float64)
+    assert f"s44.split(i, {lanes})" in report.commands and f"s44.split(j, {rows})" in report.commands
+    assert "s44.reorder(j0, i0, k, l, j1, i1)" in report.commands, report.commands
+    _same_as_interpreter("mttkrp", f, [(37, 19), (37, 5, 6), (5, 19), (6, 19)])
+
+
+def test_a_vector_accumulator_moves_inside_its_reduction_loop():
+    """doitgen's acc[p] adds A[r, q, s] * C4[s, p] over s, whose reads of C4 are stride-one along s: the
+    vectors of p go inside the s loop, so that their sums stay in registers over all of s."""
+    f, report = _julia_model("doitgen", dict(A_1=30, A_2=28, A_3=32))
+    lanes = machine.vector_lanes(ms.float64)
+    accumulate = [c for c in report.commands if c.startswith("s42.")]
+    assert accumulate[0] == "s42.reorder(r, q, s, p)" and accumulate[-3:] == [
+        f"s42.split(p, {lanes})", "s42.reorder(p0, s, p1)", f"s42.vectorize(p1, {lanes})"], report.commands
+    _same_as_interpreter("doitgen", f, [(7, 6, 19), (19, 19), (19,)])
+
+
 def test_a_band_larger_than_l2_is_tiled():
     """A stencil sum over a wide image: one row of the band's outer loop overflows L2, so the band is
     tiled (edges fitting half of L2) and the inner tile loop vectorized."""

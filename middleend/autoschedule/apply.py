@@ -350,38 +350,48 @@ class Applier:
         """For a reduction nest (a, r..., v): v stride-one, the r loops ones the written element does not
         move with (one, as in a gemm, or several, as mttkrp's k and l), a one it does: keep a block of
         `shape` = (values of a, vectors of v) in registers across all of the r loops (unroll-and-jam), as
-        BLIS's micro-kernel does. True if applied."""
-        if len(comp.loops) < 3:
-            return False
+        BLIS's micro-kernel does. Where the write moves with v alone (doitgen's acc[p] over s), the block
+        is the vectors of v, across the reduction loop just outside v. A v that is not innermost yet (a
+        read stride-one along s put s there) moves inside the reduction loops after it. True if applied."""
         write = stage.refs[0]
-        v = comp.loops[-1]
-        inside = comp.loops[:-1]
-        a = next((x for x in reversed(inside) if write.touches(x)), None)
-        if a is None or not write.consecutive_in(v):
+        v = next((x for x in comp.loops if write.consecutive_in(x)), None)
+        # v goes innermost, past loops the write does not move with (reductions kept in their order)
+        if v is None or any(write.touches(x) for x in comp.loops[comp.loops.index(v) + 1:]):
             return False
-        k = inside.index(a)
-        reductions = inside[k + 1:]     # (a is the innermost loop the write moves with)
-        if not reductions:              # (r, a, v): the run of loops just outside a it does not move with
-            start = k
-            while start > 0 and not write.touches(inside[start - 1]):
-                start -= 1
-            reductions = inside[start:k]
+        inside = [x for x in comp.loops if x != v]
+        if not inside:
+            return False
+        a = next((x for x in reversed(inside) if write.touches(x)), None)
+        if a is None:
+            reductions = inside[-1:]
+        else:
+            k = inside.index(a)
+            reductions = inside[k + 1:]     # (a is the innermost loop the write moves with)
+            if not reductions:              # (r, a, v): the run of loops just outside a it does not move with
+                start = k
+                while start > 0 and not write.touches(inside[start - 1]):
+                    start -= 1
+                reductions = inside[start:k]
         if not reductions:
             return False
         outer = [x for x in inside if x != a and x not in reductions]
         columns, vectors = shape
         lanes = vectors * machine.vector_lanes(comp.dtype)
-        if stage.trip(v) < 2 * lanes or stage.trip(a) < 2 * columns:
+        if stage.trip(v) < 2 * lanes or a is not None and stage.trip(a) < 2 * columns:
             return False
+        block = [] if a is None else [a]
 
         def commands():
-            if comp.loops[:-1] != [*outer, a, *reductions]:
-                comp.reorder(*outer, a, *reductions, v)
-            self._start_at_zero(comp, (a, *reductions, v))
+            if comp.loops[:-1] != [*outer, *block, *reductions]:
+                comp.reorder(*outer, *block, *reductions, v)
+            self._start_at_zero(comp, (*block, *reductions, v))
             v0, v1 = comp.split(v, lanes)
-            a0, a1 = comp.split(a, columns)
-            comp.reorder(a0, v0, *reductions, a1, v1)
-            comp.unroll(a1, columns)
+            if a is None:
+                comp.reorder(v0, *reductions, v1)
+            else:
+                a0, a1 = comp.split(a, columns)
+                comp.reorder(a0, v0, *reductions, a1, v1)
+                comp.unroll(a1, columns)
             comp.vectorize(v1, lanes)
         if self.attempt(commands):
             self.registers[comp.name] = tuple(shape)
