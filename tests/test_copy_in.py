@@ -65,7 +65,8 @@ def test_input_read_again_keeps_its_copy():
 @pytest.mark.parametrize("target", ["cpu", "c"])
 def test_calls_alike_in_kind_are_each_checked_for_overlap(target):
     """A call whose arrays have the shapes, dtypes and flags of an earlier one reuses that call's checks
-    (backends/common/arguments.py), but where its arrays lie is checked at every call."""
+    (backends/common/arguments.py) and, where that call bound its arrays as given, launches on their
+    addresses at once (Kernel.direct); where its arrays lie is still checked at every call."""
     N = ms.Param("N")
     with ms.Function("two_outputs") as f:
         i = ms.Var("i", 0, N)
@@ -89,6 +90,10 @@ def test_calls_alike_in_kind_are_each_checked_for_overlap(target):
         np.testing.assert_array_equal(other, x + 1.0)
         with pytest.raises(ms.ArgumentError, match="parameter N: expected an integer"):
             kernel(a_in=x, a=out_a, b=out_b, N=True)
+        with pytest.raises(ms.ArgumentError, match="unexpected argument"):
+            kernel(a_in=x, a=out_a, b=out_b, c=out_a)
+    # the second round's calls with the outputs given launched on the first one's plan
+    assert any(plan is not None for plan in kernel._direct.values())
 
 
 def test_data_address_is_the_first_element():

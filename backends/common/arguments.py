@@ -68,14 +68,14 @@ class Binder:
         # sizes the kernel computes from the others on entry; shapes may use them
         self.derived = [(n, compile_int(e)) for n, e in derived]
         self.specs = [_Spec(b, False) for b in inputs] + [_Spec(b, True) for b in outputs]
-        self._names = [s.name for s in self.specs]
+        self.buffer_names = [s.name for s in self.specs]
         self.n_in = len(inputs)
         positions = {b.name: k for k, b in enumerate(inputs)}
         for s in self.specs:
             if s.initial is not None:
                 s.initial = positions[s.initial]
         self._shapes = {}  # parameter values -> every buffer's shape (calls repeat the same sizes)
-        self._plans = {}   # a host call's signature (see _signature) -> its _Plan: calls repeat their arrays' kinds
+        self._plans = {}   # a host call's signature (see signature) -> its _Plan: calls repeat their arrays' kinds
         buffers = [s.name for s in self.specs]
         self.known = frozenset(buffers) | frozenset(self.params)
         clash = set(buffers) & set(self.params)
@@ -91,7 +91,7 @@ class Binder:
                     if kind == "sym" and rest[0] in self.params:
                         self.rules.append((rest[0], pos, d, c, a.const))
 
-    def bind(self, kwargs, device=None):
+    def bind(self, kwargs, device=None, signature=None):
         """`(arrays in buffer order, param values in order, outputs)` for a call.
 
         `device` lets a back-end take arrays in its own memory (a GPU's): an object with `owns(a)`
@@ -102,7 +102,7 @@ class Binder:
             unknown = [k for k in kwargs if k not in self.known]
             raise ArgumentError(f"{self.name}() got unexpected argument(s) {', '.join(map(repr, unknown))}; "
                                 f"it takes {', '.join(sorted(self.known))}")
-        key = self._signature(kwargs) if device is None else None
+        key = (signature or self.signature(kwargs)) if device is None else None
         plan = self._plans.get(key) if key is not None else None
         if plan is not None:
             return self._run(plan, [kwargs.get(s.name) for s in self.specs])
@@ -131,19 +131,19 @@ class Binder:
         array as given (no copy, no new array, no zeroing; an output that starts as an input at that
         input's own memory), else None. Every check depends on the arguments' signature only, so a
         later call of the same signature can skip `bind`."""
-        plan = self._plans.get(self._signature(kwargs))
+        plan = self._plans.get(self.signature(kwargs))
         if plan is None or plan.to_zero or any(step[0] is not _USE for step in plan.steps) or \
                 not set(plan.to_copy) <= plan.alike:
             return None
         return _Direct(self, plan)
 
-    def _signature(self, kwargs):
+    def signature(self, kwargs):
         """What the checks of a host call depend on: each array's type, shape, dtype and flags and each
         size's type and value (hashable; None when some argument is not what a call takes, which the
         checks then name)."""
         try:
             key = tuple(None if a is None else (type(a), a.shape, a.dtype, a.flags.num)
-                        for a in map(kwargs.get, self._names))
+                        for a in map(kwargs.get, self.buffer_names))
             key += tuple(None if v is None else (type(v), v) for v in map(kwargs.get, self.params))
             hash(key)
         except (AttributeError, TypeError):

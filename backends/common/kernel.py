@@ -7,6 +7,7 @@ calling convention of `cheader` into this process ("cpu", "c").
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import islpy as isl
 
@@ -47,6 +48,7 @@ class Kernel:
             self._assumed = [a.align_params(space) for _, a in lowered.assumptions]
             self._assumed_ok = set()
         self._refused_ok = set()     # sizes for which no check left to the call (checked_at_call) applies
+        self._direct = {}            # a call's signature -> its Binder.direct plan, or None
 
     # the steps of a call ---------------------------------------------------------------
     def bind(self, kwargs):
@@ -107,13 +109,33 @@ class Kernel:
         when they bind as this call's did (`Binder.direct`) and returns True, else returns False and
         does nothing (the caller then takes the general path). None when this call bound more than its
         arrays as given, or the target does not launch that way."""
-        return None
+        bound = self._binder.direct(kwargs) if self.launches_directly else None
+        return None if bound is None else functools.partial(self._launch_direct, bound)
+
+    #: whether `_launch_direct` runs the code on the arrays' addresses (a target that launches otherwise
+    #: takes the general path at every call)
+    launches_directly = False
+
+    def _launch_direct(self, bound, arrays) -> bool:
+        """Run the code on `arrays` (buffer order) where they bind as `bound` says; False where not."""
+        return False
 
     def __call__(self, **kwargs):
-        arrays, values, outputs = self.bind(kwargs)
+        key = self._binder.signature(kwargs)
+        bound = self._direct.get(key)
+        if bound is not None and self._binder.known.issuperset(kwargs):
+            given = [kwargs[name] for name in self._binder.buffer_names]
+            if self._launch_direct(bound, given):
+                return given[-1] if self._single else tuple(given[self._binder.n_in:])
+        arrays, values, outputs = self._binder.bind(kwargs, signature=key)
         self.check(values)
         if self.launch(arrays, values):
             raise self._allocation_failed()
+        if key is not None and key not in self._direct:
+            if len(self._direct) >= 64:
+                self._direct.clear()
+            # (the plan, not a launch bound to this kernel: no reference cycle through the kernel)
+            self._direct[key] = self._binder.direct(kwargs) if self.launches_directly else None
         return outputs[0] if self._single else tuple(outputs)
 
     def _allocation_failed(self) -> MemoryError:
@@ -148,21 +170,16 @@ class NativeKernel(Kernel):
         self._threads.value = self.num_threads or get_num_threads()
         return self._fn(*[data_address(a) for a in arrays], *values)
 
-    def direct(self, kwargs):
-        bound = self._binder.direct(kwargs)
-        if bound is None:
-            return None
-        values = bound.values
+    launches_directly = True
 
-        def run(arrays) -> bool:
-            addresses = bound.addresses(arrays)
-            if addresses is None:
-                return False
-            self._threads.value = self.num_threads or get_num_threads()
-            if self._fn(*addresses, *values):
-                raise self._allocation_failed()
-            return True
-        return run
+    def _launch_direct(self, bound, arrays) -> bool:
+        addresses = bound.addresses(arrays)
+        if addresses is None:
+            return False
+        self._threads.value = self.num_threads or get_num_threads()
+        if self._fn(*addresses, *bound.values):
+            raise self._allocation_failed()
+        return True
 
 
 def _at(assumed, values):
