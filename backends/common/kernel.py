@@ -109,8 +109,13 @@ class Kernel:
         when they bind as this call's did (`Binder.direct`) and returns True, else returns False and
         does nothing (the caller then takes the general path). None when this call bound more than its
         arrays as given, or the target does not launch that way."""
-        bound = self._binder.direct(kwargs) if self.launches_directly else None
+        bound = self._direct_plan(kwargs)
         return None if bound is None else functools.partial(self._launch_direct, bound)
+
+    def _direct_plan(self, kwargs):
+        """The `Binder.direct` plan of a call with `kwargs` that has run, where this target launches on
+        addresses; else None."""
+        return self._binder.direct(kwargs) if self.launches_directly else None
 
     #: whether `_launch_direct` runs the code on the arrays' addresses (a target that launches otherwise
     #: takes the general path at every call)
@@ -135,7 +140,7 @@ class Kernel:
             if len(self._direct) >= 64:
                 self._direct.clear()
             # (the plan, not a launch bound to this kernel: no reference cycle through the kernel)
-            self._direct[key] = self._binder.direct(kwargs) if self.launches_directly else None
+            self._direct[key] = self._direct_plan(kwargs)
         return outputs[0] if self._single else tuple(outputs)
 
     def _allocation_failed(self) -> MemoryError:

@@ -120,9 +120,9 @@ def _offset(f):
     return BinOp("sub", Sym(f.var, int64), f.lo)
 
 
-def _tile_index(dims):
-    """The tile's indices: one per inner loop of each dimension (0 for a dimension none moves)."""
-    return tuple(x for fs in dims for x in ([_offset(f) for f in fs] if fs else [Const(0, int64)]))
+def _tile_index(dims, of=_offset):
+    """The tile's indices: `of(loop)` per inner loop of each dimension (0 for a dimension none moves)."""
+    return tuple(x for fs in dims for x in ([of(f) for f in fs] if fs else [Const(0, int64)]))
 
 
 def _tile_shape(dims):
@@ -153,7 +153,7 @@ def _copy(buffer, indices, tile, dims, to_tile):
     tvars = {f.var: Sym(f"{f.var}.t{next(_names)}", int64) for f in loops}
     src = tuple(substitute(idx, {f.var: BinOp("add", f.lo, tvars[f.var]) for f in fs})
                 for fs, idx in zip(dims, indices))
-    tidx = tuple(x for fs in dims for x in ([tvars[f.var] for f in fs] if fs else [Const(0, int64)]))
+    tidx = _tile_index(dims, lambda f: tvars[f.var])
     if to_tile:
         body = Store(tile, tidx, Access(buffer, src))
     else:
