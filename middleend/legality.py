@@ -10,6 +10,8 @@ sliding window's are: its values come from earlier consumer iterations).
 """
 from __future__ import annotations
 
+import functools
+
 import islpy as isl
 
 from . import parametric_tiles
@@ -53,7 +55,7 @@ def _exempt(kind, src, snk, function):
     return target is not None and target[0].name == snk and not producer.stored_at_root
 
 
-def _checked_pairs(stmts, deps, function, context):
+def checked_pairs(stmts, deps, function, context):
     """(kind, dependence, source times, sink times, instance pairs to check) per dependence.
 
     Between a recomputed producer and its own updates, a dependence holds within each recomputation:
@@ -109,10 +111,13 @@ def _same_prefix(space, n):
     return m
 
 
-def ordering_violations(stmts, deps, function, context):
-    """(kind, dependence map, witness) for every dependence the schedule runs backwards."""
+def ordering_violations(stmts, deps, function, context, checked=None):
+    """(kind, dependence map, witness) for every dependence the schedule runs backwards (`checked`:
+    `checked_pairs` of the same arguments, where the caller has them)."""
     out = []
-    for kind, m, ts, tk, pairs in _checked_pairs(stmts, deps, function, context):
+    if checked is None:
+        checked = checked_pairs(stmts, deps, function, context)
+    for kind, m, ts, tk, pairs in checked:
         lex_ge = isl.Map.lex_ge(ts.get_space().range())
         backwards = ts.apply_range(lex_ge).apply_range(tk.reverse())
         bad = pairs.intersect(backwards.intersect_params(context))
@@ -123,9 +128,10 @@ def ordering_violations(stmts, deps, function, context):
     return out
 
 
-def tag_violations(stmts, deps, function, context):
+def tag_violations(stmts, deps, function, context, checked=None):
     """(statement, loop, kind, dependence map, witness) for tagged loops that carry a dependence."""
-    checked = _checked_pairs(stmts, deps, function, context)
+    if checked is None:
+        checked = checked_pairs(stmts, deps, function, context)
     out = []
     for s in stmts:
         for k, loop in enumerate(s.loops):
@@ -144,17 +150,25 @@ def tag_violations(stmts, deps, function, context):
     return out
 
 
-def band_violations(stmts, deps, function, context):
+def band_violations(stmts, deps, function, context, checked=None):
     """What a dependence forbids in the parametric tiles of the schedule (parametric_tiles.violations)."""
     if not any(s.comp.parametric_bands for s in stmts):
         return []
-    return parametric_tiles.violations(stmts, _checked_pairs(stmts, deps, function, context), context)
+    if checked is None:
+        checked = checked_pairs(stmts, deps, function, context)
+    return parametric_tiles.violations(stmts, checked, context)
 
 
 def carried_at(time_space, p, betas):
     """Pairs of times in the same iteration of the loops above dimension p (and in that loop's nest),
     different at p."""
-    n = time_space.dim(isl.dim_type.set)
+    return _carried_at(time_space.dim(isl.dim_type.set), p, tuple(betas))
+
+
+@functools.lru_cache(maxsize=4096)
+def _carried_at(n, p, betas):
+    # (isl parses the map's text: a check of every concurrent loop against every dependence asks
+    # for the same few maps thousands of times)
     a = [f"a{i}" for i in range(n)]
     b = [f"b{i}" for i in range(n)]
     cons = [f"a{i} = b{i}" for i in range(p)]
@@ -283,7 +297,8 @@ def check(stmts, deps, function, context):
             f"{a.name} it reads: {_witness(missing)}); compute {producer.name} "
             f"at an outer loop or at the root. Dependence: {_short(m)}",
             source=a.name, sink=b.name, dependence=m, command=f"{producer.name}.compute_at({consumer.name}, {level})")
-    violations = ordering_violations(stmts, deps, function, context)
+    checked = checked_pairs(stmts, deps, function, context)
+    violations = ordering_violations(stmts, deps, function, context, checked)
     if violations:
         kind, m, bad = violations[0]
         src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
@@ -295,10 +310,10 @@ def check(stmts, deps, function, context):
             f"{_witness(bad)} must run in that order but no longer does"
             + (f"; broken by {culprit}" if culprit else "") + f". Dependence: {_short(m)}",
             source=src, sink=snk, dependence=m, command=culprit)
-    banded = band_violations(stmts, deps, function, context)
+    banded = band_violations(stmts, deps, function, context, checked)
     if banded:
         parametric_tiles.raise_first(banded, _witness, _short)
-    tagged = tag_violations(stmts, deps, function, context)
+    tagged = tag_violations(stmts, deps, function, context, checked)
     if tagged:
         s, loop, tag, kind, m, bad = tagged[0]
         src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)

@@ -90,7 +90,7 @@ def _reads_of_buffer(comp, buffer):
 
 def pipelined_loops(stmts, deps, function, context) -> list:
     """The pipelined loops of the scheduled statements, each with its dependence edges."""
-    from .legality import _checked_pairs
+    from .legality import checked_pairs
     groups = {}
     for s in stmts:
         for k, loop in enumerate(s.loops):
@@ -101,7 +101,7 @@ def pipelined_loops(stmts, deps, function, context) -> list:
                 groups.setdefault(key, PipelinedLoop(loop, [], tag[1]))
     if not groups:
         return []
-    checked = [c for c in _checked_pairs(stmts, deps, function, context) if c[0] == "read-after-write"]
+    checked = [c for c in checked_pairs(stmts, deps, function, context) if c[0] == "read-after-write"]
     by_name = {s.name: s for s in stmts}
     out = []
     for (k, betas), pl in groups.items():

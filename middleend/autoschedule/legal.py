@@ -29,9 +29,12 @@ class Checker:
         stmts = build_statements(f, context)
         if legality.gpu_nesting_violations(stmts) or legality.window_violations(stmts, context):
             return False
-        if legality.recompute_violations(stmts, deps) or legality.ordering_violations(stmts, deps, f, context):
+        if legality.recompute_violations(stmts, deps):
             return False
-        if legality.tag_violations(stmts, deps, f, context) or legality.band_violations(stmts, deps, f, context):
+        checked = legality.checked_pairs(stmts, deps, f, context)
+        if legality.ordering_violations(stmts, deps, f, context, checked) or \
+                legality.tag_violations(stmts, deps, f, context, checked) or \
+                legality.band_violations(stmts, deps, f, context, checked):
             return False
         if not layout:
             return True
