@@ -140,6 +140,35 @@ def test_reduction_loop_interchange_is_legal_but_reversal_of_order_with_init_is_
         f.lower()
 
 
+def _violations(f):
+    from mascarpone.middleend import legality
+    from mascarpone.middleend.dependences import compute_dependences
+    from mascarpone.middleend.statements import build_statements
+    context = f._prepare()
+    deps = compute_dependences(f.computations, context)
+    stmts = build_statements(f, context)
+    checked = legality.checked_pairs(stmts, deps, f, context)
+    splits = [legality._fixed_split(ts, tk) for _, _, ts, tk, _ in checked]
+    ordering = sorted((kind, str(m)) for kind, m, _ in legality.ordering_violations(stmts, deps, f, context, checked))
+    tags = sorted((s.name, loop) for s, loop, *_ in legality.tag_violations(stmts, deps, f, context, checked))
+    return splits, ordering, tags
+
+
+def test_pairs_ordered_by_sequence_positions_get_isls_verdict(monkeypatch):
+    from mascarpone.middleend import legality
+    f, bx, by = examples.blur()
+    by.parallelize("y")
+    g, C, acc = examples.gemm()
+    C.after(acc, ms.root)     # the initialization after the update: a dependence runs backwards
+    for fn in (f, g):
+        splits, ordering, tags = _violations(fn)
+        assert any(s is not None for s in splits)     # some pairs are decided without composing maps
+        monkeypatch.setattr(legality, "_fixed_split", lambda ts, tk: None)
+        assert _violations(fn)[1:] == (ordering, tags)
+        monkeypatch.undo()
+    assert not _violations(f)[1] and _violations(g)[1]
+
+
 def test_inline_substitutes_the_producer():
     f, bx, by = examples.blur()
     bx.inline()
