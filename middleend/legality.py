@@ -11,6 +11,8 @@ sliding window's are: its values come from earlier consumer iterations).
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 
 import islpy as isl
 
@@ -55,6 +57,52 @@ def _exempt(kind, src, snk, function):
     return target is not None and target[0].name == snk and not producer.stored_at_root
 
 
+class CheckedPairs(list):
+    """`checked_pairs`' list, which also prints each pair (its maps and the context) once, as the key
+    of what `_HOLDS` remembers of it."""
+
+    def __init__(self, pairs, context):
+        super().__init__(pairs)
+        self._context = context
+        self._texts = None
+
+    def texts(self) -> list:
+        """Per pair, its maps and the context as isl prints them (exact: they parse back to the same)."""
+        if self._texts is None:
+            context = str(self._context)
+            self._texts = [(context, kind, str(ts), str(tk), str(pairs)) for kind, _, ts, tk, pairs in self]
+        return self._texts
+
+
+class _Recent:
+    """The most recent keys added, at most `size` of them."""
+
+    def __init__(self, size):
+        self.size = size
+        self._keys = OrderedDict()
+        self._lock = threading.Lock()     # (functions may be compiled on several threads at once)
+
+    def __contains__(self, key):
+        with self._lock:
+            if key in self._keys:
+                self._keys.move_to_end(key)
+                return True
+            return False
+
+    def add(self, key):
+        with self._lock:
+            self._keys[key] = None
+            if len(self._keys) > self.size:
+                self._keys.popitem(last=False)
+
+
+#: checks a pair passed (its texts and what was checked): the autoscheduler checks the schedule after
+#: each command it gives, and most pairs are the same as at the check before (90% of them on 2mm's
+#: search), while composing their maps is most of a check's time. A failed check is not remembered: it
+#: is computed again, with its witness.
+_HOLDS = _Recent(8192)
+
+
 def checked_pairs(stmts, deps, function, context):
     """(kind, dependence, source times, sink times, instance pairs to check) per dependence.
 
@@ -82,7 +130,7 @@ def checked_pairs(stmts, deps, function, context):
                 out.append((kind, m, a.time, b.time, pairs))
             else:
                 out.append((kind, m, times[src], times[snk], m))
-    return out
+    return CheckedPairs(out, context)
 
 
 def _reads_tile(a, b, kind, by_name):
@@ -117,16 +165,21 @@ def ordering_violations(stmts, deps, function, context, checked=None):
     out = []
     if checked is None:
         checked = checked_pairs(stmts, deps, function, context)
-    for kind, m, ts, tk, pairs in checked:
+    for (kind, m, ts, tk, pairs), text in zip(checked, checked.texts()):
         split = _fixed_split(ts, tk)
         if split is not None and split[1] < 0:
             continue    # every source time runs before every sink time
+        key = text + ("in order",)
+        if key in _HOLDS:
+            continue
         lex_ge = isl.Map.lex_ge(ts.get_space().range())
         backwards = ts.apply_range(lex_ge).apply_range(tk.reverse())
         bad = pairs.intersect(backwards.intersect_params(context))
         what = (f"the schedule runs a {kind} dependence from {m.get_tuple_name(isl.dim_type.in_)} to "
                 f"{m.get_tuple_name(isl.dim_type.out)} backwards")
-        if not bad.is_empty() and not (bad := function.with_exact_sizes(bad, what)).is_empty():
+        if bad.is_empty():
+            _HOLDS.add(key)     # (what holds only for the function's exact sizes is checked each time)
+        elif not (bad := function.with_exact_sizes(bad, what)).is_empty():
             out.append((kind, m, bad))
     return out
 
@@ -142,15 +195,20 @@ def tag_violations(stmts, deps, function, context, checked=None):
             if not tag or tag[0] not in CONCURRENT_KINDS:
                 continue
             p = 2 * k + 1
-            for kind, m, ts, tk, pairs in checked:
+            for (kind, m, ts, tk, pairs), text in zip(checked, checked.texts()):
                 split = _fixed_split(ts, tk)
                 if split is not None and split[0] < p:
                     continue    # the two run in different iterations of an outer loop, or outside it
+                key = text + ("not carried", p, tuple(s.betas[:k + 1]))
+                if key in _HOLDS:
+                    continue
                 carried = carried_at(ts.get_space().range(), p, s.betas[:k + 1])
                 bad = pairs.intersect(ts.apply_range(carried).apply_range(tk.reverse()).intersect_params(context))
                 what = (f"loop {loop} of {s.name} ({tag[0]}) carries a {kind} dependence from "
                         f"{m.get_tuple_name(isl.dim_type.in_)} to {m.get_tuple_name(isl.dim_type.out)}")
-                if not bad.is_empty() and not (bad := function.with_exact_sizes(bad, what)).is_empty():
+                if bad.is_empty():
+                    _HOLDS.add(key)
+                elif not (bad := function.with_exact_sizes(bad, what)).is_empty():
                     out.append((s, loop, tag[0], kind, m, bad))
                     break
     return out

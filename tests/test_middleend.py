@@ -154,19 +154,28 @@ def _violations(f):
     return splits, ordering, tags
 
 
-def test_pairs_ordered_by_sequence_positions_get_isls_verdict(monkeypatch):
+def test_pairs_decided_without_composing_maps_get_isls_verdict(monkeypatch):
+    """Pairs ordered by their sequence positions, and pairs a check before found to hold, skip isl's
+    composition; the verdicts are those of the full check."""
     from mascarpone.middleend import legality
     f, bx, by = examples.blur()
     by.parallelize("y")
     g, C, acc = examples.gemm()
-    C.after(acc, ms.root)     # the initialization after the update: a dependence runs backwards
+    acc.parallelize("i")
     for fn in (f, g):
         splits, ordering, tags = _violations(fn)
-        assert any(s is not None for s in splits)     # some pairs are decided without composing maps
+        assert _violations(fn)[1:] == (ordering, tags)      # (the second time from what the first kept)
+        assert any(s is not None for s in splits)
         monkeypatch.setattr(legality, "_fixed_split", lambda ts, tk: None)
+        monkeypatch.setattr(legality, "_HOLDS", legality._Recent(0))
         assert _violations(fn)[1:] == (ordering, tags)
         monkeypatch.undo()
-    assert not _violations(f)[1] and _violations(g)[1]
+    assert not _violations(f)[1] and not _violations(g)[2]
+    C.after(acc, ms.root)     # the initialization after the update: a dependence runs backwards
+    acc.parallelize("k")      # and a parallel loop carries one
+    _, ordering, tags = _violations(g)
+    assert ordering and tags
+    assert _violations(g)[1:] == (ordering, tags)       # a violation found is found again
 
 
 def test_inline_substitutes_the_producer():
