@@ -53,6 +53,31 @@ def covers_box(written, bounds, context, comp):
     return box.is_subset(written)
 
 
+def _written_box(comp, context):
+    """`write_box`'s bounds of `comp`, as expressions too, and whether the writes fill the box: kept on
+    the computation while its domains, its updates' stores and the context are those it was found for
+    (a search prepares the function after each command it gives, and loop commands change none)."""
+    what = (str(context), comp.domain, [(u.domain, u.update_at) for u in comp.updates])
+    kept = getattr(comp, "_written_box", None)
+    if kept is not None and _same_things(kept[0], what):
+        return kept[1]
+    written, box = write_box(comp, context)
+    exprs = [(pwaff_to_expr(lo, context), pwaff_to_expr(hi, context)) for lo, hi in box]   # (each once)
+    found = box, exprs, covers_box(written, exprs, context, comp)
+    comp._written_box = (what, found)
+    return found
+
+
+def _same_things(a, b) -> bool:
+    """Whether two nestings of tuples and lists hold equal strings and the very same other objects (isl
+    sets and index expressions, which are never changed in place)."""
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same_things(x, y) for x, y in zip(a, b))
+    return a is b
+
+
 def _params(s):
     return [s.get_dim_name(isl.dim_type.param, i) for i in range(s.dim(isl.dim_type.param))]
 
@@ -72,9 +97,7 @@ def assign_storage(function, context):
             comp.buffer = comp.user_buffer
             comp.store_index = [as_index_expr(i) for i in comp.user_store_index]
             continue
-        written, box = write_box(comp, context)
-        exprs = [(pwaff_to_expr(lo, context), pwaff_to_expr(hi, context)) for lo, hi in box]   # (each once)
-        covered = covers_box(written, exprs, context, comp)
+        box, exprs, covered = _written_box(comp, context)
         shape, index = [], []
         for v, (lo, hi), (lo_e, hi_e) in zip(comp.vars, box, exprs):
             if affine_text(lo_e) is None:

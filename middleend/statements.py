@@ -11,6 +11,7 @@ consumer reads) is a function of the instance.
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -193,7 +194,13 @@ def _pairs(relation, name, first, second):
 
 def _interleave(loops, betas, depth):
     """`[loops] -> [b0, l0, b1, l1, ..., bn, 0...]` padded to 2*depth+1 dimensions."""
-    ins = [f"l{i}" for i in range(len(loops))]
+    return _interleaved(len(loops), tuple(betas), depth)
+
+
+@functools.lru_cache(maxsize=4096)
+def _interleaved(n_loops, betas, depth):
+    # (parsed once per shape: every check of a schedule builds every statement's time map)
+    ins = [f"l{i}" for i in range(n_loops)]
     out = []
     for i, b in enumerate(betas):
         out.append(str(b))

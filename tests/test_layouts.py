@@ -52,6 +52,25 @@ def row_sums():
 
 # bounds ----------------------------------------------------------------------------------------
 
+def test_a_buffer_follows_an_update_given_after_its_box_was_found():
+    """The box a computation writes is kept between preparations while nothing it depends on changes:
+    an update added later, or other sizes, give a new one."""
+    i, j = ms.Var("i", 0, N), ms.Var("j", 0, 3)
+    with ms.Function("grows") as f:
+        a = ms.Input("a", [N], ms.float32)
+        t = ms.Computation("t", [i], a[i] * 2)
+        ms.Computation("o", [i], t[i] + 1, output=True)
+        f._prepare()
+        assert str(t.buffer.shape[0]) == "N"
+        t.update([j], ms.f32(0), at=[N + j])    # three more elements, past what t's definition writes
+        f._prepare()
+        assert str(t.buffer.shape[0]) == "(N + 3)"
+    f._prepare({"N": 5})
+    assert str(t.buffer.shape[0]) in ("8", "(N + 3)")
+    x = rng.random(6, dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(a=x), x * 2 + 1)
+
+
 def test_a_buffer_smaller_than_what_is_written_is_refused():
     f, s = doubled()
     s.store_in(ms.Buffer("small", [3], ms.float32), [s.vars[0]])
