@@ -39,6 +39,7 @@ class Function:
         self._transfers = []    # (data, consumer, loop name, command): explicit send_receive commands
         self._autoscheduled = None  # the Report of autoschedule, once it has run
         self._undecided = None  # while lowering: [(what, where)] the checks left to each call
+        self._kept_dependences = {}  # see _dependences_at
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -366,7 +367,23 @@ class Function:
         """Read-after-write, write-after-read and write-after-write dependences (isl maps), for the
         sizes `fixed` ({name: value}) or all sizes."""
         context = self._prepare(self._checked_fixed(fixed))
-        return compute_dependences(self.computations, context)
+        return self._dependences_at(context)
+
+    def _dependences_at(self, context):
+        """`compute_dependences` of the computations at `context`, kept while the computations, which
+        of them are inlined (that changes what is read), their domains, expressions and conditions and
+        the context are the same: they do not depend on the schedule, which a search checks and lowers
+        many times."""
+        key = (str(context),) + tuple((c.name, c.inlined, id(c.domain), id(c.expr), id(c.predicate))
+                                      for c in self.computations)
+        kept = self._kept_dependences.get(key)
+        if kept is None:
+            if len(self._kept_dependences) >= 16:
+                self._kept_dependences.clear()
+            # (the domains and expressions stay referenced while kept, so no other object takes their ids)
+            kept = self._kept_dependences[key] = (compute_dependences(self.computations, context),
+                                                  [(c.domain, c.expr, c.predicate) for c in self.computations])
+        return kept[0]
 
     # lowering ------------------------------------------------------------------------
     def lower(self, check=True, fixed=None, caller_copies_in=False) -> L.LoweredFunction:
@@ -387,7 +404,7 @@ class Function:
         stmts = build_statements(self, context)
         deps, requirements, undecided = None, [], []
         if check:
-            deps = compute_dependences(self.computations, context)
+            deps = self._dependences_at(context)
             self._undecided = undecided
             try:
                 legality.check(stmts, deps, self, context)
@@ -397,7 +414,7 @@ class Function:
             self._warn_undecided(undecided)
         pipelines = []
         if any(tag[0] == "pipeline" for s in stmts for tag in s.tags.values()):
-            deps = deps or compute_dependences(self.computations, context)
+            deps = deps or self._dependences_at(context)
             pipelines = pipelining.pipelined_loops(stmts, deps, self, context)
         plan = dataflow.plan(self, stmts, context) if self._dataflow else None
         copied = copied_inputs(self, context) if caller_copies_in else {}

@@ -178,6 +178,16 @@ def test_pairs_decided_without_composing_maps_get_isls_verdict(monkeypatch):
     assert _violations(g)[1:] == (ordering, tags)       # a violation found is found again
 
 
+def test_dependences_kept_between_checks_follow_inlining_and_sizes():
+    f, bx, by = examples.blur()
+    first = f.dependences()
+    assert f.dependences() is first                 # kept while nothing they depend on changes
+    assert "bx" in str(first.raw)
+    assert f.dependences({"H": 8, "W": 8}) is not first
+    bx.inline()
+    assert "bx" not in str(f.dependences().raw)     # by reads img itself now
+
+
 def test_inline_substitutes_the_producer():
     f, bx, by = examples.blur()
     bx.inline()

@@ -5,7 +5,6 @@ that can change its outcome: placements, and tags where storage is shared or fol
 from __future__ import annotations
 
 from .. import layout_check, legality
-from ..dependences import compute_dependences
 from ..errors import LayoutError
 from ..statements import build_statements
 
@@ -16,7 +15,6 @@ class Checker:
 
     def __init__(self, function):
         self.function = function
-        self._deps = {}
         self.checks = 0
 
     def legal(self, layout=True) -> bool:
@@ -47,8 +45,4 @@ class Checker:
     def dependences(self, context=None):
         """The exact dependences of the function's computations as they are now."""
         f = self.function
-        # (the computations, and which are inlined: a staging copy adds one, inlining changes what is read)
-        key = tuple(sorted((c.name, c.inlined) for c in f.computations))
-        if key not in self._deps:
-            self._deps[key] = compute_dependences(f.computations, f._prepare() if context is None else context)
-        return self._deps[key]
+        return f._dependences_at(f._prepare() if context is None else context)
