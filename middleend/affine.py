@@ -7,6 +7,8 @@ constant, or `& (2**k - 1)`). isl reads those exactly.
 """
 from __future__ import annotations
 
+import functools
+
 import islpy as isl
 
 from .expr import BinOp, Cast, Const, Expr, Sym, UnOp, binop, simplify, transform
@@ -145,8 +147,14 @@ def pwaff_on(domain: isl.Set, text: str, params) -> isl.PwAff:
 
 def free_pwaff(domain: isl.Set, text: str, params) -> isl.PwAff:
     """The affine function `text` of the domain's variables and `params`, wherever it is defined."""
-    dims = [domain.get_dim_name(isl.dim_type.set, i) for i in range(domain.dim(isl.dim_type.set))]
-    return isl.PwAff(f"{space_text(params, domain.get_tuple_name(), dims)} -> [({text})] }}")
+    dims = tuple(domain.get_dim_name(isl.dim_type.set, i) for i in range(domain.dim(isl.dim_type.set)))
+    return _parsed_pwaff(tuple(params), domain.get_tuple_name(), dims, text)
+
+
+@functools.lru_cache(maxsize=16384)
+def _parsed_pwaff(params, tuple_name, dims, text):
+    # (the checks of a schedule read the same index expressions again at every command a search gives)
+    return isl.PwAff(f"{space_text(params, tuple_name, dims)} -> [({text})] }}")
 
 
 _AST_BINOPS = {

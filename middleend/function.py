@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections import OrderedDict
 
 import islpy as isl
 
@@ -39,7 +40,7 @@ class Function:
         self._transfers = []    # (data, consumer, loop name, command): explicit send_receive commands
         self._autoscheduled = None  # the Report of autoschedule, once it has run
         self._undecided = None  # while lowering: [(what, where)] the checks left to each call
-        self._kept_dependences = {}  # see _dependences_at
+        self._kept_results = {}  # see _kept
 
     # declaration -------------------------------------------------------------
     def __enter__(self):
@@ -370,20 +371,27 @@ class Function:
         return self._dependences_at(context)
 
     def _dependences_at(self, context):
-        """`compute_dependences` of the computations at `context`, kept while the computations, which
-        of them are inlined (that changes what is read), their domains, expressions and conditions and
-        the context are the same: they do not depend on the schedule, which a search checks and lowers
-        many times."""
+        """`compute_dependences` of the computations at `context` (kept: see `_kept`)."""
+        kept = self._kept("dependences", context)
+        if "all" not in kept:
+            kept["all"] = compute_dependences(self.computations, context)
+        return kept["all"]
+
+    def _kept(self, kind, context) -> dict:
+        """A dict for results of one `kind` about the algorithm at `context`: the same dict while the
+        computations, which of them are inlined (that changes what is read), their domains, expressions
+        and conditions and the context stay the same. Schedules change none of them, and a search checks
+        and lowers many; so do the dependences and who reads what."""
         key = (str(context),) + tuple((c.name, c.inlined, id(c.domain), id(c.expr), id(c.predicate))
                                       for c in self.computations)
-        kept = self._kept_dependences.get(key)
-        if kept is None:
-            if len(self._kept_dependences) >= 16:
-                self._kept_dependences.clear()
-            # (the domains and expressions stay referenced while kept, so no other object takes their ids)
-            kept = self._kept_dependences[key] = (compute_dependences(self.computations, context),
-                                                  [(c.domain, c.expr, c.predicate) for c in self.computations])
-        return kept[0]
+        entries = self._kept_results.setdefault(kind, OrderedDict())
+        if key not in entries:
+            if len(entries) >= 8:
+                entries.popitem(last=False)
+            # (the objects stay referenced while their ids are in the key, so no other object takes them)
+            entries[key] = ([(c.domain, c.expr, c.predicate) for c in self.computations], {})
+        entries.move_to_end(key)
+        return entries[key][1]
 
     # lowering ------------------------------------------------------------------------
     def lower(self, check=True, fixed=None, caller_copies_in=False) -> L.LoweredFunction:

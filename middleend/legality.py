@@ -27,6 +27,7 @@ def execution_times(stmts, function, context):
     """Per computation name, the map from its original instances to the times it runs at."""
     times = {s.name: s.to_original.reverse().apply_range(s.time) for s in stmts}
     by_comp = {s.comp: s for s in stmts}
+    reads = function._kept("reads", context)
     for comp in function.computations:
         if not comp.inlined:
             continue
@@ -34,7 +35,9 @@ def execution_times(stmts, function, context):
         for reader in function.computations:
             if reader.inlined or reader not in by_comp:
                 continue
-            r = reads_of(reader, comp, context)
+            if (reader.name, comp.name) not in reads:
+                reads[reader.name, comp.name] = reads_of(reader, comp, context)
+            r = reads[reader.name, comp.name]
             if r is None:
                 continue
             part = r.reverse().apply_range(times[reader.name])
