@@ -532,8 +532,10 @@ def test_the_searchs_best_is_kept_only_where_it_beats_the_models_choice_again(mo
 
 def test_a_parallel_loop_inside_a_recurrence_moves_outermost():
     """A recurrence along rows vectorized across them (Halide's iir update): the loop across the rows is
-    the parallel one, moved outside the serial loop along them, so that one parallel region runs the
-    whole update rather than one per row; the values are Halide's."""
+    the parallel one, moved outside the serial loop along them in strips of a few vectors, so that one
+    parallel region runs the whole update rather than one per row, and each strip's chains overlap;
+    the values are Halide's."""
+    from mascarpone.middleend.autoschedule.apply import STRIP_VECTORS
     spec = pipelines.iir(61, 37, np.random.default_rng(0), schedule=False)
     pipeline = hl.Pipeline(spec["outputs"])
     for ip, arr in spec["images"].items():
@@ -546,6 +548,8 @@ def test_a_parallel_loop_inside_a_recurrence_moves_outermost():
     assert update.tags.get(update.loops[0]) is not None and update.loops[-1] != update.loops[0], report.commands
     assert any(c.startswith(f"{update.name}.reorder(") and c.endswith(", r_x)") for c in report.commands), \
         report.commands
+    assert f"{update.name}.split(x0, {STRIP_VECTORS})" in report.commands, report.commands
+    assert update.loops[1] == "r_x" and update.tags[update.loops[-1]][0] == "vector", update.loops
     ours = f.compile("cpu").realize(spec["sizes"], **{ip.name(): a for ip, a in spec["images"].items()})
     np.testing.assert_allclose(ours, theirs, rtol=1e-5)
 
