@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from mascarpone.middleend.errors import NotSupportedError
-from mascarpone.middleend.loopir import Allocate, Block, For, If, Store
+from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, walk_stmts
 from mascarpone.backends.common.prefetch import Prefetch, line_offsets
 
 from . import blocks, memory
@@ -96,6 +96,14 @@ class StmtEmitter:
         f = s.factor
         lo, hi = self.bounds(s, fs, scope)
         trip = constant_difference(s.hi, s.lo)
+        if trip is not None and _partial_unroll_inside(s):
+            # a loop asked to unroll whose trip count varies runs inside: a partial tile, where isl's
+            # separation repeats the nest once per case of its bounds; its copies would each hold a
+            # plain loop anyway (see below), so neither is unrolled: one body per case, not f
+            fs.unrolled_depth += 1
+            self.serial(s, fs, scope, lo, hi)
+            fs.unrolled_depth -= 1
+            return
         if trip is not None:
             if trip <= 0:
                 return
@@ -118,6 +126,12 @@ class StmtEmitter:
         if_then_else(fs, exact, lambda: self.copies(s, fs, scope, lo, f),
                      lambda: self.serial(s, fs, scope, lo, hi), name=f"{s.var}.unroll")
 
+
+
+def _partial_unroll_inside(s) -> bool:
+    """Whether a loop asked to unroll, of a trip count that is not a constant, runs inside loop `s`."""
+    return any(isinstance(t, For) and t is not s and t.kind == "unroll" and t.factor > 1
+               and constant_difference(t.hi, t.lo) is None for t in walk_stmts(s.body))
 
 
 def allocate(fs, scope, buffer, body):
