@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections import OrderedDict
 
 import islpy as isl
 
 from . import algorithm, codegen, dataflow, layout_check, legality, parametric_tiles, pipelining, spmd
 from . import loopir as L
 from .dependences import compute_dependences
+from .recent import Recent
 from .errors import DomainError, ScheduleError
 from .isl_budget import OutOfOperations, operations_at_most
 from .affine import on_sizes, pwaff_to_expr
@@ -381,17 +381,16 @@ class Function:
         """A dict for results of one `kind` about the algorithm at `context`: the same dict while the
         computations, which of them are inlined (that changes what is read), their domains, expressions
         and conditions and the context stay the same. Schedules change none of them, and a search checks
-        and lowers many; so do the dependences and who reads what."""
+        and lowers many: the dependences, who reads what and the boxes computations write are kept so."""
         key = (str(context),) + tuple((c.name, c.inlined, id(c.domain), id(c.expr), id(c.predicate))
                                       for c in self.computations)
-        entries = self._kept_results.setdefault(kind, OrderedDict())
-        if key not in entries:
-            if len(entries) >= 8:
-                entries.popitem(last=False)
+        entries = self._kept_results.setdefault(kind, Recent(8))
+        kept = entries.get(key)
+        if kept is None:
             # (the objects stay referenced while their ids are in the key, so no other object takes them)
-            entries[key] = ([(c.domain, c.expr, c.predicate) for c in self.computations], {})
-        entries.move_to_end(key)
-        return entries[key][1]
+            kept = ([(c.domain, c.expr, c.predicate) for c in self.computations], {})
+            entries.put(key, kept)
+        return kept[1]
 
     # lowering ------------------------------------------------------------------------
     def lower(self, check=True, fixed=None, caller_copies_in=False) -> L.LoweredFunction:

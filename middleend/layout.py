@@ -54,28 +54,15 @@ def covers_box(written, bounds, context, comp):
 
 
 def _written_box(comp, context):
-    """`write_box`'s bounds of `comp`, as expressions too, and whether the writes fill the box: kept on
-    the computation while its domains, its updates' stores and the context are those it was found for
-    (a search prepares the function after each command it gives, and loop commands change none)."""
-    what = (str(context), comp.domain, [(u.domain, u.update_at) for u in comp.updates])
-    kept = getattr(comp, "_written_box", None)
-    if kept is not None and _same_things(kept[0], what):
-        return kept[1]
-    written, box = write_box(comp, context)
-    exprs = [(pwaff_to_expr(lo, context), pwaff_to_expr(hi, context)) for lo, hi in box]   # (each once)
-    found = box, exprs, covers_box(written, exprs, context, comp)
-    comp._written_box = (what, found)
-    return found
-
-
-def _same_things(a, b) -> bool:
-    """Whether two nestings of tuples and lists hold equal strings and the very same other objects (isl
-    sets and index expressions, which are never changed in place)."""
-    if isinstance(a, str) or isinstance(b, str):
-        return a == b
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same_things(x, y) for x, y in zip(a, b))
-    return a is b
+    """`write_box`'s bounds of `comp`, as expressions too, and whether the writes fill the box (kept with
+    what else holds while the algorithm and the context stay: `Function._kept`; a search prepares the
+    function after each command it gives, and loop commands change neither)."""
+    kept = comp.function._kept("written boxes", context)
+    if comp.name not in kept:
+        written, box = write_box(comp, context)
+        exprs = [(pwaff_to_expr(lo, context), pwaff_to_expr(hi, context)) for lo, hi in box]   # (each once)
+        kept[comp.name] = box, exprs, covers_box(written, exprs, context, comp)
+    return kept[comp.name]
 
 
 def _params(s):

@@ -11,8 +11,6 @@ sliding window's are: its values come from earlier consumer iterations).
 from __future__ import annotations
 
 import functools
-import threading
-from collections import OrderedDict
 
 import islpy as isl
 
@@ -20,6 +18,7 @@ from . import parametric_tiles
 from .errors import IllegalScheduleError, ScheduleError
 from .dependences import union_maps
 from .loopir import CONCURRENT_KINDS, LoopKind
+from .recent import Recent
 from .statements import first_needed, reads_of, runs_inside
 
 
@@ -77,33 +76,11 @@ class CheckedPairs(list):
         return self._texts
 
 
-class _Recent:
-    """The most recent keys added, at most `size` of them."""
-
-    def __init__(self, size):
-        self.size = size
-        self._keys = OrderedDict()
-        self._lock = threading.Lock()     # (functions may be compiled on several threads at once)
-
-    def __contains__(self, key):
-        with self._lock:
-            if key in self._keys:
-                self._keys.move_to_end(key)
-                return True
-            return False
-
-    def add(self, key):
-        with self._lock:
-            self._keys[key] = None
-            if len(self._keys) > self.size:
-                self._keys.popitem(last=False)
-
-
 #: checks a pair passed (its texts and what was checked): the autoscheduler checks the schedule after
 #: each command it gives, and most pairs are the same as at the check before (90% of them on 2mm's
 #: search), while composing their maps is most of a check's time. A failed check is not remembered: it
 #: is computed again, with its witness.
-_HOLDS = _Recent(8192)
+_HOLDS = Recent(8192)
 
 
 def checked_pairs(stmts, deps, function, context):
@@ -173,7 +150,7 @@ def ordering_violations(stmts, deps, function, context, checked=None):
         if split is not None and split[1] < 0:
             continue    # every source time runs before every sink time
         key = text + ("in order",)
-        if key in _HOLDS:
+        if _HOLDS.get(key):
             continue
         lex_ge = isl.Map.lex_ge(ts.get_space().range())
         backwards = ts.apply_range(lex_ge).apply_range(tk.reverse())
@@ -181,7 +158,7 @@ def ordering_violations(stmts, deps, function, context, checked=None):
         what = (f"the schedule runs a {kind} dependence from {m.get_tuple_name(isl.dim_type.in_)} to "
                 f"{m.get_tuple_name(isl.dim_type.out)} backwards")
         if bad.is_empty():
-            _HOLDS.add(key)     # (what holds only for the function's exact sizes is checked each time)
+            _HOLDS.put(key, True)     # (what holds only for the function's exact sizes is checked each time)
         elif not (bad := function.with_exact_sizes(bad, what)).is_empty():
             out.append((kind, m, bad))
     return out
@@ -203,14 +180,14 @@ def tag_violations(stmts, deps, function, context, checked=None):
                 if split is not None and split[0] < p:
                     continue    # the two run in different iterations of an outer loop, or outside it
                 key = text + ("not carried", p, tuple(s.betas[:k + 1]))
-                if key in _HOLDS:
+                if _HOLDS.get(key):
                     continue
                 carried = carried_at(ts.get_space().range(), p, s.betas[:k + 1])
                 bad = pairs.intersect(ts.apply_range(carried).apply_range(tk.reverse()).intersect_params(context))
                 what = (f"loop {loop} of {s.name} ({tag[0]}) carries a {kind} dependence from "
                         f"{m.get_tuple_name(isl.dim_type.in_)} to {m.get_tuple_name(isl.dim_type.out)}")
                 if bad.is_empty():
-                    _HOLDS.add(key)
+                    _HOLDS.put(key, True)
                 elif not (bad := function.with_exact_sizes(bad, what)).is_empty():
                     out.append((s, loop, tag[0], kind, m, bad))
                     break

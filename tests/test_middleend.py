@@ -158,6 +158,7 @@ def test_pairs_decided_without_composing_maps_get_isls_verdict(monkeypatch):
     """Pairs ordered by their sequence positions, and pairs a check before found to hold, skip isl's
     composition; the verdicts are those of the full check."""
     from mascarpone.middleend import legality
+    from mascarpone.middleend.recent import Recent
     f, bx, by = examples.blur()
     by.parallelize("y")
     g, C, acc = examples.gemm()
@@ -167,7 +168,7 @@ def test_pairs_decided_without_composing_maps_get_isls_verdict(monkeypatch):
         assert _violations(fn)[1:] == (ordering, tags)      # (the second time from what the first kept)
         assert any(s is not None for s in splits)
         monkeypatch.setattr(legality, "_fixed_split", lambda ts, tk: None)
-        monkeypatch.setattr(legality, "_HOLDS", legality._Recent(0))
+        monkeypatch.setattr(legality, "_HOLDS", Recent(0))
         assert _violations(fn)[1:] == (ordering, tags)
         monkeypatch.undo()
     assert not _violations(f)[1] and not _violations(g)[2]
