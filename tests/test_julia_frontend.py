@@ -2,12 +2,14 @@
 with the reference interpreter; schedules keep the results, illegal ones are refused."""
 import copy
 import shutil
+import sys
 
 import numpy as np
 import pytest
 
 import mascarpone as ms
 from mascarpone.frontends.julia import JuliaNotSupportedError, JuliaParseError, from_julia, interpret, parse
+from mascarpone.backends.common import pyentry
 from mascarpone.frontends.julia.ir import JuliaRuntimeError
 from julia_fixtures import KERNELS, STYLES, fixture, random_args
 
@@ -266,6 +268,105 @@ def test_repeated_calls_launch_directly_with_julias_results():
         assert kernel(x, y, limit) == interpret(text, argtypes, x, y_ref, limit)
         np.testing.assert_array_equal(y, y_ref)
     assert kernel._direct
+
+
+native_entries = pytest.mark.skipif(pyentry.LAYOUT is None, reason="this Python's objects are not read natively")
+
+
+@native_entries
+@pytest.mark.parametrize("target", ["cpu", "c"])
+def test_native_entry_gives_the_same_bits_and_leaves_other_calls_to_the_general_path(target):
+    """Calls of a signature that has run directly a few times go through the kernel's native entry
+    (numbers included): the same bits as the general path, arrays updated in place. A call of another
+    signature (sizes, a number's type, array order, arrays that share memory) or with keywords goes
+    the general way and gets its results or its error, and the entry stays for its own signature."""
+    text, argtypes = fixture("gemm")
+    kernel = from_julia(text, argtypes).compile(target)
+    rng = np.random.default_rng(5)
+
+    def args(m=6, n=7, k=5, alpha=1.5, beta=0.5, order="F"):
+        return [np.array(rng.random(s), order=order) for s in ((m, n), (m, k), (k, n))] + [alpha, beta]
+
+    def check(call_args, **kw):
+        want = copy.deepcopy(call_args)
+        interpret(text, argtypes, *want, **kw)
+        assert kernel(*call_args, **kw) is None
+        np.testing.assert_allclose(call_args[0], want[0], rtol=1e-13)
+
+    for _ in range(6):
+        check(args())
+    native = kernel._native
+    assert native is not None
+    # the entry itself, on arrays the general path also gets: bit for bit
+    a, b = args(alpha=0.25), None
+    b = copy.deepcopy(a)
+    assert native(*a) is None
+    kernel._call(b, {})
+    np.testing.assert_array_equal(a[0], b[0])
+    for other in (args(m=4), args(alpha=2), args(order="C"), args(k=3)):
+        assert native(*other) is kernel.kernel.ENTRY_MISMATCH
+        check(other)
+    a = args()
+    check(a[:3], alpha=a[3], beta=a[4])
+    assert native(*args()[:4]) is kernel.kernel.ENTRY_MISMATCH
+    with pytest.raises(ms.ArgumentError, match="missing"):
+        kernel(*args()[:4])
+    assert kernel._native is native
+    check(args())
+
+    text, argtypes = fixture("jacobi2d")
+    kernel = from_julia(text, argtypes).compile(target)
+    for _ in range(5):
+        check_arrays = [2] + [np.asfortranarray(rng.random((11, 11))) for _ in range(2)]
+        want = copy.deepcopy(check_arrays)
+        kernel(*check_arrays)
+        interpret(text, argtypes, *want)
+        np.testing.assert_allclose(check_arrays[2], want[2], rtol=1e-12)
+    assert kernel._native is not None
+    shared = np.asfortranarray(rng.random((11, 11)))
+    assert kernel._native(2, shared, shared) is kernel.kernel.ENTRY_MISMATCH
+    with pytest.raises(ms.ArgumentError, match="share memory"):
+        kernel(2, shared, shared)
+
+
+@native_entries
+def test_native_entry_returns_the_array_and_bools_and_threads_as_the_general_path():
+    """A function that returns its array returns that very object through the native entry (with one
+    more reference, given back by the caller: the count stays the same over many calls); a Bool
+    argument is part of the signature; the kernel's thread count follows `num_threads` and
+    `ms.set_num_threads` as on the general path."""
+    from julia_corpus import CASES
+    case = next(c for c in CASES if c.file.startswith("clip_when"))
+    kernel = from_julia(case.text, case.argtypes).compile()
+    x = np.random.default_rng(2).random(9) * 2
+    y = np.zeros(9)
+    for _ in range(5):
+        assert kernel(y, x, True) is y
+    assert kernel._native is not None
+    before = sys.getrefcount(y)
+    for _ in range(100):
+        assert kernel(y, x, True) is y
+    assert sys.getrefcount(y) == before
+    np.testing.assert_array_equal(y, np.minimum(x, 1.0))
+    assert kernel._native(y, x, False) is kernel.kernel.ENTRY_MISMATCH
+    assert kernel(y, x, False) is y
+    np.testing.assert_array_equal(y, x)
+
+    threads = kernel.kernel._threads
+    try:
+        kernel.kernel.num_threads = 3
+        kernel(y, x, True)
+        assert threads.value == 3
+        kernel.kernel.num_threads = None
+        ms.set_num_threads(2)
+        kernel(y, x, True)
+        assert threads.value == 2
+        ms.set_num_threads(None)
+        kernel(y, x, True)
+        assert threads.value == ms.get_num_threads()
+    finally:
+        ms.set_num_threads(None)
+        kernel.kernel.num_threads = None
 
 
 def test_bounds_error_instead_of_out_of_bounds_access():

@@ -14,9 +14,10 @@ import islpy as isl
 from mascarpone.middleend.errors import ArgumentError
 from mascarpone.middleend.loopir import DEFAULT_SIZE_RANGE, in_range
 
+from . import pyentry
 from .addresses import data_address
 from .arguments import Binder
-from .threads import get_num_threads
+from .threads import DEFAULT_THREADS_CELL, get_num_threads
 
 
 class Kernel:
@@ -163,13 +164,26 @@ class NativeKernel(Kernel):
     the GIL.
     """
 
+    ENTRY_MISMATCH = pyentry.MISMATCH     # (what positional_entry's function returns for other arguments)
+
     def __init__(self, lowered, address: int, threads_address: int, *, num_threads=None):
         super().__init__(lowered)
+        self._own_threads = ctypes.c_int32(0)     # (0: the default; native entries read it here)
         self.num_threads = num_threads
         nbuf = len(lowered.inputs) + len(lowered.outputs)
         proto = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.c_void_p] * nbuf + [ctypes.c_int64] * len(lowered.params)))
+        self._address = address
         self._fn = proto(address)
         self._threads = ctypes.c_int32.from_address(threads_address)
+
+    @property
+    def num_threads(self):
+        """Threads of this kernel's parallel loops; None: the default of `ms.set_num_threads`."""
+        return self._own_threads.value or None
+
+    @num_threads.setter
+    def num_threads(self, n):
+        self._own_threads.value = n or 0
 
     def launch(self, arrays, values) -> int:
         self._threads.value = self.num_threads or get_num_threads()
@@ -185,6 +199,25 @@ class NativeKernel(Kernel):
         if self._fn(*addresses, *bound.values):
             raise self._allocation_failed()
         return True
+
+    def positional_entry(self, slots, direct, returns=None):
+        """For calls whose positional arguments match `slots` and bind as those of `direct` (what
+        `direct` returned for such a call): a builtin function of those arguments that runs this
+        kernel and returns None, or the argument at position `returns`; ENTRY_MISMATCH (having done
+        nothing) where the arguments do not match. It raises MemoryError as a call does where the
+        kernel could not allocate. A slot is ("array",
+        shape, dtype, flags, buffer positions), ("size", value), ("bool", value) or ("float", dtype,
+        buffer position): a numpy array exactly so, a Python int or bool of that value, a Python float
+        passed as a one-element buffer. None where this process's objects cannot be read natively (`pyentry.LAYOUT`)."""
+        kinds = {"array": pyentry.ArraySlot, "size": pyentry.SizeSlot, "bool": pyentry.BoolSlot,
+                 "float": pyentry.FloatSlot}
+        slots = [kinds[kind](*rest) for kind, *rest in slots]
+        bound = direct.args[0]      # (the plan `direct` bound to _launch_direct)
+        nbuf = len(self.lowered.inputs) + len(self.lowered.outputs)
+        return pyentry.build(self.name, self._address, ctypes.addressof(self._threads),
+                             ctypes.addressof(self._own_threads), ctypes.addressof(DEFAULT_THREADS_CELL), nbuf,
+                             slots, bound.values, bound.apart, bound.alike, returns,
+                             str(self._allocation_failed()), keep=self)
 
 
 def _at(assumed, values):

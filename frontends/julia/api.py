@@ -198,9 +198,13 @@ def _argument_step(f, name, jt) -> tuple:
 class _DirectCall:
     """A JuliaKernel's call for arguments of one signature that bind as given (each written array updated
     in place, nothing copied or zeroed): their checks passed once, so the call hands the arrays straight
-    to the kernel's direct launch (`Kernel.direct`)."""
+    to the kernel's direct launch (`Kernel.direct`). After NATIVE_AFTER such calls, the kernel's native
+    entry for the signature (`positional_entry`) takes its place, where the kernel has one."""
 
-    __slots__ = ("run", "sources", "numbers", "ret", "returns")
+    __slots__ = ("run", "sources", "numbers", "ret", "returns", "calls")
+
+    #: direct calls of a signature before its native entry is built (building one takes milliseconds)
+    NATIVE_AFTER = 3
 
     def __init__(self, julia_kernel, run, sources):
         self.run = run
@@ -210,10 +214,12 @@ class _DirectCall:
         self.ret = None if julia_kernel._return is None else julia_kernel._return[1]
         returned = julia_kernel.function.julia_returns_array
         self.returns = None if returned is None else julia_kernel.argnames.index(returned)
+        self.calls = 0
 
     def __call__(self, args):
         """(True, the call's result), or (False, None) where the arrays do not bind as given (they share
         memory) and the general path must run."""
+        self.calls += 1
         if self.numbers:
             args = list(args)
             for pos, dtype in self.numbers:
@@ -224,6 +230,27 @@ class _DirectCall:
         if ret is not None:
             return True, ret[()]
         return True, None if self.returns is None else args[self.returns]
+
+    def native_slots(self, steps, args):
+        """The slots of `positional_entry` for calls like `args` (whose call this is), or None where the
+        native entry does not take them (a scalar return, a number that is not a Python float)."""
+        if self.ret is not None:
+            return None
+        slots = []
+        for pos, ((kind, *_), v) in enumerate(zip(steps, args)):
+            buffers = tuple(b for b, source in enumerate(self.sources) if source == pos)
+            if kind is _ARRAY:
+                slots.append(("array", v.shape, v.dtype, v.flags.num, buffers))
+            elif kind is _SIZE:
+                if type(v) not in (int, bool):
+                    return None
+                slots.append(("bool" if type(v) is bool else "size", v))
+            else:
+                dtype = dict(self.numbers)[pos]
+                if type(v) is not float or np.dtype(dtype) not in (np.float32, np.float64) or len(buffers) != 1:
+                    return None
+                slots.append(("float", np.dtype(dtype), buffers[0]))
+        return slots
 
 
 class JuliaKernel:
@@ -245,15 +272,31 @@ class JuliaKernel:
         ret = function.julia_return
         self._return = None if ret is None else (ret.name, ret.dtype.numpy)
         self._direct = {}   # a call's signature (`_signature`) -> its _DirectCall: calls repeat their arguments' kinds
+        self._native = None     # the kernel's native entry for the latest signature that called directly often
 
     def __call__(self, *args, **kwargs):
+        native = self._native
+        if native is not None and not kwargs:
+            result = native(*args)
+            if result is not self.kernel.ENTRY_MISMATCH:
+                return result
         if not kwargs and self._direct:
             direct = self._direct.get(self._signature(args))
             if direct is not None:
                 done, result = direct(args)
                 if done:
+                    if direct.calls == direct.NATIVE_AFTER:
+                        self._build_native(direct, args)
                     return result
         return self._call(args, kwargs)
+
+    def _build_native(self, direct, args):
+        """Make the kernel's native entry for the signature of `args` (which just ran directly) the
+        first path of later calls, where the kernel offers one and it takes these arguments."""
+        build = getattr(self.kernel, "positional_entry", None)
+        slots = None if build is None else direct.native_slots(self._steps, args)
+        if slots is not None:
+            self._native = build(slots, direct.run, direct.returns) or self._native
 
     def _signature(self, args):
         """What every check of a call depends on (hashable; None when an argument is not what a call takes):

@@ -1,0 +1,282 @@
+"""A native kernel's call for one signature of positional arguments, as a CPython builtin function.
+
+A call through ctypes costs microseconds before the kernel runs: the signature of the arguments,
+the arrays' addresses, the checks that they bind in place, the conversion of every argument. A
+kernel called in a loop on small arrays spends most of its time there. Once a signature has bound
+its arrays as given (`Binder.direct`), every check of later calls is a comparison with constants:
+the type of each argument, each array's rank, extents, dtype and flags, each size's value, the
+addresses that must or must not overlap. This module compiles those comparisons, the kernel's
+call and the return into one function of CPython's METH_FASTCALL convention (by LLVM, as the cpu
+target's kernels are), so a matching call costs about what a builtin's call costs.
+
+Where any comparison fails, the function returns `MISMATCH` and has done nothing: the caller then
+takes the general path, which checks, names what is wrong, or binds another way. The function
+reads CPython's object header and numpy's array fields at offsets found on this process's own
+objects at import (`LAYOUT`); where they cannot be found (another Python implementation or build),
+`LAYOUT` is None and no entry is built.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class _Sentinel:
+    __slots__ = ("what",)
+
+    def __init__(self, what):
+        self.what = what
+
+    def __repr__(self):
+        return f"<{self.what}>"
+
+
+#: what an entry returns where the arguments are not of its signature (nothing was run)
+MISMATCH = _Sentinel("arguments of another signature")
+
+
+@dataclass(frozen=True)
+class ArraySlot:
+    """A positional argument that is a numpy array of exactly this shape, dtype and flags, passed as
+    the buffers at positions `buffers` (an array both read and written is two buffers)."""
+    shape: tuple
+    dtype: np.dtype
+    flags: int
+    buffers: tuple
+
+
+@dataclass(frozen=True)
+class SizeSlot:
+    """A positional argument that is a Python int of exactly this value (the kernel's parameters for
+    it are among the entry's constant values)."""
+    value: int
+
+
+@dataclass(frozen=True)
+class BoolSlot:
+    """A positional argument that is this Python bool (True and False are the only two objects)."""
+    value: bool
+
+
+@dataclass(frozen=True)
+class FloatSlot:
+    """A positional argument that is a Python float, passed as a one-element buffer of `dtype`
+    (float32 or float64) at position `buffer`."""
+    dtype: np.dtype
+    buffer: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Offsets (bytes) of the fields an entry reads: the object header's type, numpy's array fields."""
+    ob_type: int
+    data: int
+    nd: int
+    dimensions: int
+    descr: int
+    flags: int
+
+
+def _probe_layout():
+    import platform
+    if platform.python_implementation() != "CPython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+    word = lambda address: ctypes.c_uint64.from_address(address).value        # noqa: E731
+    samples = [np.zeros(3), np.zeros((2, 5), np.float32)[:, 1:], np.empty((0, 4), np.int16).T, np.zeros(())]
+    if not all(word(id(x) + 8) == id(type(x)) for x in (*samples, 1, 1.0, None)):
+        return None
+    # numpy's PyArrayObject_fields: data, nd (int), dimensions, strides, base, descr, flags (int)
+    data = 16
+    layout = Layout(ob_type=8, data=data, nd=data + 8, dimensions=data + 16, descr=data + 40, flags=data + 48)
+    for a in samples:
+        dims = word(id(a) + layout.dimensions)
+        if (word(id(a) + layout.data) != a.__array_interface__["data"][0]
+                or ctypes.c_int32.from_address(id(a) + layout.nd).value != a.ndim
+                or any(ctypes.c_int64.from_address(dims + 8 * d).value != n for d, n in enumerate(a.shape))
+                or word(id(a) + layout.descr) != id(a.dtype)
+                or ctypes.c_int32.from_address(id(a) + layout.flags).value != a.flags.num):
+            return None
+    return layout
+
+
+LAYOUT = _probe_layout()
+
+
+def _api(name) -> int:
+    return ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
+                ("ml_doc", ctypes.c_char_p)]
+
+
+_METH_FASTCALL = 0x0080
+_new_builtin = ctypes.pythonapi.PyCFunction_NewEx
+_new_builtin.restype = ctypes.py_object
+_new_builtin.argtypes = [ctypes.POINTER(_MethodDef), ctypes.py_object, ctypes.py_object]
+
+
+class _Owner:
+    """What the builtin keeps alive (its `self`): the compiled code, its method record, the kernel and
+    the objects whose addresses the code compares with."""
+
+    def __init__(self, jit, method, keep):
+        self.jit, self.method, self.keep = jit, method, keep
+
+
+def build(name, kernel_address, threads_address, own_threads_address, default_threads_address, nbuffers,
+          slots, values, apart, alike, returns, failure, keep):
+    """The builtin `f(*args)` that runs the kernel at `kernel_address` (C signature: `nbuffers`
+    pointers, then one int64 per `values`) when `args` match `slots` and the arrays' addresses
+    respect `apart` ((buffer, bytes, buffer, bytes): ranges that must not overlap) and `alike`
+    ((buffer, buffer): the same address); it returns None, or the argument at position `returns`,
+    and MISMATCH where the arguments do not match. Where the kernel's status is not 0 (it could not
+    allocate), it raises MemoryError(`failure`). Before the kernel runs, its thread count (the int32
+    at `threads_address`) is set to the int32 at `own_threads_address` where that is not 0, else to
+    the one at `default_threads_address`. None where this process's objects cannot be read
+    (`LAYOUT`). `keep`: objects the code relies on."""
+    if LAYOUT is None:
+        return None
+    text = _ir(name, kernel_address, threads_address, own_threads_address, default_threads_address, nbuffers,
+               slots, values, apart, alike, returns, failure)
+    from mascarpone.backends.cpu.jit import JitModule    # (LLVM assembles the entry, whatever the target)
+    jit = JitModule(text)
+    method = _MethodDef(name.encode(), jit.function_address("entry"), _METH_FASTCALL, None)
+    owner = _Owner(jit, method, (keep, [s.dtype for s in slots if hasattr(s, "dtype")]))
+    return _new_builtin(ctypes.byref(method), owner, None)
+
+
+def _ir(name, kernel_address, threads_address, own_threads_address, default_threads_address, nbuffers, slots,
+        values, apart, alike, returns, failure) -> str:
+    L = LAYOUT
+    out = []
+    emit = out.append
+    counter = iter(range(1 << 30))
+    fresh = lambda: f"%v{next(counter)}"       # noqa: E731
+    checks = []    # i1 values that must all hold
+
+    def field(ptr, offset, typ):
+        at, v = fresh(), fresh()
+        emit(f"  {at} = getelementptr i8, ptr {ptr}, i64 {offset}")
+        emit(f"  {v} = load {typ}, ptr {at}")
+        return v
+
+    def const_ptr(address):
+        return f"inttoptr (i64 {address} to ptr)"
+
+    def require(cond):
+        # each check branches out at once: a later load may read fields only an ndarray has
+        ok = f"ok{len(checks)}"
+        checks.append(ok)
+        emit(f"  br i1 {cond}, label %{ok}, label %mismatch")
+        emit(f"{ok}:")
+
+    def equal(typ, a, b):
+        v = fresh()
+        emit(f"  {v} = icmp eq {typ} {a}, {b}")
+        return v
+
+    emit("define ptr @entry(ptr %self, ptr %args, i64 %nargs) {")
+    emit("entry:")
+    emit(f"  %floats = alloca [{max(1, len(slots))} x double], align 8")
+    require(equal("i64", "%nargs", len(slots)))
+    buffer_ptrs = [None] * nbuffers
+    for k, slot in enumerate(slots):
+        at, arg = fresh(), fresh()
+        emit(f"  {at} = getelementptr ptr, ptr %args, i64 {k}")
+        emit(f"  {arg} = load ptr, ptr {at}")
+        typ = field(arg, L.ob_type, "ptr")
+        if isinstance(slot, ArraySlot):
+            require(equal("ptr", typ, const_ptr(id(np.ndarray))))
+            require(equal("i32", field(arg, L.nd, "i32"), len(slot.shape)))
+            require(equal("ptr", field(arg, L.descr, "ptr"), const_ptr(id(slot.dtype))))
+            require(equal("i32", field(arg, L.flags, "i32"), slot.flags))
+            dims = field(arg, L.dimensions, "ptr")
+            for d, n in enumerate(slot.shape):
+                require(equal("i64", field(dims, 8 * d, "i64"), n))
+            data = field(arg, L.data, "ptr")
+            for b in slot.buffers:
+                buffer_ptrs[b] = data
+        elif isinstance(slot, SizeSlot):
+            require(equal("ptr", typ, const_ptr(id(int))))
+            v = fresh()
+            emit(f"  {v} = call i64 {const_ptr(_api('PyLong_AsLongLong'))}(ptr {arg})")
+            # (-1 may be an overflow's error: such a call goes the general way, which says so)
+            failed = equal("i64", v, -1)
+            emit(f"  br i1 {failed}, label %clear{k}, label %size{k}")
+            emit(f"clear{k}:")
+            emit(f"  call void {const_ptr(_api('PyErr_Clear'))}()")
+            emit("  br label %mismatch")
+            emit(f"size{k}:")
+            require(equal("i64", v, slot.value))
+        elif isinstance(slot, BoolSlot):
+            require(equal("ptr", arg, const_ptr(id(bool(slot.value)))))
+        elif isinstance(slot, FloatSlot):
+            require(equal("ptr", typ, const_ptr(id(float))))
+            v, cell = fresh(), fresh()
+            emit(f"  {v} = call double {const_ptr(_api('PyFloat_AsDouble'))}(ptr {arg})")
+            emit(f"  {cell} = getelementptr [{max(1, len(slots))} x double], ptr %floats, i64 0, i64 {k}")
+            if np.dtype(slot.dtype) == np.float32:
+                narrow = fresh()
+                emit(f"  {narrow} = fptrunc double {v} to float")
+                emit(f"  store float {narrow}, ptr {cell}")
+            else:
+                emit(f"  store double {v}, ptr {cell}")
+            buffer_ptrs[slot.buffer] = cell
+        else:
+            raise TypeError(f"unknown argument slot {slot!r}")
+    if any(p is None for p in buffer_ptrs):
+        raise ValueError("every buffer of the kernel must come from an argument")
+    starts = []
+    for p in buffer_ptrs:
+        v = fresh()
+        emit(f"  {v} = ptrtoint ptr {p} to i64")
+        starts.append(v)
+    for a, b in alike:
+        require(equal("i64", starts[a], starts[b]))
+    for a, n, b, m in apart:
+        end_a, end_b, before, after, apart_ok = fresh(), fresh(), fresh(), fresh(), fresh()
+        emit(f"  {end_a} = add i64 {starts[a]}, {n}")
+        emit(f"  {end_b} = add i64 {starts[b]}, {m}")
+        emit(f"  {before} = icmp ule i64 {end_a}, {starts[b]}")
+        emit(f"  {after} = icmp ule i64 {end_b}, {starts[a]}")
+        emit(f"  {apart_ok} = or i1 {before}, {after}")
+        require(apart_ok)
+    own, default, threads = fresh(), fresh(), fresh()
+    emit(f"  {own} = load i32, ptr {const_ptr(own_threads_address)}")
+    emit(f"  {default} = load i32, ptr {const_ptr(default_threads_address)}")
+    unset = equal("i32", own, 0)
+    emit(f"  {threads} = select i1 {unset}, i32 {default}, i32 {own}")
+    emit(f"  store i32 {threads}, ptr {const_ptr(threads_address)}")
+    params = [f"ptr {p}" for p in buffer_ptrs] + [f"i64 {int(v)}" for v in values]
+    types = ", ".join(["ptr"] * nbuffers + ["i64"] * len(values))
+    emit(f"  %state = call ptr {const_ptr(_api('PyEval_SaveThread'))}()")
+    emit(f"  %status = call i32 ({types}) {const_ptr(kernel_address)}({', '.join(params)})")
+    emit(f"  call void {const_ptr(_api('PyEval_RestoreThread'))}(ptr %state)")
+    emit("  %ran = icmp eq i32 %status, 0")
+    emit("  br i1 %ran, label %done, label %failed")
+    emit("done:")
+    if returns is None:
+        result = const_ptr(id(None))
+    else:
+        at = fresh()
+        result = fresh()
+        emit(f"  {at} = getelementptr ptr, ptr %args, i64 {returns}")
+        emit(f"  {result} = load ptr, ptr {at}")
+    emit(f"  call void {const_ptr(_api('Py_IncRef'))}(ptr {result})")
+    emit(f"  ret ptr {result}")
+    emit("failed:")
+    memory_error = ctypes.c_void_p.in_dll(ctypes.pythonapi, "PyExc_MemoryError").value
+    emit(f"  call void {const_ptr(_api('PyErr_SetString'))}(ptr {const_ptr(memory_error)}, ptr @failure)")
+    emit("  ret ptr null")
+    emit("mismatch:")
+    emit(f"  call void {const_ptr(_api('Py_IncRef'))}(ptr {const_ptr(id(MISMATCH))})")
+    emit(f"  ret ptr {const_ptr(id(MISMATCH))}")
+    emit("}")
+    message = failure.encode() + b"\0"
+    escaped = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in message)
+    head = f'@failure = private unnamed_addr constant [{len(message)} x i8] c"{escaped}"'
+    return head + "\n\n" + "\n".join(out) + "\n"
