@@ -17,6 +17,7 @@ they are copied in (into a new array when the output is not given).
 """
 from __future__ import annotations
 
+import ctypes
 import numbers
 
 import numpy as np
@@ -128,9 +129,10 @@ class Binder:
 
     def direct(self, kwargs) -> "_Direct | None":
         """For a host call with these arguments that has been bound: its `_Direct` when it bound every
-        array as given (no copy, no new array, no zeroing; an output that starts as an input at that
-        input's own memory), else None. Every check depends on the arguments' signature only, so a
-        later call of the same signature can skip `bind`."""
+        array as given (no new array, no zeroing; an output that starts as an input has that input's
+        shape and dtype: bound in place at its memory, or copied byte for byte), else None. Every check
+        depends on the arguments' signature only, so a later call of the same signature can skip
+        `bind`."""
         plan = self._plans.get(self.signature(kwargs))
         if plan is None or plan.to_zero or any(step[0] is not _USE for step in plan.steps) or \
                 not set(plan.to_copy) <= plan.alike:
@@ -313,8 +315,10 @@ class Binder:
 
 class _Direct:
     """A call bound as given (`Binder.direct`): for arrays of the same signature, their addresses when
-    they bind as that call's did, in place where it was in place and no other array overlapping an
-    output; None where they do not (the general `bind` then copies or refuses)."""
+    they bind as that call's did, no other array overlapping an output; None where they do not (the
+    general `bind` then copies or refuses). An output that starts as an input of its shape and dtype
+    (`alike`: (input, output, bytes)) is bound in place at that input's memory, or lies apart from it
+    and gets its bytes (`copy_in`)."""
 
     __slots__ = ("values", "apart", "alike")
 
@@ -322,22 +326,31 @@ class _Direct:
         self.values = plan.values
         outputs = {pos for pos, _ in plan.spans if pos >= binder.n_in}
         # (position, bytes, position, bytes) of the arrays that must not overlap: each output and every
-        # other array, but an input bound in place at its output's memory
+        # other array, but an input that starts it (in place, or apart as `addresses` checks)
         self.apart = [(out, n, pos, m) for k, (out, n) in enumerate(plan.spans) if out in outputs
                       for pos, m in plan.spans[:k] + plan.spans[k + 1:]
                       if (pos, out) not in plan.alike and not (pos in outputs and pos < out)]
-        self.alike = list(plan.alike)
+        nbytes = dict(plan.spans)
+        self.alike = [(source, out, nbytes.get(out, 0)) for source, out in sorted(plan.alike)]
 
     def addresses(self, arrays) -> list | None:
         """The arrays' addresses (in buffer order), or None."""
         starts = [data_address(a) for a in arrays]
-        for source, out in self.alike:
-            if starts[source] != starts[out]:
-                return None
+        for source, out, n in self.alike:
+            s, o = starts[source], starts[out]
+            if s != o and s < o + n and o < s + n:
+                return None     # (partly in place: the general path copies the input first)
         for a, n, b, m in self.apart:
             if starts[a] < starts[b] + m and starts[b] < starts[a] + n:
                 return None
         return starts
+
+    def copy_in(self, starts):
+        """Give each output that starts as an input apart from it that input's bytes (`starts`: what
+        `addresses` returned)."""
+        for source, out, n in self.alike:
+            if starts[source] != starts[out]:
+                ctypes.memmove(starts[out], starts[source], n)
 
 
 def _same_memory(a, b) -> bool:

@@ -132,7 +132,8 @@ def build(name, kernel_address, threads_address, own_threads_address, default_th
     """The builtin `f(*args)` that runs the kernel at `kernel_address` (C signature: `nbuffers`
     pointers, then one int64 per `values`) when `args` match `slots` and the arrays' addresses
     respect `apart` ((buffer, bytes, buffer, bytes): ranges that must not overlap) and `alike`
-    ((buffer, buffer): the same address); it returns None, or the argument at position `returns`,
+    ((input, output, bytes): at the same address, or apart, the input's bytes then copied to the
+    output before the kernel runs); it returns None, or the argument at position `returns`,
     and MISMATCH where the arguments do not match. Where the kernel's status is not 0 (it could not
     allocate), it raises MemoryError(`failure`). Before the kernel runs, its thread count (the int32
     at `threads_address`) is set to the int32 at `own_threads_address` where that is not 0, else to
@@ -152,8 +153,8 @@ def build(name, kernel_address, threads_address, own_threads_address, default_th
 def _ir(name, kernel_address, threads_address, own_threads_address, default_threads_address, nbuffers, slots,
         values, apart, alike, returns, failure) -> str:
     L = LAYOUT
-    out = []
-    emit = out.append
+    lines = []
+    emit = lines.append
     counter = iter(range(1 << 30))
     fresh = lambda: f"%v{next(counter)}"       # noqa: E731
     checks = []    # i1 values that must all hold
@@ -235,8 +236,18 @@ def _ir(name, kernel_address, threads_address, own_threads_address, default_thre
         v = fresh()
         emit(f"  {v} = ptrtoint ptr {p} to i64")
         starts.append(v)
-    for a, b in alike:
-        require(equal("i64", starts[a], starts[b]))
+    copies = []
+    for a, b, n in alike:
+        same, end_a, end_b, before, after, ok = (fresh() for _ in range(6))
+        emit(f"  {same} = icmp eq i64 {starts[a]}, {starts[b]}")
+        emit(f"  {end_a} = add i64 {starts[a]}, {n}")
+        emit(f"  {end_b} = add i64 {starts[b]}, {n}")
+        emit(f"  {before} = icmp ule i64 {end_a}, {starts[b]}")
+        emit(f"  {after} = icmp ule i64 {end_b}, {starts[a]}")
+        emit(f"  {ok} = or i1 {before}, {after}")
+        emit(f"  {ok}s = or i1 {ok}, {same}")
+        require(f"{ok}s")
+        copies.append((same, buffer_ptrs[a], buffer_ptrs[b], n))
     for a, n, b, m in apart:
         end_a, end_b, before, after, apart_ok = fresh(), fresh(), fresh(), fresh(), fresh()
         emit(f"  {end_a} = add i64 {starts[a]}, {n}")
@@ -245,6 +256,12 @@ def _ir(name, kernel_address, threads_address, own_threads_address, default_thre
         emit(f"  {after} = icmp ule i64 {end_b}, {starts[a]}")
         emit(f"  {apart_ok} = or i1 {before}, {after}")
         require(apart_ok)
+    for k, (same, source, target, n) in enumerate(copies):
+        emit(f"  br i1 {same}, label %copied{k}, label %copy{k}")
+        emit(f"copy{k}:")
+        emit(f"  call void @llvm.memcpy.p0.p0.i64(ptr {target}, ptr {source}, i64 {n}, i1 false)")
+        emit(f"  br label %copied{k}")
+        emit(f"copied{k}:")
     own, default, threads = fresh(), fresh(), fresh()
     emit(f"  {own} = load i32, ptr {const_ptr(own_threads_address)}")
     emit(f"  {default} = load i32, ptr {const_ptr(default_threads_address)}")
@@ -279,4 +296,5 @@ def _ir(name, kernel_address, threads_address, own_threads_address, default_thre
     message = failure.encode() + b"\0"
     escaped = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in message)
     head = f'@failure = private unnamed_addr constant [{len(message)} x i8] c"{escaped}"'
-    return head + "\n\n" + "\n".join(out) + "\n"
+    declare = "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)"
+    return head + "\n" + declare + "\n\n" + "\n".join(lines) + "\n"
