@@ -120,6 +120,54 @@ def test_calls_alike_in_kind_are_each_checked_for_overlap(target):
     assert any(plan is not None for plan in kernel._direct.values())
 
 
+@pytest.mark.parametrize("target", ["cpu", "c"])
+def test_keyword_calls_in_a_row_go_through_a_native_entry(target):
+    """Keyword calls of one signature in a row get the kernel's native entry (NATIVE_AFTER direct calls):
+    the outputs filled and returned as the Python path returns them (a tuple of the arrays given, their
+    reference counts unchanged over many calls); the same keywords in another order, another size, or
+    outputs that share memory go the Python way, with its results and errors. A kernel holding its entry
+    is collected without calling freed code."""
+    import gc
+    import sys
+
+    from mascarpone.backends.common import pyentry
+    N = ms.Param("N")
+    with ms.Function("two_outputs") as f:
+        i = ms.Var("i", 0, N)
+        a_in = ms.Input("a_in", [N], ms.float64)
+        a = ms.Computation("a", [i], a_in[i] * 2.0, output=True)
+        b = ms.Computation("b", [i], a_in[i] + 1.0, output=True)
+    kernel = f.compile(target)
+    x = np.random.default_rng(6).random(32)
+    out_a, out_b = np.empty(32), np.empty(32)
+    for _ in range(kernel.NATIVE_AFTER + 1):
+        got = kernel(a_in=x, a=out_a, b=out_b)
+    if pyentry.LAYOUT is not None:
+        assert kernel._native is not None
+    del got
+    before = sys.getrefcount(out_a), sys.getrefcount(out_b)
+    for _ in range(50):
+        out_a[:], out_b[:] = 0.0, 0.0
+        got = kernel(a_in=x, a=out_a, b=out_b)
+        assert type(got) is tuple and got[0] is out_a and got[1] is out_b
+        np.testing.assert_array_equal(out_a, x * 2.0)
+        np.testing.assert_array_equal(out_b, x + 1.0)
+    del got
+    assert (sys.getrefcount(out_a), sys.getrefcount(out_b)) == before
+    out_a[:] = 0.0
+    kernel(b=out_b, a=out_a, a_in=x)
+    np.testing.assert_array_equal(out_a, x * 2.0)
+    y = np.random.default_rng(7).random(16)
+    small_a, small_b = kernel(a_in=y, a=np.empty(16), b=np.empty(16), N=16)
+    np.testing.assert_array_equal(small_b, y + 1.0)
+    with pytest.raises(ms.ArgumentError, match="outputs a and b share memory"):
+        kernel(a_in=x, a=out_a, b=out_a)
+    if pyentry.LAYOUT is not None:
+        assert kernel._native(a_in=x, a=out_a, b=out_a) is pyentry.MISMATCH
+    del kernel
+    gc.collect()
+
+
 def test_data_address_is_the_first_element():
     from mascarpone.backends.common.addresses import data_address
     base = np.arange(60, dtype=np.float32).reshape(6, 10)

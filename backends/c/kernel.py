@@ -22,7 +22,7 @@ class CKernel(NativeKernel):
         fn = getattr(self._lib, lowered.name)
         threads = ctypes.c_int32.in_dll(self._lib, f"{lowered.name}_num_threads")
         super().__init__(lowered, ctypes.cast(fn, ctypes.c_void_p).value, ctypes.addressof(threads),
-                         num_threads=num_threads)
+                         num_threads=num_threads, code=self._lib)
 
     def source(self, kind: str = "c") -> str:
         """The generated code: 'c'."""

@@ -51,6 +51,8 @@ class Kernel:
             self._assumed_ok = set()
         self._refused_ok = set()     # sizes for which no check left to the call (checked_at_call) applies
         self._direct = {}            # a call's signature -> its Binder.direct plan, or None
+        self._native = None          # the keyword entry of the signature last called directly in a row
+        self._hot = (None, 0)        # (signature, direct calls of it in a row)
 
     # the steps of a call ---------------------------------------------------------------
     def bind(self, kwargs):
@@ -132,12 +134,29 @@ class Kernel:
         run), for timing: one that costs less than a keyword call where the target has one."""
         return functools.partial(self, **kwargs)
 
+    def _keyword_entry(self, kwargs):
+        """A native function that takes calls like `kwargs`, or None (this target has none)."""
+        return None
+
+    #: direct calls of one signature in a row before its native entry is built (where the target has
+    #: them: building one takes milliseconds)
+    NATIVE_AFTER = 3
+
     def __call__(self, **kwargs):
+        native = self._native
+        if native is not None:
+            result = native(**kwargs)
+            if result is not pyentry.MISMATCH:
+                return result
         key = self._binder.signature(kwargs)
         bound = self._direct.get(key)
         if bound is not None and self._binder.known.issuperset(kwargs):
             given = [kwargs[name] for name in self._binder.buffer_names]
             if self._launch_direct(bound, given):
+                hot, count = self._hot
+                self._hot = (key, count + 1 if key == hot else 1)
+                if self._hot[1] == self.NATIVE_AFTER:
+                    self._native = self._keyword_entry(kwargs) or self._native
                 return given[-1] if self._single else tuple(given[self._binder.n_in:])
         arrays, values, outputs = self._binder.bind(kwargs, signature=key)
         self.check(values)
@@ -172,8 +191,12 @@ class NativeKernel(Kernel):
 
     ENTRY_MISMATCH = pyentry.MISMATCH     # (what positional_entry's function returns for other arguments)
 
-    def __init__(self, lowered, address: int, threads_address: int, *, num_threads=None):
+    def __init__(self, lowered, address: int, threads_address: int, *, num_threads=None, code=None):
         super().__init__(lowered)
+        # what keeps the function and its thread count loaded (a JIT engine, a shared library): native
+        # entries hold it, not the kernel (an entry the kernel holds would make a cycle, and a cycle's
+        # collector may free the code before the kernel's __del__ calls it)
+        self._code = code
         self._own_threads = ctypes.c_int32(0)     # (0: the default; native entries read it here)
         self.num_threads = num_threads
         nbuf = len(lowered.inputs) + len(lowered.outputs)
@@ -231,19 +254,55 @@ class NativeKernel(Kernel):
         `direct` returned for such a call): a builtin function of those arguments that runs this
         kernel and returns None, or the argument at position `returns`; ENTRY_MISMATCH (having done
         nothing) where the arguments do not match. It raises MemoryError as a call does where the
-        kernel could not allocate. A slot is ("array",
-        shape, dtype, flags, buffer positions), ("size", value), ("bool", value) or ("float", dtype,
-        buffer position): a numpy array exactly so, a Python int or bool of that value, a Python float
-        passed as a one-element buffer. None where this process's objects cannot be read natively (`pyentry.LAYOUT`)."""
+        kernel could not allocate. A slot is ("array", shape, dtype, flags, buffer positions),
+        ("size", value), ("bool", value) or ("float", dtype, buffer position): a numpy array exactly
+        so, a Python int or bool of that value, a Python float passed as a one-element buffer. None
+        where this process's objects cannot be read natively (`pyentry.LAYOUT`) or the kernel did not
+        say what keeps its code loaded (`code`)."""
+        if self._code is None:
+            return None
+        return pyentry.build(self._entry_call(direct), self._slots(slots), returns, keep=self._kept())
+
+    def _entry_call(self, direct) -> pyentry.KernelCall:
+        bound = direct.args[0]      # (the plan `direct` bound to _launch_direct)
+        return pyentry.KernelCall(self.name, self._address, len(self.lowered.inputs) + len(self.lowered.outputs),
+                                  tuple(bound.values), tuple(bound.apart), tuple(bound.alike),
+                                  ctypes.addressof(self._threads), ctypes.addressof(self._own_threads),
+                                  ctypes.addressof(DEFAULT_THREADS_CELL), str(self._allocation_failed()))
+
+    @staticmethod
+    def _slots(slots):
         kinds = {"array": pyentry.ArraySlot, "size": pyentry.SizeSlot, "bool": pyentry.BoolSlot,
                  "float": pyentry.FloatSlot}
-        slots = [kinds[kind](*rest) for kind, *rest in slots]
-        bound = direct.args[0]      # (the plan `direct` bound to _launch_direct)
-        nbuf = len(self.lowered.inputs) + len(self.lowered.outputs)
-        return pyentry.build(self.name, self._address, ctypes.addressof(self._threads),
-                             ctypes.addressof(self._own_threads), ctypes.addressof(DEFAULT_THREADS_CELL), nbuf,
-                             slots, bound.values, bound.apart, bound.alike, returns,
-                             str(self._allocation_failed()), keep=self)
+        return [kinds[kind](*rest) for kind, *rest in slots]
+
+    def _keyword_entry(self, kwargs):
+        """The native entry of keyword calls like `kwargs` (a call with them has just run directly):
+        the same names in the same order, arrays of the same signature, the same sizes; it returns
+        what such a call returns. None where there is none."""
+        direct = self.direct(kwargs)
+        names = tuple(kwargs)
+        position = {name: k for k, name in enumerate(names)}
+        buffers = self._binder.buffer_names
+        if direct is None or self._code is None or any(name not in position for name in buffers):
+            return None
+        slots = []
+        for name in names:
+            v = kwargs[name]
+            if type(v) is np.ndarray and name in buffers:
+                slots.append(("array", v.shape, v.dtype, v.flags.num, (buffers.index(name),)))
+            elif type(v) is int and name in self._binder.params:
+                slots.append(("size", v))
+            else:
+                return None
+        outputs = [position[name] for name in buffers[self._binder.n_in:]]
+        returns = outputs[0] if self._single else tuple(outputs)
+        return pyentry.build(self._entry_call(direct), self._slots(slots), returns, keywords=names,
+                             keep=self._kept())
+
+    def _kept(self):
+        """What an entry must keep alive: the code and the kernel's own thread count."""
+        return self._code, self._own_threads
 
 
 def _at(assumed, values):

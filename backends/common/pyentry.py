@@ -70,8 +70,11 @@ class FloatSlot:
 
 @dataclass(frozen=True)
 class Layout:
-    """Offsets (bytes) of the fields an entry reads: the object header's type, numpy's array fields."""
+    """Offsets (bytes) of the fields an entry reads: the object header's type, a tuple's length and
+    items, numpy's array fields."""
     ob_type: int
+    tuple_size: int
+    tuple_items: int
     data: int
     nd: int
     dimensions: int
@@ -87,9 +90,13 @@ def _probe_layout():
     samples = [np.zeros(3), np.zeros((2, 5), np.float32)[:, 1:], np.empty((0, 4), np.int16).T, np.zeros(())]
     if not all(word(id(x) + 8) == id(type(x)) for x in (*samples, 1, 1.0, None)):
         return None
+    names = ("a_in", "out", "N")
+    if word(id(names) + 16) != 3 or any(word(id(names) + 24 + 8 * k) != id(n) for k, n in enumerate(names)):
+        return None
     # numpy's PyArrayObject_fields: data, nd (int), dimensions, strides, base, descr, flags (int)
     data = 16
-    layout = Layout(ob_type=8, data=data, nd=data + 8, dimensions=data + 16, descr=data + 40, flags=data + 48)
+    layout = Layout(ob_type=8, tuple_size=16, tuple_items=24, data=data, nd=data + 8, dimensions=data + 16,
+                    descr=data + 40, flags=data + 48)
     for a in samples:
         dims = word(id(a) + layout.dimensions)
         if (word(id(a) + layout.data) != a.__array_interface__["data"][0]
@@ -113,10 +120,31 @@ class _MethodDef(ctypes.Structure):
                 ("ml_doc", ctypes.c_char_p)]
 
 
-_METH_FASTCALL = 0x0080
+_METH_FASTCALL, _METH_KEYWORDS = 0x0080, 0x0002
 _new_builtin = ctypes.pythonapi.PyCFunction_NewEx
 _new_builtin.restype = ctypes.py_object
 _new_builtin.argtypes = [ctypes.POINTER(_MethodDef), ctypes.py_object, ctypes.py_object]
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """What an entry calls: the kernel's function at `address` (C signature: `nbuffers` pointers,
+    then one int64 per `values`, the parameters of the signature), with the arrays' addresses
+    respecting `apart` ((buffer, bytes, buffer, bytes): ranges that must not overlap) and `alike`
+    ((input, output, bytes): at the same address, or apart, the input's bytes then copied to the
+    output before the kernel runs). Its thread count (the int32 at `threads`) is set first, to the
+    int32 at `own_threads` where that is not 0, else to the one at `default_threads`. Where its status
+    is not 0 (it could not allocate), the entry raises MemoryError(`failure`)."""
+    name: str
+    address: int
+    nbuffers: int
+    values: tuple
+    apart: tuple
+    alike: tuple
+    threads: int
+    own_threads: int
+    default_threads: int
+    failure: str
 
 
 class _Owner:
@@ -127,31 +155,25 @@ class _Owner:
         self.jit, self.method, self.keep = jit, method, keep
 
 
-def build(name, kernel_address, threads_address, own_threads_address, default_threads_address, nbuffers,
-          slots, values, apart, alike, returns, failure, keep):
-    """The builtin `f(*args)` that runs the kernel at `kernel_address` (C signature: `nbuffers`
-    pointers, then one int64 per `values`) when `args` match `slots` and the arrays' addresses
-    respect `apart` ((buffer, bytes, buffer, bytes): ranges that must not overlap) and `alike`
-    ((input, output, bytes): at the same address, or apart, the input's bytes then copied to the
-    output before the kernel runs); it returns None, or the argument at position `returns`,
-    and MISMATCH where the arguments do not match. Where the kernel's status is not 0 (it could not
-    allocate), it raises MemoryError(`failure`). Before the kernel runs, its thread count (the int32
-    at `threads_address`) is set to the int32 at `own_threads_address` where that is not 0, else to
-    the one at `default_threads_address`. None where this process's objects cannot be read
-    (`LAYOUT`). `keep`: objects the code relies on."""
+def build(call: KernelCall, slots, returns=None, keywords=None, keep=None):
+    """The builtin that runs `call` where its arguments match `slots`, positional ones (`f(*args)`)
+    or, with `keywords` (names, each the very string object a call passes), keyword ones in that
+    order (`f(**kwargs)`). It returns None, the argument at position `returns`, or a tuple of those
+    at the positions `returns` lists; MISMATCH (having done nothing) where the arguments do not
+    match. None where this process's objects cannot be read (`LAYOUT`). `keep`: objects the code
+    relies on."""
     if LAYOUT is None:
         return None
-    text = _ir(name, kernel_address, threads_address, own_threads_address, default_threads_address, nbuffers,
-               slots, values, apart, alike, returns, failure)
+    text = _ir(call, slots, returns, keywords)
     from mascarpone.backends.cpu.jit import JitModule    # (LLVM assembles the entry, whatever the target)
     jit = JitModule(text)
-    method = _MethodDef(name.encode(), jit.function_address("entry"), _METH_FASTCALL, None)
-    owner = _Owner(jit, method, (keep, [s.dtype for s in slots if hasattr(s, "dtype")]))
+    flags = _METH_FASTCALL | (_METH_KEYWORDS if keywords is not None else 0)
+    method = _MethodDef(call.name.encode(), jit.function_address("entry"), flags, None)
+    owner = _Owner(jit, method, (keep, keywords, [s.dtype for s in slots if hasattr(s, "dtype")]))
     return _new_builtin(ctypes.byref(method), owner, None)
 
 
-def _ir(name, kernel_address, threads_address, own_threads_address, default_threads_address, nbuffers, slots,
-        values, apart, alike, returns, failure) -> str:
+def _ir(call, slots, returns, keywords) -> str:
     L = LAYOUT
     lines = []
     emit = lines.append
@@ -175,16 +197,27 @@ def _ir(name, kernel_address, threads_address, own_threads_address, default_thre
         emit(f"  br i1 {cond}, label %{ok}, label %mismatch")
         emit(f"{ok}:")
 
-    def equal(typ, a, b):
+    def fresh_cmp(op, typ, a, b):
         v = fresh()
-        emit(f"  {v} = icmp eq {typ} {a}, {b}")
+        emit(f"  {v} = icmp {op} {typ} {a}, {b}")
         return v
 
-    emit("define ptr @entry(ptr %self, ptr %args, i64 %nargs) {")
+    def equal(typ, a, b):
+        return fresh_cmp("eq", typ, a, b)
+
+    emit("define ptr @entry(ptr %self, ptr %args, i64 %nargs, ptr %kwnames) {")
     emit("entry:")
     emit(f"  %floats = alloca [{max(1, len(slots))} x double], align 8")
-    require(equal("i64", "%nargs", len(slots)))
-    buffer_ptrs = [None] * nbuffers
+    if keywords is None:
+        require(equal("i64", "%nargs", len(slots)))
+    else:
+        # (a keyword call's values follow its positional ones in `args`; their names are a tuple)
+        require(equal("i64", "%nargs", 0))
+        require(f"{fresh_cmp('ne', 'ptr', '%kwnames', 'null')}")
+        require(equal("i64", field("%kwnames", L.tuple_size, "i64"), len(keywords)))
+        for k, name in enumerate(keywords):
+            require(equal("ptr", field("%kwnames", L.tuple_items + 8 * k, "ptr"), const_ptr(id(name))))
+    buffer_ptrs = [None] * call.nbuffers
     for k, slot in enumerate(slots):
         at, arg = fresh(), fresh()
         emit(f"  {at} = getelementptr ptr, ptr %args, i64 {k}")
@@ -237,7 +270,7 @@ def _ir(name, kernel_address, threads_address, own_threads_address, default_thre
         emit(f"  {v} = ptrtoint ptr {p} to i64")
         starts.append(v)
     copies = []
-    for a, b, n in alike:
+    for a, b, n in call.alike:
         same, end_a, end_b, before, after, ok = (fresh() for _ in range(6))
         emit(f"  {same} = icmp eq i64 {starts[a]}, {starts[b]}")
         emit(f"  {end_a} = add i64 {starts[a]}, {n}")
@@ -248,7 +281,7 @@ def _ir(name, kernel_address, threads_address, own_threads_address, default_thre
         emit(f"  {ok}s = or i1 {ok}, {same}")
         require(f"{ok}s")
         copies.append((same, buffer_ptrs[a], buffer_ptrs[b], n))
-    for a, n, b, m in apart:
+    for a, n, b, m in call.apart:
         end_a, end_b, before, after, apart_ok = fresh(), fresh(), fresh(), fresh(), fresh()
         emit(f"  {end_a} = add i64 {starts[a]}, {n}")
         emit(f"  {end_b} = add i64 {starts[b]}, {m}")
@@ -263,28 +296,43 @@ def _ir(name, kernel_address, threads_address, own_threads_address, default_thre
         emit(f"  br label %copied{k}")
         emit(f"copied{k}:")
     own, default, threads = fresh(), fresh(), fresh()
-    emit(f"  {own} = load i32, ptr {const_ptr(own_threads_address)}")
-    emit(f"  {default} = load i32, ptr {const_ptr(default_threads_address)}")
+    emit(f"  {own} = load i32, ptr {const_ptr(call.own_threads)}")
+    emit(f"  {default} = load i32, ptr {const_ptr(call.default_threads)}")
     unset = equal("i32", own, 0)
     emit(f"  {threads} = select i1 {unset}, i32 {default}, i32 {own}")
-    emit(f"  store i32 {threads}, ptr {const_ptr(threads_address)}")
-    params = [f"ptr {p}" for p in buffer_ptrs] + [f"i64 {int(v)}" for v in values]
-    types = ", ".join(["ptr"] * nbuffers + ["i64"] * len(values))
+    emit(f"  store i32 {threads}, ptr {const_ptr(call.threads)}")
+    params = [f"ptr {p}" for p in buffer_ptrs] + [f"i64 {int(v)}" for v in call.values]
+    types = ", ".join(["ptr"] * call.nbuffers + ["i64"] * len(call.values))
     emit(f"  %state = call ptr {const_ptr(_api('PyEval_SaveThread'))}()")
-    emit(f"  %status = call i32 ({types}) {const_ptr(kernel_address)}({', '.join(params)})")
+    emit(f"  %status = call i32 ({types}) {const_ptr(call.address)}({', '.join(params)})")
     emit(f"  call void {const_ptr(_api('PyEval_RestoreThread'))}(ptr %state)")
     emit("  %ran = icmp eq i32 %status, 0")
     emit("  br i1 %ran, label %done, label %failed")
     emit("done:")
-    if returns is None:
-        result = const_ptr(id(None))
-    else:
-        at = fresh()
+    incref = const_ptr(_api("Py_IncRef"))
+
+    def argument(k):
+        at, v = fresh(), fresh()
+        emit(f"  {at} = getelementptr ptr, ptr %args, i64 {k}")
+        emit(f"  {v} = load ptr, ptr {at}")
+        return v
+
+    if isinstance(returns, tuple):
         result = fresh()
-        emit(f"  {at} = getelementptr ptr, ptr %args, i64 {returns}")
-        emit(f"  {result} = load ptr, ptr {at}")
-    emit(f"  call void {const_ptr(_api('Py_IncRef'))}(ptr {result})")
+        emit(f"  {result} = call ptr {const_ptr(_api('PyTuple_New'))}(i64 {len(returns)})")
+        emit(f"  %made = icmp ne ptr {result}, null")
+        emit("  br i1 %made, label %fill, label %raise")
+        emit("fill:")
+        for i, k in enumerate(returns):
+            item = argument(k)
+            emit(f"  call void {incref}(ptr {item})")
+            emit(f"  call i32 {const_ptr(_api('PyTuple_SetItem'))}(ptr {result}, i64 {i}, ptr {item})")
+    else:
+        result = const_ptr(id(None)) if returns is None else argument(returns)
+        emit(f"  call void {incref}(ptr {result})")
     emit(f"  ret ptr {result}")
+    emit("raise:")
+    emit("  ret ptr null")
     emit("failed:")
     memory_error = ctypes.c_void_p.in_dll(ctypes.pythonapi, "PyExc_MemoryError").value
     emit(f"  call void {const_ptr(_api('PyErr_SetString'))}(ptr {const_ptr(memory_error)}, ptr @failure)")
@@ -293,7 +341,7 @@ def _ir(name, kernel_address, threads_address, own_threads_address, default_thre
     emit(f"  call void {const_ptr(_api('Py_IncRef'))}(ptr {const_ptr(id(MISMATCH))})")
     emit(f"  ret ptr {const_ptr(id(MISMATCH))}")
     emit("}")
-    message = failure.encode() + b"\0"
+    message = call.failure.encode() + b"\0"
     escaped = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in message)
     head = f'@failure = private unnamed_addr constant [{len(message)} x i8] c"{escaped}"'
     declare = "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)"

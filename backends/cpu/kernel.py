@@ -15,7 +15,7 @@ class CpuKernel(NativeKernel):
         self._jit = jit
         self._ir = unoptimized_ir
         super().__init__(lowered, jit.function_address(lowered.name),
-                         jit.global_address(f"{lowered.name}.num_threads"), num_threads=num_threads)
+                         jit.global_address(f"{lowered.name}.num_threads"), num_threads=num_threads, code=jit)
         self._release = ctypes.CFUNCTYPE(None)(jit.function_address(f"{lowered.name}_release_memory"))
 
     def release_memory(self):

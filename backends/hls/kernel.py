@@ -21,7 +21,7 @@ class HLSKernel(NativeKernel):
         self.library_path = library_path
         fn = getattr(self._lib, f"{lowered.name}_csim")
         threads = ctypes.c_int32.in_dll(self._lib, f"{lowered.name}_num_threads")
-        super().__init__(lowered, ctypes.cast(fn, ctypes.c_void_p).value, ctypes.addressof(threads))
+        super().__init__(lowered, ctypes.cast(fn, ctypes.c_void_p).value, ctypes.addressof(threads), code=self._lib)
 
     def source(self, kind: str = "hls") -> str:
         """The generated code: 'hls' (the C++ for Vitis HLS) or 'csim' (with the C simulation entry)."""

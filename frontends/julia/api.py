@@ -198,13 +198,10 @@ def _argument_step(f, name, jt) -> tuple:
 class _DirectCall:
     """A JuliaKernel's call for arguments of one signature that bind as given (each written array updated
     in place, nothing copied or zeroed): their checks passed once, so the call hands the arrays straight
-    to the kernel's direct launch (`Kernel.direct`). After NATIVE_AFTER such calls, the kernel's native
-    entry for the signature (`positional_entry`) takes its place, where the kernel has one."""
+    to the kernel's direct launch (`Kernel.direct`). After the kernel's NATIVE_AFTER such calls, its
+    native entry for the signature (`positional_entry`) takes their place, where it has one."""
 
     __slots__ = ("run", "sources", "numbers", "ret", "returns", "calls")
-
-    #: direct calls of a signature before its native entry is built (building one takes milliseconds)
-    NATIVE_AFTER = 3
 
     def __init__(self, julia_kernel, run, sources):
         self.run = run
@@ -285,7 +282,7 @@ class JuliaKernel:
             if direct is not None:
                 done, result = direct(args)
                 if done:
-                    if direct.calls == direct.NATIVE_AFTER:
+                    if direct.calls == getattr(self.kernel, "NATIVE_AFTER", None):
                         self._build_native(direct, args)
                     return result
         return self._call(args, kwargs)
