@@ -164,6 +164,12 @@ def test_keyword_calls_in_a_row_go_through_a_native_entry(target):
         kernel(a_in=x, a=out_a, b=out_a)
     if pyentry.LAYOUT is not None:
         assert kernel._native(a_in=x, a=out_a, b=out_a) is pyentry.MISMATCH
+        first = kernel._native
+        for _ in range(kernel.NATIVE_AFTER):       # another signature in a row gets its entry...
+            kernel(a_in=y, a=small_a, b=small_b, N=16)
+        assert kernel._native is not first
+        kernel(a_in=x, a=out_a, b=out_b)          # ...and the first one's comes back, not built again
+        assert kernel._native is first
     del kernel
     gc.collect()
 

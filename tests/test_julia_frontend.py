@@ -313,6 +313,11 @@ def test_native_entry_gives_the_same_bits_and_leaves_other_calls_to_the_general_
         kernel(*args()[:4])
     assert kernel._native is native
     check(args())
+    for _ in range(5):          # another signature in a row gets its own entry; the first one's comes back
+        check(args(m=3))
+    assert kernel._native is not native
+    check(args())
+    assert kernel._native is native
 
     text, argtypes = fixture("jacobi2d")
     kernel = from_julia(text, argtypes).compile(target)

@@ -52,6 +52,7 @@ class Kernel:
         self._refused_ok = set()     # sizes for which no check left to the call (checked_at_call) applies
         self._direct = {}            # a call's signature -> its Binder.direct plan, or None
         self._native = None          # the keyword entry of the signature last called directly in a row
+        self._natives = {}           # a signature -> its keyword entry, once built (None: it has none)
         self._hot = (None, 0)        # (signature, direct calls of it in a row)
 
     # the steps of a call ---------------------------------------------------------------
@@ -153,10 +154,7 @@ class Kernel:
         if bound is not None and self._binder.known.issuperset(kwargs):
             given = [kwargs[name] for name in self._binder.buffer_names]
             if self._launch_direct(bound, given):
-                hot, count = self._hot
-                self._hot = (key, count + 1 if key == hot else 1)
-                if self._hot[1] == self.NATIVE_AFTER:
-                    self._native = self._keyword_entry(kwargs) or self._native
+                self._heat(key, kwargs)
                 return given[-1] if self._single else tuple(given[self._binder.n_in:])
         arrays, values, outputs = self._binder.bind(kwargs, signature=key)
         self.check(values)
@@ -168,6 +166,21 @@ class Kernel:
             # (the plan, not a launch bound to this kernel: no reference cycle through the kernel)
             self._direct[key] = self._direct_plan(kwargs)
         return outputs[0] if self._single else tuple(outputs)
+
+    def _heat(self, key, kwargs):
+        """After a direct call: make the signature's keyword entry the first path of the next calls, once
+        it has been called directly NATIVE_AFTER times in a row (built then, kept for when it comes
+        back)."""
+        if key in self._natives:
+            self._native = self._natives[key] or self._native
+            return
+        hot, count = self._hot
+        self._hot = (key, count + 1 if key == hot else 1)
+        if self._hot[1] == self.NATIVE_AFTER:
+            if len(self._natives) >= 64:
+                self._natives.clear()
+            self._natives[key] = entry = self._keyword_entry(kwargs)
+            self._native = entry or self._native
 
     def _allocation_failed(self) -> MemoryError:
         return MemoryError(f"{self.name}: a temporary buffer could not be allocated")

@@ -201,7 +201,7 @@ class _DirectCall:
     to the kernel's direct launch (`Kernel.direct`). After the kernel's NATIVE_AFTER such calls, its
     native entry for the signature (`positional_entry`) takes their place, where it has one."""
 
-    __slots__ = ("run", "sources", "numbers", "ret", "returns", "calls")
+    __slots__ = ("run", "sources", "numbers", "ret", "returns", "calls", "native")
 
     def __init__(self, julia_kernel, run, sources):
         self.run = run
@@ -212,6 +212,7 @@ class _DirectCall:
         returned = julia_kernel.function.julia_returns_array
         self.returns = None if returned is None else julia_kernel.argnames.index(returned)
         self.calls = 0
+        self.native = None      # its native entry, once built
 
     def __call__(self, args):
         """(True, the call's result), or (False, None) where the arrays do not bind as given (they share
@@ -282,7 +283,9 @@ class JuliaKernel:
             if direct is not None:
                 done, result = direct(args)
                 if done:
-                    if direct.calls == getattr(self.kernel, "NATIVE_AFTER", None):
+                    if direct.native is not None:
+                        self._native = direct.native    # (its signature is back)
+                    elif direct.calls == getattr(self.kernel, "NATIVE_AFTER", None):
                         self._build_native(direct, args)
                     return result
         return self._call(args, kwargs)
@@ -293,7 +296,8 @@ class JuliaKernel:
         build = getattr(self.kernel, "positional_entry", None)
         slots = None if build is None else direct.native_slots(self._steps, args)
         if slots is not None:
-            self._native = build(slots, direct.run, direct.returns) or self._native
+            direct.native = build(slots, direct.run, direct.returns)
+            self._native = direct.native or self._native
 
     def _signature(self, args):
         """What every check of a call depends on (hashable; None when an argument is not what a call takes):
@@ -380,8 +384,10 @@ class JuliaKernel:
         """Keep the direct launch of a call that bound every array as given, for later calls of its
         signature (`_DirectCall`)."""
         key = self._signature(values)
+        if key is None or key in self._direct:
+            return
         run = self.kernel.direct(call)
-        if key is None or run is None:
+        if run is None:
             return
         source = {}     # buffer name -> argument position (None: the return value)
         for pos, (kind, _, _, extra) in enumerate(self._steps):
