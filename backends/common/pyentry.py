@@ -1,4 +1,4 @@
-"""A native kernel's call for one signature of positional arguments, as a CPython builtin function.
+"""A native kernel's call for one signature of arguments (positional or keyword), as a CPython builtin.
 
 A call through ctypes costs microseconds before the kernel runs: the signature of the arguments,
 the arrays' addresses, the checks that they bind in place, the conversion of every argument. A
@@ -7,7 +7,9 @@ its arrays as given (`Binder.direct`), every check of later calls is a compariso
 the type of each argument, each array's rank, extents, dtype and flags, each size's value, the
 addresses that must or must not overlap. This module compiles those comparisons, the kernel's
 call and the return into one function of CPython's METH_FASTCALL convention (by LLVM, as the cpu
-target's kernels are), so a matching call costs about what a builtin's call costs.
+target's kernels are), so a matching call costs about what a builtin's call costs. A keyword entry
+also compares the names, by identity with the string objects of the call it was built from (names
+written in code are interned; any other string of the same text goes the general way).
 
 Where any comparison fails, the function returns `MISMATCH` and has done nothing: the caller then
 takes the general path, which checks, names what is wrong, or binds another way. The function
@@ -148,8 +150,8 @@ class KernelCall:
 
 
 class _Owner:
-    """What the builtin keeps alive (its `self`): the compiled code, its method record, the kernel and
-    the objects whose addresses the code compares with."""
+    """What the builtin keeps alive (its `self`): the compiled entry, its method record, the kernel's
+    code and thread count, and the objects whose addresses the entry compares with."""
 
     def __init__(self, jit, method, keep):
         self.jit, self.method, self.keep = jit, method, keep
