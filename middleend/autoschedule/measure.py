@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import statistics
 import time
+import weakref
 
 import islpy as isl
 import numpy as np
@@ -16,9 +17,6 @@ from ..targets import get_target
 #: runs per measurement: at least MIN_RUNS, more (up to MAX_RUNS) while under ENOUGH_S seconds, so
 #: that the median of a short kernel rests on many calls (the machine may be shared)
 MIN_RUNS, MAX_RUNS, ENOUGH_S = 5, 51, 0.3
-#: a kernel whose first call took less is timed through the target's cheapest call (`repeat_call`):
-#: a keyword call's microseconds would be much of its time, and would blur the ranking
-SHORT_S = 1e-3
 
 
 def input_values(function, sizes, seed) -> dict:
@@ -61,6 +59,7 @@ class Timer:
         self.sizes = dict(sizes)
         self.arguments = {**input_values(function, sizes, seed), **self.sizes}
         self.count = 0
+        self._calls = weakref.WeakKeyDictionary()     # a kernel -> its call on the arguments (`_call`)
 
     def kernel(self):
         """The function as scheduled now, compiled as `Function.compile` compiles it for this target."""
@@ -130,8 +129,7 @@ class Timer:
         if limit_s is not None and time.perf_counter() - start >= limit_s:
             return [[t] for t in firsts]
         times = [[] for _ in kernels]
-        calls = [kernel.repeat_call(**self.arguments) if first < SHORT_S and hasattr(kernel, "repeat_call")
-                 else functools.partial(kernel, **self.arguments) for kernel, first in zip(kernels, firsts)]
+        calls = [self._call(kernel) for kernel in kernels]
         while len(times[0]) < MIN_RUNS or (len(times[0]) < MAX_RUNS and
                                            time.perf_counter() - start < ENOUGH_S * len(kernels)):
             for call, ts in zip(calls, times):
@@ -140,6 +138,17 @@ class Timer:
             if limit_s is not None and time.perf_counter() - start >= limit_s:
                 break
         return times
+
+    def _call(self, kernel):
+        """A call of `kernel` on the arguments (those of the first call ever, its outputs kept), through
+        the target's cheapest call (`repeat_call`, made once, before any call is timed): a keyword
+        call's microseconds would be much of a short kernel's time and blur the ranking."""
+        if not hasattr(kernel, "repeat_call"):
+            return functools.partial(kernel, **self.arguments)
+        call = self._calls.get(kernel)
+        if call is None:
+            self._calls[kernel] = call = kernel.repeat_call(**self.arguments)
+        return call
 
 
 def _seconds(call) -> float:
