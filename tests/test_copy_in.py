@@ -3,6 +3,9 @@ targets lower without that copy and bind the output in place, or copy the input 
 passes other memory; the results match numpy in every way of calling."""
 from __future__ import annotations
 
+import gc
+import sys
+
 import numpy as np
 import pytest
 
@@ -19,6 +22,17 @@ def prefix_sum(read_input_again=False):
         a = ms.Computation("a", [i], a_in[i], output=True)
         extra = a_in[k] * 0.0 if read_input_again else ms.f64(0.0)
         a.update([k], a[k - 1] + a[k] + extra, at=[k])
+    return f
+
+
+def two_outputs():
+    """a = 2 a_in and b = a_in + 1: two outputs of one input."""
+    N = ms.Param("N")
+    with ms.Function("two_outputs") as f:
+        i = ms.Var("i", 0, N)
+        a_in = ms.Input("a_in", [N], ms.float64)
+        ms.Computation("a", [i], a_in[i] * 2.0, output=True)
+        ms.Computation("b", [i], a_in[i] + 1.0, output=True)
     return f
 
 
@@ -91,13 +105,7 @@ def test_calls_alike_in_kind_are_each_checked_for_overlap(target):
     """A call whose arrays have the shapes, dtypes and flags of an earlier one reuses that call's checks
     (backends/common/arguments.py) and, where that call bound its arrays as given, launches on their
     addresses at once (Kernel.direct); where its arrays lie is still checked at every call."""
-    N = ms.Param("N")
-    with ms.Function("two_outputs") as f:
-        i = ms.Var("i", 0, N)
-        a_in = ms.Input("a_in", [N], ms.float64)
-        a = ms.Computation("a", [i], a_in[i] * 2.0, output=True)
-        b = ms.Computation("b", [i], a_in[i] + 1.0, output=True)
-    kernel = f.compile(target)
+    kernel = two_outputs().compile(target)
     x = np.random.default_rng(2).random(64)
     for _ in range(2):   # (the second round runs on the checks the first one kept)
         out_a, out_b = np.empty(64), np.empty(64)
@@ -127,17 +135,8 @@ def test_keyword_calls_in_a_row_go_through_a_native_entry(target):
     reference counts unchanged over many calls); the same keywords in another order, another size, or
     outputs that share memory go the Python way, with its results and errors. A kernel holding its entry
     is collected without calling freed code."""
-    import gc
-    import sys
-
     from mascarpone.backends.common import pyentry
-    N = ms.Param("N")
-    with ms.Function("two_outputs") as f:
-        i = ms.Var("i", 0, N)
-        a_in = ms.Input("a_in", [N], ms.float64)
-        a = ms.Computation("a", [i], a_in[i] * 2.0, output=True)
-        b = ms.Computation("b", [i], a_in[i] + 1.0, output=True)
-    kernel = f.compile(target)
+    kernel = two_outputs().compile(target)
     x = np.random.default_rng(6).random(32)
     out_a, out_b = np.empty(32), np.empty(32)
     for _ in range(kernel.NATIVE_AFTER + 1):
