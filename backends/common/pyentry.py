@@ -20,6 +20,7 @@ objects at import (`LAYOUT`); where they cannot be found (another Python impleme
 from __future__ import annotations
 
 import ctypes
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -179,9 +180,8 @@ def _ir(call, slots, returns, keywords) -> str:
     L = LAYOUT
     lines = []
     emit = lines.append
-    counter = iter(range(1 << 30))
-    fresh = lambda: f"%v{next(counter)}"       # noqa: E731
-    checks = []    # i1 values that must all hold
+    numbered, passed = itertools.count(), itertools.count()     # (SSA values; blocks after each check)
+    fresh = lambda: f"%v{next(numbered)}"       # noqa: E731
 
     def field(ptr, offset, typ):
         at, v = fresh(), fresh()
@@ -194,8 +194,7 @@ def _ir(call, slots, returns, keywords) -> str:
 
     def require(cond):
         # each check branches out at once: a later load may read fields only an ndarray has
-        ok = f"ok{len(checks)}"
-        checks.append(ok)
+        ok = f"ok{next(passed)}"
         emit(f"  br i1 {cond}, label %{ok}, label %mismatch")
         emit(f"{ok}:")
 
