@@ -484,9 +484,11 @@ class Function:
         The model orders loops so the stride-one loop is innermost, tiles the innermost band to fit
         the caches, vectorizes at the host's SIMD width, parallelizes the outermost parallel loop,
         unrolls small constant loops, inlines producers read once and computes stencil producers in
-        their consumer's tiles. With `measure`, a search within `budget_s` seconds times variants
-        (tile sizes, unroll factors, compute_at or root) for `sizes` ({size: value}; sizes not given
-        are 256, less in nests deeper than 3) on random inputs, compiling for `target`; the best choice is cached on disk
+        their consumer's tiles. With `measure`, a search within `budget_s` seconds, counted from the
+        call (applying the model's choice is part of it: a pipeline whose commands alone spend the budget
+        is not measured), times variants (tile sizes, unroll factors, compute_at or root) for `sizes`
+        ({size: value}; sizes not given are 256, less in nests deeper than 3) on random inputs, compiling
+        for `target`, and then the naive loops beside the best; the best choice is cached on disk
         (folder: $MASCARPONE_AUTOSCHEDULE_CACHE or ~/.cache/mascarpone/autoschedule) per function,
         sizes, target and machine, so a second call measures nothing. Returns a Report."""
         from .autoschedule import autoschedule

@@ -386,7 +386,7 @@ def test_halide_compile_with_schedule_auto_reads_the_cache():
     for ip, arr in spec["images"].items():
         ip.set(hl.Buffer(arr))
     theirs = np.asarray(pipeline.realize(spec["sizes"]))
-    first = ms.from_halide(pipeline).autoschedule(budget_s=0.2)
+    first = ms.from_halide(pipeline).autoschedule(budget_s=1.0)
     assert first.measured >= 1
     f = ms.from_halide(pipeline)
     kernel = f.compile("cpu", schedule="auto")
@@ -576,9 +576,10 @@ def test_the_search_tries_the_knobs_a_better_choice_opens():
 
 
 def test_the_search_starts_no_variant_the_budget_left_cannot_cover(monkeypatch):
-    """A variant starts only while the budget left covers the median time a measurement has taken: on a
-    clock each measurement advances by 3 s, a budget of 10 s measures the model's choice and two
-    variants (4 s left, then 1 s), not a third that would end at 12 s."""
+    """A variant starts only while the budget left covers the median time a measurement has taken and
+    a reserve of one more (the model's, for the final comparison with the naive loops): on a clock each
+    measurement advances by 3 s, a budget of 13 s measures the model's choice and two variants (7 s
+    left, then 4 s), not a third that would leave 1 s, less than the reserve."""
     import sys
     import types
     search_module = sys.modules["mascarpone.middleend.autoschedule.search"]
@@ -592,8 +593,30 @@ def test_the_search_starts_no_variant_the_budget_left_cannot_cover(monkeypatch):
         return 1.0
 
     search_module.search(measure, lambda c: [("s", "unroll", k) for k in (2, 4, 8, 16)] if not c else [],
-                         budget_s=10)
+                         budget_s=13)
     assert tried == [{}, {"unroll": {"s": 2}}, {"unroll": {"s": 4}}]
+
+
+def test_a_budget_the_model_spends_measures_nothing(monkeypatch):
+    """budget_s counts from the call: where applying the model's choice spends all of it (a budget of 0
+    here; the commands of a pipeline of many stages can take minutes to check), nothing is compiled or
+    timed, the model's choice is applied once, as with measure=False, and the report says why."""
+    from mascarpone.middleend.autoschedule import measure
+    applied, compiled = [], []
+    apply = Applier.apply
+    monkeypatch.setattr(Applier, "apply", lambda self, choice: applied.append(choice) or apply(self, choice))
+    monkeypatch.setattr(measure.Timer, "kernel", lambda self: compiled.append(1))
+    sizes = dict(H=64, W=128)
+    f, _, _ = examples.blur()
+    with pytest.warns(UserWarning, match="not measured: applying the model's choice took"):
+        report = f.autoschedule(sizes=sizes, budget_s=0)
+    assert report.measured == 0 and report.seconds is None and "budget_s=0" in report.note
+    assert applied == [{}] and compiled == []
+    g, _, _ = examples.blur()
+    g.autoschedule(sizes=sizes, measure=False, cache=False)
+    assert f.history() == g.history() == report.commands and _commands(report, "vectorize")
+    img = rng.random((66, 130), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(img=img), blur_reference(img), rtol=1e-5)
 
 
 def test_measurements_fill_the_outputs_of_the_first_call():

@@ -16,6 +16,7 @@ cache     the best choice on disk, per function, sizes, target and machine
 """
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -60,6 +61,7 @@ class Report:
 def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, measure=True, use_cache=True) -> Report:
     """Choose a schedule for the computations no command has scheduled yet and apply it (see
     `Function.autoschedule`)."""
+    began = time.perf_counter()
     binds_in_place = get_target(target).binds_in_place   # (an unknown name is the caller's mistake)
     sizes = complete_sizes(function, sizes)
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
@@ -72,11 +74,14 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     # the copies of inputs into outputs that such a target's call makes instead of the kernel
     copies = set(copied_inputs(function, function._prepare(sizes))) if binds_in_place else set()
 
+    held = [None]   # the choice the function holds now
+
     def apply(choice):
         restore(function, start)
         applier = Applier(function, stages, checker, leave=copies, proposal=proposal)
         if not choice.get("naive"):
             applier.apply(choice)
+        held[0] = repr(choice)
         return applier
 
     entry = cache.load(key) if use_cache else None
@@ -86,7 +91,13 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
                       naive_seconds=entry.get("naive_seconds"), sizes=sizes)
     model_applier = apply({})
     report = Report({}, [], sizes=sizes)
-    if measure:
+    left = lambda: budget_s - (time.perf_counter() - began)     # noqa: E731
+    if measure and left() <= 0:
+        # a pipeline of many stages: each command's check adds up, and its compile would take longer still
+        report.note = (f"not measured: applying the model's choice took {budget_s - left():.1f} s, all of "
+                       f"budget_s={budget_s:g}; the model's choice is applied")
+        warnings.warn(f"autoschedule({function.name}): {report.note}", stacklevel=3)
+    elif measure:
         try:
             timer = Timer(function, target, sizes, seed)
             model_variants = variants(model_applier, stages, seed)
@@ -94,15 +105,20 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
             paired = Paired(apply, timer)
             best, best_t, seen = search(paired.measure,
                                         lambda c: model_variants if not c else variants(apply(c), stages, seed),
-                                        budget_s, screening, paired.confirm)
-            best, best_t, naive_t = _side_by_side(best, paired.kernel, timer)
+                                        left(), screening, paired.confirm)
+            naive_t = None
+            if left() > 0:
+                best, best_t, naive_t = _side_by_side(best, paired.kernel, timer)
             report = Report(best, [], timer.count, seconds=best_t, naive_seconds=naive_t, sizes=sizes,
                             screened=screening.results)
+            if naive_t is None:
+                report.note = "the naive loops were not timed: the search's measurements spent the budget"
         except MascarponeError as err:
             note = f"not measured ({type(err).__name__}: {err}); the model's choice is applied"
             warnings.warn(f"autoschedule({function.name}): {note}", stacklevel=3)
             report.note = note
-    apply(report.choice)
+    if held[0] != repr(report.choice):
+        apply(report.choice)
     if not checker.legal():   # each command was checked; the whole once more, layout included
         restore(function, start)
         report.choice, report.note = dict(NAIVE), "the chosen schedule failed the final check; naive kept"

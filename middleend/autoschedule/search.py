@@ -90,9 +90,10 @@ def search(measure, candidates_of, budget_s, screen=None, confirm=None) -> tuple
     limit_s)` times a choice, taking more runs only while under `limit_s` seconds; the model's
     choice ({}) is always measured, then the variants `candidates_of(choice)` gives for it while the
     budget lasts: a variant starts only where the budget left covers the median time a measurement has
-    taken (its compile and runs), so the search ends near its budget, not a compile past it. A better
-    choice can open knobs the model's did not have (a stencil no longer time-tiled gets its own loops'
-    knobs): those are tried after the others.
+    taken (its compile and runs) and a reserve of one more measurement (the model's took), which
+    `autoschedule`'s final comparison with the naive loops spends, so the search ends near its budget,
+    not a compile past it. A better choice can open knobs the model's did not have (a stencil no longer
+    time-tiled gets its own loops' knobs): those are tried after the others.
 
     `screen(choice, stage, knob, sizes, limit_s)`, where given, ranks the sizes of a stage's tiles or
     time tiles (those offered and more) by one kernel with parametric tiles, fastest first (None where
@@ -110,16 +111,17 @@ def search(measure, candidates_of, budget_s, screen=None, confirm=None) -> tuple
     left = lambda: budget_s - (time.perf_counter() - start)     # noqa: E731
     best, best_t = {}, measure({}, left())
     costs = [time.perf_counter() - start]      # seconds each measurement took, confirmation included
+    reserve = costs[0]      # for autoschedule's final comparison, which compiles and times the naive loops
     seen = {"{}": best_t}
     queue = list(candidates_of(best))
     offered = {(stage, knob) for stage, knob, _ in queue}
     screened = set()
-    while queue and left() > 0:
+    while queue and left() > reserve:
         stage, knob, value = queue.pop(0)
         if knob in SCREENED_KNOBS and value and screen is not None and (stage, knob) not in screened:
             screened.add((stage, knob))
             sizes_offered = [value] + [v for s, k, v in queue if (s, k) == (stage, knob) and v]
-            ranked = screen(best, stage, knob, sizes_offered, left() * SCREEN_SHARE)
+            ranked = screen(best, stage, knob, sizes_offered, (left() - reserve) * SCREEN_SHARE)
             if ranked:
                 # the fastest first, then the sizes offered that ranked in the faster half
                 kept = ranked[:SCREENED_KEPT] + [v for v in sizes_offered
@@ -130,7 +132,7 @@ def search(measure, candidates_of, budget_s, screen=None, confirm=None) -> tuple
         cand = with_knob(best, stage, knob, value)
         if repr(cand) in seen:
             continue
-        if left() < statistics.median(costs):
+        if left() - reserve < statistics.median(costs):
             break
         began = time.perf_counter()
         t = measure(cand, left())
