@@ -17,6 +17,7 @@ from .affine import affine_text, context_on, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
 from .errors import DomainError, ScheduleError
 from .expr import Access, Const, Sym, floormod, max_, simplify, substitute, transform, walk
+from .recent import Recent
 from .types import int64
 
 
@@ -53,38 +54,17 @@ def covers_box(written, bounds, context, comp):
     return box.is_subset(written)
 
 
-def _written_box(comp, context):
-    """`write_box`'s bounds of `comp`, as expressions too, and whether the writes fill the box (kept with
-    what else holds while the algorithm and the context stay: `Function._kept`; a search prepares the
-    function after each command it gives, and loop commands change neither)."""
-    kept = comp.function._kept("written boxes", context)
-    if comp.name not in kept:
+def _storage_plan(comp, context, kept):
+    """(shape, store index, whether the writes fill it) of `comp` in a buffer of its own, before any
+    fold. They depend on its own domain and updates and on the sizes alone, so `kept` (see
+    `_storage_plans`) holds them while those stay: a search checks the schedule after each command it
+    gives, and neither loop commands nor inlining another computation change them."""
+    own = (comp.domain,) + tuple(x for u in comp.updates for x in (u.domain, u.update_at))
+    key = (comp.name,) + tuple(map(id, own))
+    if key not in kept:
         written, box = write_box(comp, context)
         exprs = [(pwaff_to_expr(lo, context), pwaff_to_expr(hi, context)) for lo, hi in box]   # (each once)
-        kept[comp.name] = box, exprs, covers_box(written, exprs, context, comp)
-    return kept[comp.name]
-
-
-def _params(s):
-    return [s.get_dim_name(isl.dim_type.param, i) for i in range(s.dim(isl.dim_type.param))]
-
-
-def assign_storage(function, context):
-    """Give every storage owner a buffer and a store index (int64 expressions of its variables).
-
-    Inlined and recomputed producers get one too: the dependence analysis of
-    the original program reads and writes it."""
-    for comp in function.computations:
-        if comp.updated is not None:
-            continue
-        if comp.user_buffer is not None:
-            if comp.partitions:
-                raise ScheduleError(f"{comp.name} is stored in the ms.Buffer {comp.user_buffer.name} (store_in); "
-                                    f"partition that buffer instead of the computation")
-            comp.buffer = comp.user_buffer
-            comp.store_index = [as_index_expr(i) for i in comp.user_store_index]
-            continue
-        box, exprs, covered = _written_box(comp, context)
+        covered = covers_box(written, exprs, context, comp)
         shape, index = [], []
         for v, (lo, hi), (lo_e, hi_e) in zip(comp.vars, box, exprs):
             if affine_text(lo_e) is None:
@@ -98,7 +78,45 @@ def assign_storage(function, context):
             else:
                 shape.append(simplify(pwaff_to_expr(hi.sub(lo), context) + 1))
                 index.append(simplify(var - lo_e))
-        shape = [_not_negative(e, context, function) for e in shape]
+        shape = tuple(_not_negative(e, context, comp.function) for e in shape)
+        # (the objects whose ids make the key stay referenced, so no other object takes an id)
+        kept[key] = (shape, tuple(index), covered, own)
+    return kept[key][:3]
+
+
+def _storage_plans(function, context) -> dict:
+    """The memo of `_storage_plan` at `context`, for the last few contexts."""
+    memo = function._kept_results.setdefault("storage plans", Recent(8))
+    key = str(context)
+    kept = memo.get(key)
+    if kept is None:
+        kept = {}
+        memo.put(key, kept)
+    return kept
+
+
+def _params(s):
+    return [s.get_dim_name(isl.dim_type.param, i) for i in range(s.dim(isl.dim_type.param))]
+
+
+def assign_storage(function, context):
+    """Give every storage owner a buffer and a store index (int64 expressions of its variables).
+
+    Inlined and recomputed producers get one too: the dependence analysis of
+    the original program reads and writes it."""
+    plans = _storage_plans(function, context)
+    for comp in function.computations:
+        if comp.updated is not None:
+            continue
+        if comp.user_buffer is not None:
+            if comp.partitions:
+                raise ScheduleError(f"{comp.name} is stored in the ms.Buffer {comp.user_buffer.name} (store_in); "
+                                    f"partition that buffer instead of the computation")
+            comp.buffer = comp.user_buffer
+            comp.store_index = [as_index_expr(i) for i in comp.user_store_index]
+            continue
+        shape, index, covered = _storage_plan(comp, context, plans)
+        shape, index = list(shape), list(index)
         folds = {}
         for d, v in enumerate(comp.vars):
             if v.name in comp.folds:
