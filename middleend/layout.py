@@ -211,13 +211,14 @@ def logical_read(target, indices):
     return getattr(target, "storage_owner", target).name, [as_index_expr(i) for i in indices]
 
 
-def inline_reads(expr):
-    """Replace reads of inlined computations by their expressions, recursively."""
+def inline_reads(expr, keep=None):
+    """Replace reads of inlined computations by their expressions, recursively (reads of `keep`, an
+    inlined computation whose reads are asked for, stay)."""
     def repl(n):
-        if isinstance(n, Access) and getattr(n.target, "inlined", False):
+        if isinstance(n, Access) and getattr(n.target, "inlined", False) and n.target is not keep:
             target = n.target
             mapping = {v.name: i for v, i in zip(target.vars, n.indices)}
-            return inline_reads(_substitute_vars(target.expr, mapping))
+            return inline_reads(_substitute_vars(target.expr, mapping), keep)
         return None
     return transform(expr, repl)
 

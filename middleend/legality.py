@@ -2,9 +2,10 @@
 and no parallel or vector loop carries one.
 
 Each original instance maps to the times it executes at: one time normally,
-several for a producer recomputed per consumer tile, the consumers' times for
-an inlined computation. A dependence a -> b is respected when every time of a
-comes before every time of b. The reads a consumer makes of a producer it
+several for a producer recomputed per consumer tile. A dependence of an inlined
+computation is one of the computations that evaluate it, at the instances that
+do. A dependence a -> b is respected when every time of a comes before every
+time of b. The reads a consumer makes of a producer it
 recomputes or inlines are satisfied by construction and are not checked (a
 sliding window's are: its values come from earlier consumer iterations).
 """
@@ -17,33 +18,62 @@ import islpy as isl
 from . import parametric_tiles
 from .errors import IllegalScheduleError, ScheduleError
 from .dependences import union_maps
+from .expr import Access, walk
+from .layout import inline_reads
 from .loopir import CONCURRENT_KINDS, LoopKind
 from .recent import Recent
 from .statements import first_needed, reads_of, runs_inside
 
 
 def execution_times(stmts, function, context):
-    """Per computation name, the map from its original instances to the times it runs at."""
-    times = {s.name: s.to_original.reverse().apply_range(s.time) for s in stmts}
-    by_comp = {s.comp: s for s in stmts}
-    reads = function._kept("reads", context)
-    for comp in function.computations:
+    """Per statement name, the map from its computation's original instances to the times it runs at."""
+    return {s.name: s.to_original.reverse().apply_range(s.time) for s in stmts}
+
+
+def _evaluations(function, context, comp):
+    """[relation from an evaluator's instances to the instances of the inlined `comp` they evaluate]
+    over the computations not inlined that read it, themselves or through other inlined ones; None
+    where an index of such a read is not affine (the relation would hold every instance of its reader)."""
+    kept = function._kept("evaluations", context)
+    if comp.name not in kept:
+        out = []
+        for reader in function.computations:
+            if reader.inlined or not _reads(reader, comp):
+                continue
+            r = reads_of(reader, comp, context, exact=True)
+            if r is None:
+                out = None
+                break
+            out.append(r)
+        kept[comp.name] = out
+    return kept[comp.name]
+
+
+def _at_evaluators(m, function, context) -> list:
+    """The dependence `m` with each end that is an inlined computation replaced by the instances of the
+    computations that evaluate it, where its reads and its value now are; [] where those cannot be
+    told exactly (a data-dependent index), as for a dependence of a data-dependent read."""
+    maps = [m]
+    for end in (isl.dim_type.in_, isl.dim_type.out):
+        comp = function.computation(m.get_tuple_name(end))
         if not comp.inlined:
             continue
-        union = None
-        for reader in function.computations:
-            if reader.inlined or reader not in by_comp:
-                continue
-            if (reader.name, comp.name) not in reads:
-                reads[reader.name, comp.name] = reads_of(reader, comp, context)
-            r = reads[reader.name, comp.name]
-            if r is None:
-                continue
-            part = r.reverse().apply_range(times[reader.name])
-            union = part if union is None else union.union(part)
-        if union is not None:
-            times[comp.name] = union
-    return times
+        evaluations = _evaluations(function, context, comp)
+        if evaluations is None:
+            return []
+        maps = [r.apply_range(d) if end == isl.dim_type.in_ else d.apply_range(r.reverse())
+                for d in maps for r in evaluations]
+    return [d for d in maps if not d.is_empty()]
+
+
+def _ends(m):
+    return m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+
+
+def _reads(reader, comp) -> bool:
+    """Whether `reader` reads the inlined `comp`, itself or through other inlined computations."""
+    return any(isinstance(n, Access) and n.target is comp
+               for e in (reader.expr, reader.predicate) if e is not None for n in walk(inline_reads(e, keep=comp)))
 
 
 def _exempt(kind, src, snk, function):
@@ -93,8 +123,10 @@ def checked_pairs(stmts, deps, function, context):
     by_name = {s.name: s for s in stmts}
     out = []
     for kind, umap in deps.items():
-        for m in union_maps(umap):
-            src, snk = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+        # (a dependence of an inlined computation is checked where its readers evaluate it)
+        for m in [d for whole in union_maps(umap) if not _exempt(kind, *_ends(whole), function)
+                  for d in _at_evaluators(whole, function, context)]:
+            src, snk = _ends(m)
             if src not in times or snk not in times or _exempt(kind, src, snk, function):
                 continue
             a, b = by_name.get(src), by_name.get(snk)

@@ -83,17 +83,21 @@ def _identity(comp):
     return isl.Map(f"{{ {comp.name}[{dims}] -> {comp.name}[{dims}] }}").intersect_domain(comp.domain)
 
 
-def reads_of(comp, target, context):
-    """Relation from comp's instances to the instances of `target` it reads (over-approximated when non-affine)."""
-    nodes = list(walk(inline_reads(comp.expr)))
+def reads_of(comp, target, context, exact=False):
+    """Relation from comp's instances to the instances of `target` it reads (over-approximated when
+    non-affine; with `exact`, None then)."""
+    # (an inlined target's reads are looked for through the other inlined computations, not replaced)
+    nodes = list(walk(inline_reads(comp.expr, keep=target)))
     if comp.predicate is not None:
-        nodes += list(walk(inline_reads(comp.predicate)))
+        nodes += list(walk(inline_reads(comp.predicate, keep=target)))
     params = sorted(comp.function.param_names)
     rel = None
     for n in nodes:
         if not isinstance(n, Access) or n.target is not target:
             continue
         outs = [affine_text(as_index_expr(i)) for i in n.indices]
+        if exact and None in outs:
+            return None
         outs = [o if o is not None else f"any{d}" for d, o in enumerate(outs)]
         text = (f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(v.name for v in comp.vars)}] -> "
                 f"{target.name}[{', '.join(outs)}] }}")

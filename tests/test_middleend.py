@@ -197,6 +197,37 @@ def test_inline_substitutes_the_producer():
     assert text.count("img[") == 9
 
 
+def _read_before_an_update():
+    """t reads a before a's update overwrites it; out reads t and the updated a."""
+    N = ms.Param("N")
+    i = ms.Var("i", 0, N)
+    with ms.Function("reads_before_update") as f:
+        x = ms.Input("x", [N], ms.float32)
+        a = ms.Computation("a", [i], x[i] + 1)
+        t = ms.Computation("t", [i], a[i] * 2)
+        a.update([i], a[i] * 3)
+        ms.Computation("out", [i], t[i] + a[i])
+    return f, t
+
+
+def test_inlining_a_read_an_update_overwrites_is_refused():
+    """Inlined, t's read of a would run where out runs, after a's update: out would read 3(x+1) where
+    t read x+1. A dependence of an inlined computation is checked at the computations that evaluate it
+    (here t's read before the update becomes out's), and the command is named; without it, the values
+    are the program's, and the autoscheduler, whose model inlines producers read once, leaves t stored."""
+    f, t = _read_before_an_update()
+    x = np.arange(5, dtype=np.float32)
+    want = 5 * (x + 1)
+    np.testing.assert_array_equal(f.compile("cpu")(x=x), want)
+    t.inline()
+    with pytest.raises(ms.IllegalScheduleError, match=r"write-after-read dependence from out to a_update0.*t\.inline\(\)"):
+        f.compile("cpu")
+    g, _ = _read_before_an_update()
+    report = g.autoschedule(sizes=dict(N=64), measure=False, cache=False)
+    assert "t.inline()" not in report.commands
+    np.testing.assert_array_equal(g.compile("cpu")(x=x), want)
+
+
 def test_set_schedule_takes_a_raw_isl_map():
     f, bx, by = examples.blur()
     by.set_schedule("[H, W] -> { by[y, x] -> [x, y] }", names=["xx", "yy"])

@@ -59,17 +59,18 @@ class Applier:
         self.time_tiled = set()  # names of the groups time-tiled
         self.tile_params = {}  # stage name -> the size parameters of its band's parametric tile
         self.wavefronts = set()  # names of the time-tiled groups whose tiles run in parallel wavefronts
+        self.unchecked = False  # attempts keep their commands unchecked (checked together afterwards)
         # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
         # may race on one element: the layout check must see each tag
         self.shared_storage = any(c.folds or c.user_buffer is not None for c in function.computations)
 
     def attempt(self, action, layout=False) -> bool:
         """Run `action` (commands); keep it if the schedule stays legal (the layout checked too with
-        `layout`), else undo it."""
+        `layout`; not checked while `unchecked`, whose caller checks the whole), else undo it."""
         saved = save(self.function)
         try:
             action()
-            if self.checker.legal(layout):
+            if self.unchecked or self.checker.legal(layout):
                 return True
         except MascarponeError:
             pass
@@ -128,7 +129,24 @@ class Applier:
 
     def _place_producers(self, free, wanted) -> dict:
         """Inline the producers read once and the copies of other arrays; {producer: consumer} of those
-        to compute at their consumer's tile (a stencil read by one consumer), unless the choice says root."""
+        to compute at their consumer's tile (a stencil read by one consumer), unless the choice says root.
+
+        The inlinings are given first without a check after each, then checked once: each check after
+        an inlining computes the dependences again (what is read changed), and a pipeline of many stages
+        took minutes so. Where the whole fails its check, they are given again, each checked."""
+        saved, placements = save(self.function), dict(self.placements)
+        self.unchecked = True
+        try:
+            deferred = self._place_each_producer(free, wanted)
+        finally:
+            self.unchecked = False
+        if len(self.function._history) == saved.history_length or self.checker.legal(layout=True):
+            return deferred
+        restore(self.function, saved)
+        self.placements = placements
+        return self._place_each_producer(free, wanted)
+
+    def _place_each_producer(self, free, wanted) -> dict:
         deferred = {}
         for comp in free:
             if comp.is_output or comp.updated is not None or comp.updates:
