@@ -66,6 +66,18 @@ def _at_evaluators(m, function, context) -> list:
     return [d for d in maps if not d.is_empty()]
 
 
+def _evaluated_dependences(deps, function, context) -> list:
+    """[(kind, dependence)] of `deps` with their inlined ends at the computations that evaluate them
+    (`_at_evaluators`), the reads exempt by construction left out; kept with the dependences."""
+    kept = function._kept("evaluated dependences", context)
+    if kept.get("for") is not deps:
+        kept["for"] = deps
+        kept["dependences"] = [(kind, d) for kind, umap in deps.items() for whole in union_maps(umap)
+                               if not _exempt(kind, *_ends(whole), function)
+                               for d in _at_evaluators(whole, function, context)]
+    return kept["dependences"]
+
+
 def _ends(m):
     return m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
 
@@ -122,26 +134,23 @@ def checked_pairs(stmts, deps, function, context):
     times = execution_times(stmts, function, context)
     by_name = {s.name: s for s in stmts}
     out = []
-    for kind, umap in deps.items():
-        # (a dependence of an inlined computation is checked where its readers evaluate it)
-        for m in [d for whole in union_maps(umap) if not _exempt(kind, *_ends(whole), function)
-                  for d in _at_evaluators(whole, function, context)]:
-            src, snk = _ends(m)
-            if src not in times or snk not in times or _exempt(kind, src, snk, function):
-                continue
-            a, b = by_name.get(src), by_name.get(snk)
-            if a is not None and b is not None and a.recomputed_with(b):
-                pairs = a.to_original.apply_range(m).apply_range(b.to_original.reverse())
-                pairs = pairs.intersect(_same_prefix(pairs.get_space(), a.prefix_depth))
-                out.append((kind, m, a.time, b.time, pairs))
-            elif a is not None and b is not None and _reads_tile(a, b, kind, by_name):
-                # a computation run inside the loops a tile is computed in reads that iteration's tile
-                # (or, from a sliding window, earlier ones: window_violations checks those)
-                pairs = a.to_original.apply_range(m).apply_range(b.to_original.reverse())
-                pairs = pairs.intersect(_same_loops(a, b, a.prefix_depth))
-                out.append((kind, m, a.time, b.time, pairs))
-            else:
-                out.append((kind, m, times[src], times[snk], m))
+    for kind, m in _evaluated_dependences(deps, function, context):
+        src, snk = _ends(m)
+        if src not in times or snk not in times or _exempt(kind, src, snk, function):
+            continue
+        a, b = by_name.get(src), by_name.get(snk)
+        if a is not None and b is not None and a.recomputed_with(b):
+            pairs = a.to_original.apply_range(m).apply_range(b.to_original.reverse())
+            pairs = pairs.intersect(_same_prefix(pairs.get_space(), a.prefix_depth))
+            out.append((kind, m, a.time, b.time, pairs))
+        elif a is not None and b is not None and _reads_tile(a, b, kind, by_name):
+            # a computation run inside the loops a tile is computed in reads that iteration's tile
+            # (or, from a sliding window, earlier ones: window_violations checks those)
+            pairs = a.to_original.apply_range(m).apply_range(b.to_original.reverse())
+            pairs = pairs.intersect(_same_loops(a, b, a.prefix_depth))
+            out.append((kind, m, a.time, b.time, pairs))
+        else:
+            out.append((kind, m, times[src], times[snk], m))
     return CheckedPairs(out, context)
 
 
