@@ -619,6 +619,38 @@ def test_a_budget_the_model_spends_measures_nothing(monkeypatch):
     np.testing.assert_allclose(f.compile("cpu")(img=img), blur_reference(img), rtol=1e-5)
 
 
+@pytest.mark.parametrize("program", ["blur", "gemm", "jacobi2d", "seidel2d", "gaussian"])
+def test_steps_given_unchecked_then_checked_give_the_commands_of_checked_attempts(program):
+    """The model's steps of many commands (inlinings, each stage's loops) run first with their attempts
+    unchecked and the whole checked once, and again attempt by attempt where that fails (the Julia
+    stencils' stages, whose model relies on refused attempts): the same commands as attempts checked
+    one by one, and a fall back where the first run fails."""
+    def build():
+        if program in ("blur", "gemm"):
+            f = getattr(examples, program)()[0]
+            return f, dict(H=64, W=128) if program == "blur" else dict(N=64, M=64, K=64)
+        if program == "gaussian":
+            spec = pipelines.gaussian(70, 45, np.random.default_rng(0), schedule=False)
+            return ms.from_halide(hl.Pipeline(spec["outputs"])), None
+        from mascarpone.frontends.julia import from_julia
+        text, argtypes = fixture(program)
+        return from_julia(text, argtypes), {}
+    from mascarpone.middleend.autoschedule.state import restore, save
+    f, sizes = build()
+    g = getattr(f, "function", f)
+    stages = analyze(g, g.context(g._checked_fixed(dict(sizes)) if sizes else None))
+    start = save(g)
+    commands, fell_back = [], []
+    for optimistic in (True, False):
+        restore(g, start)
+        applier = Applier(g, stages, Checker(g), optimistic=optimistic)
+        applier.apply({})
+        commands.append(g.history()[start.history_length:])
+        fell_back.append(applier.fell_back)
+    assert commands[0] == commands[1] and commands[0] and not fell_back[1]
+    assert fell_back[0] == (program in ("jacobi2d", "seidel2d"))
+
+
 def test_measurements_fill_the_outputs_of_the_first_call():
     """The timer passes the outputs of its first call to every later one (filled in place): the calls
     it times allocate nothing."""

@@ -75,13 +75,15 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     copies = set(copied_inputs(function, function._prepare(sizes))) if binds_in_place else set()
 
     held = [None]   # the choice the function holds now
+    optimistic = [True]     # steps given unchecked first, until one fails its check (Applier)
 
     def apply(choice):
         restore(function, start)
-        applier = Applier(function, stages, checker, leave=copies, proposal=proposal)
+        applier = Applier(function, stages, checker, leave=copies, proposal=proposal, optimistic=optimistic[0])
         if not choice.get("naive"):
             applier.apply(choice)
         held[0] = repr(choice)
+        optimistic[0] = optimistic[0] and not applier.fell_back
         return applier
 
     entry = cache.load(key) if use_cache else None

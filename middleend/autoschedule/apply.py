@@ -7,6 +7,8 @@ loop, the parallel loop and the unrolling of small constant loops.
 """
 from __future__ import annotations
 
+import copy
+
 from .. import recipes
 from ..algorithm import Param
 from .. import schedule as sched
@@ -34,7 +36,7 @@ class Applier:
     """Applies choices to one function; `decisions` records, per stage, what the model decided
     (the band it tiled, the producers' placement) for the search to vary."""
 
-    def __init__(self, function, stages, checker, leave=(), proposal=None):
+    def __init__(self, function, stages, checker, leave=(), proposal=None, optimistic=True):
         self.function = function
         self.stages = stages
         self.checker = checker
@@ -60,6 +62,10 @@ class Applier:
         self.tile_params = {}  # stage name -> the size parameters of its band's parametric tile
         self.wavefronts = set()  # names of the time-tiled groups whose tiles run in parallel wavefronts
         self.unchecked = False  # attempts keep their commands unchecked (checked together afterwards)
+        # whether steps of many commands are first given unchecked (see _unchecked_then_checked); a
+        # caller that saw such a step fail on this function passes False, as it will fail again
+        self.optimistic = optimistic
+        self.fell_back = False
         # where a buffer may hold several values (a fold, a layout of the user's), a concurrent loop
         # may race on one element: the layout check must see each tag
         self.shared_storage = any(c.folds or c.user_buffer is not None for c in function.computations)
@@ -77,6 +83,28 @@ class Applier:
         restore(self.function, saved)
         return False
 
+    def _unchecked_then_checked(self, step):
+        """Run `step`, a part of the model that gives many commands, with its attempts kept unchecked,
+        then check the whole once; where that fails, undo it and run `step` again with each attempt
+        checked. A check costs far more than a command (a pipeline of many stages took minutes to
+        schedule), and a step whose attempts all hold gives the commands a checked run gives."""
+        if not self.optimistic:
+            return step()
+        saved = save(self.function)
+        decisions = {k: copy.copy(v) for k, v in vars(self).items() if isinstance(v, (set, dict, list, bool))}
+        self.unchecked = True
+        try:
+            result = step()
+        finally:
+            self.unchecked = False
+        if len(self.function._history) == saved.history_length or self.checker.legal(layout=True):
+            return result
+        restore(self.function, saved)
+        for k, v in decisions.items():
+            setattr(self, k, v)
+        self.fell_back, self.optimistic = True, False    # (later steps of this function would fail too)
+        return step()
+
     def apply(self, choice) -> None:
         """Give the commands of `choice` ({"tiles": {stage: sizes}, "unroll": {stage: factor},
         "place": {producer: "compute_at" | "root"}}, any part missing: the model's)."""
@@ -86,6 +114,10 @@ class Applier:
         self._distribute(free)
         deferred = self._place_producers(free, choice.get("place", {}))
         stepped = self._time_tile_groups(free, choice.get("timetile", {}), choice.get("wavefront", {}))
+        self._unchecked_then_checked(lambda: self._schedule_stages(free, choice, deferred, stepped))
+
+    def _schedule_stages(self, free, choice, deferred, stepped) -> None:
+        """Each stage's loops, then the producers computed per tile of their consumer (or at the root)."""
         tile_level = {}
         for comp in free:
             if comp.inlined or comp in deferred or comp in stepped or comp.name not in self.stages:
@@ -131,20 +163,9 @@ class Applier:
         """Inline the producers read once and the copies of other arrays; {producer: consumer} of those
         to compute at their consumer's tile (a stencil read by one consumer), unless the choice says root.
 
-        The inlinings are given first without a check after each, then checked once: each check after
-        an inlining computes the dependences again (what is read changed), and a pipeline of many stages
-        took minutes so. Where the whole fails its check, they are given again, each checked."""
-        saved, placements = save(self.function), dict(self.placements)
-        self.unchecked = True
-        try:
-            deferred = self._place_each_producer(free, wanted)
-        finally:
-            self.unchecked = False
-        if len(self.function._history) == saved.history_length or self.checker.legal(layout=True):
-            return deferred
-        restore(self.function, saved)
-        self.placements = placements
-        return self._place_each_producer(free, wanted)
+        The inlinings are checked together (`_unchecked_then_checked`): each check after an inlining
+        computes the dependences again, since what is read changed."""
+        return self._unchecked_then_checked(lambda: self._place_each_producer(free, wanted))
 
     def _place_each_producer(self, free, wanted) -> dict:
         deferred = {}
