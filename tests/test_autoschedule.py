@@ -619,6 +619,27 @@ def test_a_budget_the_model_spends_measures_nothing(monkeypatch):
     np.testing.assert_allclose(f.compile("cpu")(img=img), blur_reference(img), rtol=1e-5)
 
 
+def test_a_measurement_past_the_budget_leaves_out_the_naive_comparison(monkeypatch):
+    """Where the model's measurement alone outlasts the budget (a compile made to take 1.5 s here, on a
+    budget of 1 s), no variant is measured and the naive loops are not compiled for the final
+    comparison; the report says so, and the model's choice gives the program's values."""
+    from mascarpone.middleend.autoschedule import measure
+    kernel = measure.Timer.kernel
+    compiled = []
+
+    def slow(self):
+        compiled.append(1)
+        time.sleep(1.5)
+        return kernel(self)
+    monkeypatch.setattr(measure.Timer, "kernel", slow)
+    f, _, _ = examples.blur()
+    report = f.autoschedule(sizes=dict(H=64, W=128), budget_s=1.0)
+    assert report.measured == 1 and len(compiled) == 1 and report.choice == {}
+    assert report.naive_seconds is None and "naive loops were not timed" in report.note
+    img = rng.random((66, 130), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(img=img), blur_reference(img), rtol=1e-5)
+
+
 @pytest.mark.parametrize("program", ["blur", "gemm", "jacobi2d", "seidel2d", "gaussian"])
 def test_steps_given_unchecked_then_checked_give_the_commands_of_checked_attempts(program):
     """The model's steps of many commands (inlinings, each stage's loops) run first with their attempts
