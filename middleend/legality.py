@@ -18,14 +18,12 @@ import islpy as isl
 from . import parametric_tiles
 from .errors import IllegalScheduleError, ScheduleError
 from .dependences import union_maps
-from .expr import Access, walk
-from .layout import inline_reads
 from .loopir import CONCURRENT_KINDS, LoopKind
 from .recent import Recent
-from .statements import first_needed, reads_of, runs_inside
+from .statements import first_needed, read_relation, reads_of, runs_inside
 
 
-def execution_times(stmts, function, context):
+def execution_times(stmts):
     """Per statement name, the map from its computation's original instances to the times it runs at."""
     return {s.name: s.to_original.reverse().apply_range(s.time) for s in stmts}
 
@@ -38,10 +36,12 @@ def _evaluations(function, context, comp):
     if comp.name not in kept:
         out = []
         for reader in function.computations:
-            if reader.inlined or not _reads(reader, comp):
+            if reader.inlined:
                 continue
-            r = reads_of(reader, comp, context, exact=True)
+            r, affine = read_relation(reader, comp, context)
             if r is None:
+                continue
+            if not affine:
                 out = None
                 break
             out.append(r)
@@ -80,12 +80,6 @@ def _evaluated_dependences(deps, function, context) -> list:
 
 def _ends(m):
     return m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
-
-
-def _reads(reader, comp) -> bool:
-    """Whether `reader` reads the inlined `comp`, itself or through other inlined computations."""
-    return any(isinstance(n, Access) and n.target is comp
-               for e in (reader.expr, reader.predicate) if e is not None for n in walk(inline_reads(e, keep=comp)))
 
 
 def _exempt(kind, src, snk, function):
@@ -131,7 +125,7 @@ def checked_pairs(stmts, deps, function, context):
     Between a recomputed producer and its own updates, a dependence holds within each recomputation:
     it is checked on their statement instances with the same consumer loop values (the prefix),
     not across recomputations, which write separate tiles."""
-    times = execution_times(stmts, function, context)
+    times = execution_times(stmts)
     by_name = {s.name: s for s in stmts}
     out = []
     for kind, m in _evaluated_dependences(deps, function, context):

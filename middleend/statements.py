@@ -83,27 +83,31 @@ def _identity(comp):
     return isl.Map(f"{{ {comp.name}[{dims}] -> {comp.name}[{dims}] }}").intersect_domain(comp.domain)
 
 
-def reads_of(comp, target, context, exact=False):
-    """Relation from comp's instances to the instances of `target` it reads (over-approximated when
-    non-affine; with `exact`, None then)."""
+def reads_of(comp, target, context):
+    """Relation from comp's instances to the instances of `target` it reads (over-approximated when non-affine)."""
+    return read_relation(comp, target, context)[0]
+
+
+def read_relation(comp, target, context):
+    """(reads_of's relation or None, whether every index of those reads is affine, so that the
+    relation is exact)."""
     # (an inlined target's reads are looked for through the other inlined computations, not replaced)
     nodes = list(walk(inline_reads(comp.expr, keep=target)))
     if comp.predicate is not None:
         nodes += list(walk(inline_reads(comp.predicate, keep=target)))
     params = sorted(comp.function.param_names)
-    rel = None
+    rel, affine = None, True
     for n in nodes:
         if not isinstance(n, Access) or n.target is not target:
             continue
         outs = [affine_text(as_index_expr(i)) for i in n.indices]
-        if exact and None in outs:
-            return None
+        affine = affine and None not in outs
         outs = [o if o is not None else f"any{d}" for d, o in enumerate(outs)]
         text = (f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(v.name for v in comp.vars)}] -> "
                 f"{target.name}[{', '.join(outs)}] }}")
         m = isl.Map(text).intersect_domain(comp.domain).intersect_range(target.domain)
         rel = m if rel is None else rel.union(m)
-    return rel.intersect_params(context) if rel is not None else None
+    return (rel.intersect_params(context) if rel is not None else None), affine
 
 
 #: isl operations that expanding a computation computed at a loop may take between the steps that have

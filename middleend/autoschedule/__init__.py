@@ -74,16 +74,17 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     # the copies of inputs into outputs that such a target's call makes instead of the kernel
     copies = set(copied_inputs(function, function._prepare(sizes))) if binds_in_place else set()
 
-    held = [None]   # the choice the function holds now
-    optimistic = [True]     # steps given unchecked first, until one fails its check (Applier)
+    held = None         # the choice the function holds now
+    optimistic = True   # steps given unchecked first, until one fails its check (Applier)
 
     def apply(choice):
+        nonlocal held, optimistic
         restore(function, start)
-        applier = Applier(function, stages, checker, leave=copies, proposal=proposal, optimistic=optimistic[0])
+        applier = Applier(function, stages, checker, leave=copies, proposal=proposal, optimistic=optimistic)
         if not choice.get("naive"):
             applier.apply(choice)
-        held[0] = repr(choice)
-        optimistic[0] = optimistic[0] and not applier.fell_back
+        held = repr(choice)
+        optimistic = optimistic and not applier.fell_back
         return applier
 
     entry = cache.load(key) if use_cache else None
@@ -119,7 +120,7 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
             note = f"not measured ({type(err).__name__}: {err}); the model's choice is applied"
             warnings.warn(f"autoschedule({function.name}): {note}", stacklevel=3)
             report.note = note
-    if held[0] != repr(report.choice):
+    if held != repr(report.choice):
         apply(report.choice)
     if not checker.legal():   # each command was checked; the whole once more, layout included
         restore(function, start)
