@@ -407,7 +407,7 @@ class Applier:
         move with (one, as in a gemm, or several, as mttkrp's k and l), a one it does: keep a block of
         `shape` = (values of a, vectors of v) in registers across all of the r loops (unroll-and-jam), as
         BLIS's micro-kernel does. Where the write moves with v alone (doitgen's acc[p] over s), the block
-        is the vectors of v, across the reduction loop just outside v. A v that is not innermost yet (a
+        is as many vectors of v (at most the loop's), across the reduction loop just outside v. A v that is not innermost yet (a
         read stride-one along s put s there) moves inside the reduction loops after it. True if applied."""
         write = stage.refs[0]
         v = next((x for x in comp.loops if write.consecutive_in(x)), None)
@@ -432,8 +432,16 @@ class Applier:
             return False
         outer = [x for x in inside if x != a and x not in reductions]
         columns, vectors = shape
-        lanes = vectors * machine.vector_lanes(comp.dtype)
-        if stage.trip(v) < 2 * lanes or a is not None and stage.trip(a) < 2 * columns:
+        width = machine.vector_lanes(comp.dtype)
+        if a is None:
+            # no value of another loop to hold: the tile's registers hold vectors of v, each its own chain
+            # of additions (one vector alone waits on the add's latency at every step: gesummv at 260^2,
+            # 0.038 ms by one vector, 0.020 by 4 or 8). Not where a read along v is a gather, whose
+            # throughput bounds the nest anyway (doitgen's C4[s, p]: 0.165 ms by one, 0.193 by 4).
+            gathers = any(r.touches(v) and not r.consecutive_in(v) for r in stage.refs[1:])
+            vectors = 1 if gathers else max(1, min(columns * vectors, stage.trip(v) // width))
+        lanes = vectors * width
+        if stage.trip(v) < 2 * (width if a is None else lanes) or a is not None and stage.trip(a) < 2 * columns:
             return False
         block = [] if a is None else [a]
 
@@ -444,6 +452,9 @@ class Applier:
             v0, v1 = comp.split(v, lanes)
             if a is None:
                 comp.reorder(v0, *reductions, v1)
+                if vectors > 1:
+                    comp.unroll(comp.vectorize(v1, width)[0], vectors)
+                    return
             else:
                 a0, a1 = comp.split(a, columns)
                 comp.reorder(a0, v0, *reductions, a1, v1)
