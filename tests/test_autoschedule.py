@@ -90,6 +90,28 @@ def test_a_vector_accumulator_moves_inside_its_reduction_loop():
     _same_as_interpreter("doitgen", f, [(7, 6, 19), (19, 19), (19,)])
 
 
+def test_vector_accumulators_read_along_their_loop_are_several_chains():
+    """gesummv's sums over j of A[i, j] * x[j], read stride-one along i: the register tile holds as many
+    vectors of i as the model's tile has registers, unrolled, so each is its own chain of additions
+    (doitgen above, whose C4[s, p] is a gather along p, keeps one vector)."""
+    f, report = _julia_model("gesummv", dict(A_1=260))
+    lanes = machine.vector_lanes(ms.float64)
+    rows, vectors = model.register_tile()
+    chains = min(rows * vectors, 260 // lanes)
+    for s in ("s23", "s27"):
+        for command in (f"{s}.split(i, {chains * lanes})", f"{s}.reorder(i0, j, i1)", f"{s}.vectorize(i1, {lanes})",
+                        f"{s}.unroll(i10, {chains})"):
+            assert command in report.commands, report.commands
+    from mascarpone.frontends.julia import interpret
+    text, argtypes = fixture("gesummv")
+    rng_ = np.random.default_rng(0)
+    args = [1.5, 1.2] + [np.asfortranarray(rng_.random(s)) for s in [(77, 77), (77, 77), (77,), (77,)]]
+    want = [a.copy(order="F") if isinstance(a, np.ndarray) else a for a in args]
+    f.compile()(*args)
+    interpret(text, argtypes, *want)
+    np.testing.assert_array_equal(args[-1], want[-1])
+
+
 def test_a_band_larger_than_l2_is_tiled():
     """A stencil sum over a wide image: one row of the band's outer loop overflows L2, so the band is
     tiled (edges fitting half of L2) and the inner tile loop vectorized."""
