@@ -5,7 +5,7 @@
 
 Kernels: gemm (mascarpone/examples.py, float32; hand: schedule_gemm_two_level), the two-stage blur
 (examples.py; hand: the README's 32x256 tiles with bx computed per tile), and the ten Julia kernels of
-mascarpone/bench/suite/julia_kernels.py at their small sizes (hand: the suite's schedules; peer:
+mascarpone/bench/suite/julia_kernels.py at their small sizes, or the paper's with --sizes paper (hand: the suite's schedules; peer:
 numba's @njit of the same loops). Each variant is compiled for the cpu target in this process and
 timed as the median of 15 calls after a warm-up, all variants of a kernel interleaved round by round
 (in a turning order); in each round a variant is called twice in a row and the second call is timed,
@@ -114,7 +114,7 @@ def julia_sizes(f, args) -> dict:
     return {p: v for p, v in sizes.items() if p in f.sizes()}
 
 
-def julia_case(name, budget):
+def julia_case(name, budget, size="small"):
     spec = jk.KERNELS[name]
     text = (FIXTURES / f"{spec['fixture']}.v1_6.lowered.txt").read_text()
     from julia_fixtures.lowering import read_kernel   # noqa: E402  (tests/julia_fixtures)
@@ -124,12 +124,12 @@ def julia_case(name, budget):
     spec["schedule"](f)
     hand = f.compile()
     g = ms.from_julia(text, argtypes=argtypes)
-    args = jk.arrays(spec["small"])
+    args = jk.arrays(spec[size])
     search_s, report = autoscheduled(g, julia_sizes(g, args), budget)
     auto = g.compile()
     outs = {}
     for label, k in (("naive", naive), ("hand", hand), ("auto", auto), ("numba", spec["numba"])):
-        fresh = jk.arrays(spec["small"])
+        fresh = jk.arrays(spec[size])
         k(*fresh)
         outs[label] = fresh
     for label in ("hand", "auto", "numba"):
@@ -137,17 +137,23 @@ def julia_case(name, budget):
             if isinstance(x, np.ndarray):
                 np.testing.assert_allclose(y, x, rtol=1e-9)
     # each timed call starts from the same arguments (kernels that update in place drift otherwise)
-    work = {label: jk.arrays(spec["small"]) for label in ("naive", "hand", "auto", "numba")}
+    work = {label: jk.arrays(spec[size]) for label in ("naive", "hand", "auto", "numba")}
     calls = {"naive": lambda: naive(*work["naive"]), "hand": lambda: hand(*work["hand"]),
              "auto": lambda: auto(*work["auto"]), "numba": lambda: spec["numba"](*work["numba"])}
-    shapes = "x".join(str(s) for s in spec["small"] if isinstance(s, tuple) and len(s) > 1)
-    return f"Julia {name} ({shapes or 'small'}), float64", calls, search_s, report
+    arrays = [s for s in spec[size] if isinstance(s, tuple)]
+    shapes = "x".join(str(s) for s in [s for s in arrays if len(s) > 1] or arrays)
+    steps = next((s for s in spec[size] if isinstance(s, int)), None) if name.startswith(("jacobi", "seidel")) else None
+    shapes += f", {steps} steps" if steps is not None else ""
+    return f"Julia {name} ({shapes}), float64", calls, search_s, report
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=20.0, help="autoschedule budget_s per kernel")
     ap.add_argument("--quick", action="store_true", help="smaller gemm and blur, two Julia kernels")
+    ap.add_argument("--sizes", choices=("small", "paper"), default="small",
+                    help="the Julia kernels' sizes (paper: PolyBench's, as benchmarks of the suite run them)")
+    ap.add_argument("--rounds", type=int, default=ROUNDS, help=f"interleaved rounds (default {ROUNDS})")
     ap.add_argument("--threads", type=int, default=None, help="threads of parallel loops (default: all cores)")
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
     ap.add_argument("--only", default=None,
@@ -169,7 +175,7 @@ def main():
     if wanted is None or "blur" in wanted:
         cases.append(lambda: blur_case(*((256, 512) if args.quick else (1024, 1024)), args.budget))
     julia = names if wanted is None else [w for w in wanted if w in jk.KERNELS]
-    cases += [lambda n=n: julia_case(n, args.budget) for n in julia]
+    cases += [lambda n=n: julia_case(n, args.budget, args.sizes) for n in julia]
     rows = ["| kernel | naive ms | hand ms | auto ms | numba ms | naive/auto | hand/auto | numba/auto | search s "
             "| timed | screened | commands |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -177,7 +183,7 @@ def main():
     over_numba = {}
     for case in cases:
         title, calls, search_s, report = case()
-        t = median_times(calls)
+        t = median_times(calls, args.rounds)
         if "numba" in t:
             over_numba[title] = t["numba"] / t["auto"]
         fmt = lambda k: f"{t[k] * 1e3:.2f}" if k in t else "-"   # noqa: E731
@@ -188,8 +194,8 @@ def main():
         print(rows[-1], flush=True)
         print(f"  auto: {'; '.join(map(str, report.commands)) or '(naive loops)'}", flush=True)
     load = max(load, os.getloadavg()[0])
-    intro = (f"benchmarks/autoschedule.py, budget_s={args.budget:g} per kernel, {ms.get_num_threads()} threads, "
-             f"{machine.simd_bytes() * 8}-bit SIMD; median of {ROUNDS} interleaved calls (each the second of two in a row); load average up to "
+    intro = (f"benchmarks/autoschedule.py, budget_s={args.budget:g} per kernel, Julia kernels at {args.sizes} sizes, {ms.get_num_threads()} threads, "
+             f"{machine.simd_bytes() * 8}-bit SIMD; median of {args.rounds} interleaved calls (each the second of two in a row); load average up to "
              f"{load:.1f} during the run (the machine is shared). Ratios: time / autoscheduled time "
              f"(above 1: the autoscheduler is faster). 'timed': schedules the search measured (compiled); "
              f"'screened': tile sizes it timed on one kernel with parametric tiles.")

@@ -23,6 +23,11 @@ from .targets import get_target
 class Function:
     """`with ms.Function("name") as f:` collects the inputs and computations declared in the block."""
 
+    #: whether the caller's arrays are checked on each call against the elements the program reads (a
+    #: front-end's own check: Halide's regions, Julia's BoundsError); else compiling finds the sizes for
+    #: which a read falls outside its array, and each call refuses them
+    checks_input_reads_at_call = False
+
     def __init__(self, name):
         algorithm._check_name(name, "function")
         self.name = name
@@ -310,6 +315,18 @@ class Function:
         except OutOfOperations:
             return self._left_to_each_call(where, what)
         return where.intersect_params(sizes)     # (empty)
+
+    def at_exact_sizes(self, where):
+        """`where` (a set over the parameters) where every derived and known size has the value computed
+        from the others, all of them at once; None where that takes more than REFINE_OPERATIONS isl
+        operations."""
+        try:
+            with operations_at_most(where.get_ctx(), REFINE_OPERATIONS):
+                for relation in self._exact_relations(where.get_space()):
+                    where = where.intersect(relation).coalesce()
+                return where
+        except OutOfOperations:
+            return None
 
     def _left_to_each_call(self, where, what):
         """`where`, undecided: whole outside lowering; else recorded for the kernel, and empty."""

@@ -151,11 +151,14 @@ MAX_PLAIN_DOMAIN_PIECES = 1
 def check_bounds(accesses, function, context, facts):
     """Every write and read of a computation's storage lies inside its buffer: for all sizes where a
     layout chose the buffer (store_in, storage_fold), else (storage sized by what is written) for the
-    sizes of the requirements returned ([(text, isl set of the sizes)])."""
+    sizes of the requirements returned ([(text, isl set of the sizes)]). Reads of the caller's arrays
+    at indices bounded without data lie inside their shapes for the sizes of the requirements too."""
     seen, unsafe = set(), []
+    checked_at_call = function.checks_input_reads_at_call
     for a in accesses:
-        if a.buffer.kind == "input":
-            continue     # the caller's arrays: their shapes are checked on each call
+        caller_array = a.buffer.kind == "input"
+        if caller_array and (a.is_write or checked_at_call):
+            continue
         stmt = a.stmt
         key = (stmt.name, a.buffer.name, a.is_write, tuple(_key(i) for i in a.index))
         if key in seen:
@@ -165,6 +168,8 @@ def check_bounds(accesses, function, context, facts):
         for d, index in enumerate(a.index):
             exact = _unrestricted(stmt, index)
             lo, hi = (exact, exact) if exact is not None else index_range(stmt, index, _facts(a, facts))
+            if caller_array and (lo is None or hi is None):
+                break     # (an index computed from data: as in the program, not checked)
             if lo is None or hi is None:
                 raise OutOfBoundsError(
                     f"{_who(a)} {a.buffer.name} at an index whose range mascarpone cannot bound ({_show(index)} in "
@@ -186,6 +191,14 @@ def check_bounds(accesses, function, context, facts):
             zero = isl.PwAff.val_on_domain(isl.Set.universe(stmt.domain.get_space()), isl.Val(0))
             outside = lo.lt_set(zero).union(hi.ge_set(extent)).intersect(domain)
             if outside.is_empty():
+                continue
+            # a copy of a whole input holds each of its elements inside the buffer (its writes are checked
+            # as any others), so a read outside the buffer is a read outside the input
+            source = a.buffer if caller_array else getattr(a.owner, "copies_input", None)
+            if source is not None and not a.is_write:
+                if not checked_at_call:
+                    what = a.buffer.name if caller_array else f"{source.name} (through its copy in {a.buffer.name})"
+                    unsafe += _outside_the_callers_array(function, a, what, outside)
                 continue
             if not _chosen_layout(a.buffer, function):
                 unsafe.append((outside.params(), f"{_who(a)} {a.buffer.name} outside what it holds, "
@@ -214,6 +227,16 @@ def _unrestricted(stmt, e):
     e = as_index_expr(e)
     text = affine_text(e)
     return None if text is None else free_pwaff(stmt.domain, text, stmt.params)
+
+
+def _outside_the_callers_array(function, a, what, outside):
+    """[(sizes, description)]: the sizes at which `a` reads the caller's array `what` outside its shape,
+    for its call to refuse, where a derived size takes its value (a stage's extent the larger of its
+    input's and its output's); none where relating the derived sizes takes too long."""
+    where = function.at_exact_sizes(outside.params())
+    if where is None or where.is_empty():
+        return []
+    return [(where, f"{_who(a)} {what} outside its shape, as at {_instance(a.stmt, outside.intersect_params(where))}")]
 
 
 def _chosen_layout(buffer, function):

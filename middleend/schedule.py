@@ -683,9 +683,13 @@ class Schedulable:
         follow the producer's dimensions and can be scheduled."""
         cmd = f"cache_read({getattr(producer, 'name', producer)}, at={loop_name(at)})"
         k = None if at is root else self._loop_index(at, f"{self.name}.{cmd}")
-        copy, _ = self._stage_copy(*self._staged_owner(producer, cmd), "copy")
+        owner, bounds = self._staged_owner(producer, cmd)
+        copy, _ = self._stage_copy(owner, bounds, "copy")
         if k is None:
             self.function._ordering.append(("ahead", copy, self, None))
+            from .algorithm import Input
+            if isinstance(owner, Input):
+                copy.copies_input = owner   # all of it: a read outside the copy is one outside the input
         else:
             copy.compute_at(self, self.loops[k])
             del self.function._history[-1:]

@@ -80,14 +80,28 @@ def test_a_register_tile_spans_several_reduction_loops():
 
 
 def test_a_vector_accumulator_moves_inside_its_reduction_loop():
-    """doitgen's acc[p] adds A[r, q, s] * C4[s, p] over s, whose reads of C4 are stride-one along s: the
-    vectors of p go inside the s loop, so that their sums stay in registers over all of s."""
+    """doitgen's acc[p] adds A[r, q, s] * C4[s, p] over s, whose reads of C4 are stride-one along s: C4
+    is copied transposed, so that vectors of p load contiguous elements, and the vectors of p go inside
+    the s loop, so that their sums stay in registers over all of s. One vector: acc's zeroing, fused with
+    the sums at p's vectors, refuses a wider block."""
     f, report = _julia_model("doitgen", dict(A_1=30, A_2=28, A_3=32))
     lanes = machine.vector_lanes(ms.float64)
     accumulate = [c for c in report.commands if c.startswith("s42.")]
-    assert accumulate[0] == "s42.reorder(r, q, s, p)" and accumulate[-3:] == [
-        f"s42.split(p, {lanes})", "s42.reorder(p0, s, p1)", f"s42.vectorize(p1, {lanes})"], report.commands
+    assert accumulate[:2] == ["s42.cache_read(C4, at=root)", "s42.reorder(r, q, s, p)"], report.commands
+    assert accumulate[-3:] == [f"s42.split(p, {lanes})", "s42.reorder(p0, s, p1)", f"s42.vectorize(p1, {lanes})"], \
+        report.commands
     _same_as_interpreter("doitgen", f, [(7, 6, 19), (19, 19), (19,)])
+
+
+def test_a_transposed_copy_of_an_input_read_outside_its_shape_is_refused_at_the_call():
+    """The copy of all of C4 the model reads instead of C4 holds exactly C4's elements: sizes where doitgen
+    reads C4 outside its shape are refused when called (Julia's BoundsError), not at compile time."""
+    f, report = _julia_model("doitgen", dict(A_1=30, A_2=28, A_3=32))
+    assert "C4_copy.store_in(C4_T)" in report.commands, report.commands
+    kernel = f.compile()
+    rng_ = np.random.default_rng(1)
+    with pytest.raises(ms.ArgumentError, match="BoundsError"):
+        kernel(np.asfortranarray(rng_.random((4, 5, 6))), np.asfortranarray(rng_.random((3, 6))), np.zeros(6))
 
 
 def test_vector_accumulators_read_along_their_loop_are_several_chains():

@@ -177,3 +177,31 @@ def test_a_julia_covariance_reads_a_transposed_copy_of_its_data():
     assert {"s98.cache_read(data, at=root)", "data_copy.store_in(data_T)", "s98.vectorize(i1, 8)"} \
         <= set(report.commands), report.commands
     _julia_values_match(ms.from_julia(text, argtypes=argtypes).compile(), f.compile(), argtypes, sizes=(37, 5, 70, 16))
+
+
+def _column_sums(transposed_copy):
+    """acc[i] = sum over k < N of a[k, i], for a of shape [K, N]: inside a only where N <= K."""
+    N, K = ms.Param("N"), ms.Param("K")
+    i, k = ms.Var("i", 0, N), ms.Var("k", 0, N)
+    with ms.Function("colsum") as f:
+        a = ms.Input("a", [K, N], ms.float64)
+        acc = ms.Computation("acc", [i], 0.0)
+        total = acc.update([i, k], acc[i] + a[k, i])
+    if transposed_copy:
+        copy = total.cache_read(a, at=ms.root)
+        rows, columns = copy.vars
+        copy.store_in(ms.Buffer("a_T", [columns.hi - columns.lo, rows.hi - rows.lo], ms.float64),
+                      [columns - columns.lo, rows - rows.lo])
+    return f
+
+
+@pytest.mark.parametrize("transposed_copy", [False, True])
+def test_sizes_that_read_an_input_outside_its_shape_are_refused_at_the_call(transposed_copy):
+    """Reads of a[k, i] for k < N lie inside a's K rows only where N <= K: the kernel compiles assuming
+    that, gives numpy's sums there, and refuses other sizes when called, naming the read (through a
+    whole copy of a in a layout of its own, whose reads outside it are reads outside a)."""
+    kernel = _column_sums(transposed_copy).compile()
+    a = rng.random((7, 5))
+    np.testing.assert_allclose(kernel(a=a), a[:5].sum(axis=0))
+    with pytest.raises(ms.ArgumentError, match=r"assuming N <= K .*reads a .*outside its shape"):
+        kernel(a=rng.random((3, 5)))

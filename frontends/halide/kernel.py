@@ -24,6 +24,7 @@ class HalideFunction(Function):
     """
 
     translation = None
+    checks_input_reads_at_call = True      # (HalideKernel's regions, as Halide checks them)
 
     def assume_same_output_sizes(self):
         """Promise that every output is realized with the same sizes (as `realize(sizes)` does), so

@@ -80,6 +80,7 @@ def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFuncti
                           None) if tr.returned is not None and not _is_array(tr.returned) else None
     f.julia_returns_array = tr.returned.name if _is_array(tr.returned) else None
     f.bounds_violations = _bounds_violations(f)
+    f.checks_input_reads_at_call = True     # (the kernel's BoundsError, from bounds_violations)
     f.julia_bounds_flags = [(comp.name, what) for comp, what in tr.bounds_flags]
     f.julia_broadcast_sizes = tr.broadcast_sizes
     f.julia_linear_sizes = list(tr.linear_sizes.values())

@@ -433,36 +433,41 @@ class Applier:
         outer = [x for x in inside if x != a and x not in reductions]
         columns, vectors = shape
         width = machine.vector_lanes(comp.dtype)
+        counts = [vectors]
         if a is None:
             # no value of another loop to hold: the tile's registers hold vectors of v, each its own chain
             # of additions (one vector alone waits on the add's latency at every step: gesummv at 260^2,
             # 0.038 ms by one vector, 0.020 by 4 or 8). Not where a read along v is a gather, whose
-            # throughput bounds the nest anyway (doitgen's C4[s, p]: 0.165 ms by one, 0.193 by 4).
+            # throughput bounds the nest anyway (doitgen's C4[s, p]: 0.165 ms by one, 0.193 by 4). One
+            # vector where more are refused (a computation fused with this one at v's vectors).
             gathers = any(r.touches(v) and not r.consecutive_in(v) for r in stage.refs[1:])
-            vectors = 1 if gathers else max(1, min(columns * vectors, stage.trip(v) // width))
-        lanes = vectors * width
-        if stage.trip(v) < 2 * (width if a is None else lanes) or a is not None and stage.trip(a) < 2 * columns:
+            counts = sorted({1 if gathers else max(1, min(columns * vectors, stage.trip(v) // width)), 1},
+                            reverse=True)
+            if stage.trip(v) < 2 * width:
+                return False
+        elif stage.trip(v) < 2 * vectors * width or stage.trip(a) < 2 * columns:
             return False
         block = [] if a is None else [a]
 
-        def commands():
+        def commands(count):
             if comp.loops[:-1] != [*outer, *block, *reductions]:
                 comp.reorder(*outer, *block, *reductions, v)
             self._start_at_zero(comp, (*block, *reductions, v))
-            v0, v1 = comp.split(v, lanes)
+            v0, v1 = comp.split(v, count * width)
             if a is None:
                 comp.reorder(v0, *reductions, v1)
-                if vectors > 1:
-                    comp.unroll(comp.vectorize(v1, width)[0], vectors)
+                if count > 1:
+                    comp.unroll(comp.vectorize(v1, width)[0], count)
                     return
             else:
                 a0, a1 = comp.split(a, columns)
                 comp.reorder(a0, v0, *reductions, a1, v1)
                 comp.unroll(a1, columns)
-            comp.vectorize(v1, lanes)
-        if self.attempt(commands):
-            self.registers[comp.name] = tuple(shape)
-            return True
+            comp.vectorize(v1, count * width)
+        for count in counts:
+            if self.attempt(lambda: commands(count)):
+                self.registers[comp.name] = tuple(shape)
+                return True
         return False
 
     @staticmethod
