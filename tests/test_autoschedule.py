@@ -79,6 +79,18 @@ def test_a_register_tile_spans_several_reduction_loops():
     _same_as_interpreter("mttkrp", f, [(37, 19), (37, 5, 6), (5, 19), (6, 19)])
 
 
+def test_a_register_tile_whose_other_reads_outgrow_l2_streams_its_sums_through_l1():
+    """mttkrp at 400x300x150x160: B[i, k, l] over a block of i and all (k, l) is 1.5 MB, so a tile of a few
+    columns j would read it from memory again for each block of j; the reductions go outside the columns
+    (blocks of model.STREAM_COLUMNS), and A's block of all j stays in L1 across k and l. Values bit for
+    bit the interpreter's, at a size where B's block fits L2 too (the schedule is the same commands)."""
+    f, report = _julia_model("mttkrp", dict(B_1=400, B_2=150, B_3=160, C_2=300))
+    columns, lanes = model.STREAM_COLUMNS, machine.vector_lanes(ms.float64)
+    assert {f"s44.split(i, {lanes})", f"s44.split(j, {columns})", "s44.reorder(i0, k, l, j0, j1, i1)",
+            f"s44.unroll(j1, {columns})", f"s44.vectorize(i1, {lanes})"} <= set(report.commands), report.commands
+    _same_as_interpreter("mttkrp", f, [(37, 19), (37, 5, 6), (5, 19), (6, 19)])
+
+
 def test_a_vector_accumulator_moves_inside_its_reduction_loop():
     """doitgen's acc[p] adds A[r, q, s] * C4[s, p] over s, whose reads of C4 are stride-one along s: C4
     is copied transposed, so that vectors of p load contiguous elements, and the vectors of p go inside

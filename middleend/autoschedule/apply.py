@@ -408,7 +408,9 @@ class Applier:
         `shape` = (values of a, vectors of v) in registers across all of the r loops (unroll-and-jam), as
         BLIS's micro-kernel does. Where the write moves with v alone (doitgen's acc[p] over s), the block
         is as many vectors of v (at most the loop's), across the reduction loop just outside v. A v that is not innermost yet (a
-        read stride-one along s put s there) moves inside the reduction loops after it. True if applied."""
+        read stride-one along s put s there) moves inside the reduction loops after it. Where the reads that
+        do not move with a outgrow the caches over the tile (model.streams_through_l1), the reduction loops
+        go outside a's blocks instead, and the tile's sums stream through L1. True if applied."""
         write = stage.refs[0]
         v = next((x for x in comp.loops if write.consecutive_in(x)), None)
         # v goes innermost, past loops the write does not move with (reductions kept in their order)
@@ -447,6 +449,9 @@ class Applier:
                 return False
         elif stage.trip(v) < 2 * vectors * width or stage.trip(a) < 2 * columns:
             return False
+        streams = a is not None and model.streams_through_l1(stage, a, v, reductions, vectors * width)
+        if streams:
+            columns = model.STREAM_COLUMNS
         block = [] if a is None else [a]
 
         def commands(count):
@@ -461,7 +466,7 @@ class Applier:
                     return
             else:
                 a0, a1 = comp.split(a, columns)
-                comp.reorder(a0, v0, *reductions, a1, v1)
+                comp.reorder(*((v0, *reductions, a0) if streams else (a0, v0, *reductions)), a1, v1)
                 comp.unroll(a1, columns)
             comp.vectorize(v1, count * width)
         for count in counts:

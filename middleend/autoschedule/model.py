@@ -104,11 +104,12 @@ def reuses_along(stage, var) -> bool:
     return False
 
 
-def footprint_bytes(stage, band, sizes) -> int:
-    """Bytes the references touch in one tile: `band` loops over `sizes` iterations, the others fixed."""
+def footprint_bytes(stage, band, sizes, refs=None) -> int:
+    """Bytes the references (`refs`, default all the stage's) touch in one tile: `band` loops over `sizes`
+    iterations, the others fixed."""
     span = dict(zip(band, sizes))
     total = 0
-    for ref in stage.refs:
+    for ref in stage.refs if refs is None else refs:
         elems = 1
         for coeffs in ref.dims:
             if coeffs is None:
@@ -196,6 +197,24 @@ def register_tile(packed=False) -> tuple:
     if machine.simd_bytes() >= 64:
         return (8, 1)
     return (6, 2) if packed else (4, 2)
+
+
+#: columns of a register tile's outer loop per step where the tile streams its accumulators through L1
+#: (see streams_through_l1): mttkrp at 400x300x150x160 on 2 threads, 418 ms by 4 columns, 756 by 8
+STREAM_COLUMNS = 4
+
+
+def streams_through_l1(stage, a, v, reductions, lanes) -> bool:
+    """Whether a register tile of a reduction nest (a, reductions, v) should run its reductions outside
+    the loop over `a` instead: the reads that do not move with `a` (mttkrp's B[i, k, l] beside A[i, j])
+    touch more than half of L2 over one block of `lanes` values of `v` and all of the reductions, so a
+    tile that holds a few values of `a` in registers would read them from memory again for every block
+    of `a` (mttkrp at 400x300x150x160: 1084 ms, against 418 with A's block of all j in L1 across k and l;
+    at 80x60x30x32, where B's block fits L2, 0.27 ms against 0.29)."""
+    others = [r for r in stage.refs[1:] if not r.touches(a)]
+    band = [v, *reductions]
+    sizes = [lanes] + [stage.trip(r) for r in reductions]
+    return bool(others) and footprint_bytes(stage, band, sizes, others) > machine.cache_bytes(2) // 2
 
 
 def pack_blocks(stage, a, r, v, lanes, elem_bytes) -> dict:
