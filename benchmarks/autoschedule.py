@@ -1,13 +1,13 @@
 """The automatic scheduler against the naive loops and the hand schedules of the suite.
 
     .venv/bin/python benchmarks/autoschedule.py [--budget 20] [--threads N] [--quick] [--no-append]
-                                                [--only sgemm,blur,jacobi-2d,...]
+                                                [--only sgemm,blur,jacobi-2d,...] [--sizes paper] [--rounds 5]
 
 Kernels: gemm (mascarpone/examples.py, float32; hand: schedule_gemm_two_level), the two-stage blur
 (examples.py; hand: the README's 32x256 tiles with bx computed per tile), and the ten Julia kernels of
-mascarpone/bench/suite/julia_kernels.py at their small sizes, or the paper's with --sizes paper (hand: the suite's schedules; peer:
-numba's @njit of the same loops). Each variant is compiled for the cpu target in this process and
-timed as the median of 15 calls after a warm-up, all variants of a kernel interleaved round by round
+mascarpone/bench/suite/julia_kernels.py at their small sizes, or the paper's with --sizes paper
+(hand: the suite's schedules; peer: numba's @njit of the same loops). Each variant is compiled for the
+cpu target in this process and timed as the median of 15 calls (--rounds) after a warm-up, all variants of a kernel interleaved round by round
 (in a turning order); in each round a variant is called twice in a row and the second call is timed,
 as a program calling it in a loop would see it (the first may find the arrays in another core's
 cache, where the variant before left them, a cost of that other variant's threads).
@@ -194,8 +194,9 @@ def main():
         print(rows[-1], flush=True)
         print(f"  auto: {'; '.join(map(str, report.commands)) or '(naive loops)'}", flush=True)
     load = max(load, os.getloadavg()[0])
-    intro = (f"benchmarks/autoschedule.py, budget_s={args.budget:g} per kernel, Julia kernels at {args.sizes} sizes, {ms.get_num_threads()} threads, "
-             f"{machine.simd_bytes() * 8}-bit SIMD; median of {args.rounds} interleaved calls (each the second of two in a row); load average up to "
+    intro = (f"benchmarks/autoschedule.py, budget_s={args.budget:g} per kernel, Julia kernels at {args.sizes} sizes, "
+             f"{ms.get_num_threads()} threads, {machine.simd_bytes() * 8}-bit SIMD; median of {args.rounds} interleaved "
+             f"calls (each the second of two in a row); load average up to "
              f"{load:.1f} during the run (the machine is shared). Ratios: time / autoscheduled time "
              f"(above 1: the autoscheduler is faster). 'timed': schedules the search measured (compiled); "
              f"'screened': tile sizes it timed on one kernel with parametric tiles.")

@@ -407,10 +407,11 @@ class Applier:
         move with (one, as in a gemm, or several, as mttkrp's k and l), a one it does: keep a block of
         `shape` = (values of a, vectors of v) in registers across all of the r loops (unroll-and-jam), as
         BLIS's micro-kernel does. Where the write moves with v alone (doitgen's acc[p] over s), the block
-        is as many vectors of v (at most the loop's), across the reduction loop just outside v. A v that is not innermost yet (a
-        read stride-one along s put s there) moves inside the reduction loops after it. Where the reads that
-        do not move with a outgrow the caches over the tile (model.streams_through_l1), the reduction loops
-        go outside a's blocks instead, and the tile's sums stream through L1. True if applied."""
+        is as many vectors of v (at most the loop's), across the reduction loop just outside v. A v that is
+        not innermost yet (a read stride-one along s put s there) moves inside the reduction loops after
+        it. Where the reads that do not move with a outgrow the caches over the tile
+        (model.streams_through_l1), the reduction loops go outside a's blocks instead, and the tile's sums
+        stream through L1. True if applied."""
         write = stage.refs[0]
         v = next((x for x in comp.loops if write.consecutive_in(x)), None)
         # v goes innermost, past loops the write does not move with (reductions kept in their order)
