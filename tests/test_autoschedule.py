@@ -688,6 +688,31 @@ def test_a_measurement_past_the_budget_leaves_out_the_naive_comparison(monkeypat
     np.testing.assert_allclose(f.compile("cpu")(img=img), blur_reference(img), rtol=1e-5)
 
 
+def test_a_first_call_past_its_limit_is_stopped():
+    """The naive loops' first call in the final comparison runs in a child process, stopped at its
+    limit: a 512^3 product's naive loops (about 0.3 s a call here) give None within a limit of 10 ms,
+    and their time within one of 60 s."""
+    from mascarpone.middleend.autoschedule.measure import Timer
+    f, _, _ = examples.gemm()
+    timer = Timer(f, "cpu", {p: 512 for p in f.sizes()}, 0)
+    kernel = timer.kernel()
+    t0 = time.perf_counter()
+    assert timer.first_call_within(kernel, 0.01) is None
+    stopped = time.perf_counter() - t0
+    took = timer.first_call_within(kernel, 60)
+    assert took is not None and took > stopped
+
+
+def test_naive_loops_far_slower_than_the_choice_are_stopped_not_timed():
+    """A 1024^3 product: the naive loops' first call (seconds) takes far more than 4 times the chosen
+    schedule's, so it is stopped at that time (at 0.5 s at least) instead of run to its end, and the
+    report says why the naive loops have no time."""
+    f, _, _ = examples.gemm()
+    report = f.autoschedule(sizes={p: 1024 for p in f.sizes()}, budget_s=3.0, cache=False)
+    assert report.naive_seconds is None and "was stopped" in report.note, report.note
+    assert report.seconds is not None and report.measured >= 1
+
+
 @pytest.mark.parametrize("program", ["blur", "gemm", "jacobi2d", "seidel2d", "gaussian"])
 def test_steps_given_unchecked_then_checked_give_the_commands_of_checked_attempts(program):
     """The model's steps of many commands (inlinings, each stage's loops) run first with their attempts

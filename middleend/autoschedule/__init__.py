@@ -109,13 +109,15 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
             best, best_t, seen = search(paired.measure,
                                         lambda c: model_variants if not c else variants(apply(c), stages, seed),
                                         left(), screening, paired.confirm)
-            naive_t = None
-            if left() > 0:
+            naive_t, compared = None, left() > 0
+            if compared:
                 best, best_t, naive_t = _side_by_side(best, paired.kernel, timer)
             report = Report(best, [], timer.count, seconds=best_t, naive_seconds=naive_t, sizes=sizes,
                             screened=screening.results)
             if naive_t is None:
-                report.note = "the naive loops were not timed: the search's measurements spent the budget"
+                report.note = (f"the naive loops' first call ran past {CLEARLY_SLOWER:g} times the choice's and "
+                               f"was stopped: they were not timed" if compared else
+                               "the naive loops were not timed: the search's measurements spent the budget")
         except MascarponeError as err:
             note = f"not measured ({type(err).__name__}: {err}); the model's choice is applied"
             warnings.warn(f"autoschedule({function.name}): {note}", stacklevel=3)
@@ -210,6 +212,9 @@ class Paired:
 
 #: naive loops whose first call takes this many times the best's first call are not timed further
 CLEARLY_SLOWER = 4.0
+#: the least time the naive loops' first call is given before it is stopped (a process's fork and a
+#: short kernel's first call fit well within it)
+NAIVE_FIRST_CALL_S = 0.5
 
 
 def _side_by_side(best, kernel_of, timer):
@@ -219,16 +224,22 @@ def _side_by_side(best, kernel_of, timer):
     clearly faster than the model's here too (one lucky measurement of the search does not decide), and the
     naive loops replace the choice only when they are clearly faster here and their fastest call is clearly
     faster than the choice's in a second timing of the two. Where the naive loops' first call already takes
-    CLEARLY_SLOWER times the fastest first call, that call is their time: the naive loops of a large problem
-    can take minutes a call."""
+    CLEARLY_SLOWER times the fastest first call, that call is their time; it is stopped at that time (at
+    NAIVE_FIRST_CALL_S at the least), and their time is then None: the naive loops of a large problem can
+    take minutes a call (a 2048^3 float32 product: 50 s), far beyond the budget."""
     choices = [best] + ([{}] if best else []) + [NAIVE]
     kernels = [kernel_of(choice) for choice in choices]
-    firsts = timer.first_calls(kernels)
-    if firsts[-1] > CLEARLY_SLOWER * min(firsts[:-1]):
+    firsts = timer.first_calls(kernels[:-1])
+    bound = CLEARLY_SLOWER * min(firsts)
+    if timer.first_call_within(kernels[-1], max(bound, NAIVE_FIRST_CALL_S)) is None:
+        times = timer.medians(kernels[:-1], firsts=firsts)
+        return choices[_kept(times)], times[_kept(times)], None
+    firsts += timer.first_calls(kernels[-1:])
+    if firsts[-1] > bound:
         times, naive_t = timer.medians(kernels[:-1], firsts=firsts[:-1]), firsts[-1]
     else:
         *times, naive_t = timer.medians(kernels, firsts=firsts)
-    at = 1 if len(times) == 2 and not times[0] < times[1] * MARGIN else 0   # the search's best, or the model's
+    at = _kept(times)
     chosen, chosen_t = choices[at], times[at]
     if naive_t < chosen_t * MARGIN:
         # a second span of the machine's load must agree, by the fastest calls of each (a spell of other
@@ -238,6 +249,11 @@ def _side_by_side(best, kernel_of, timer):
         if fastest_naive < fastest_chosen * MARGIN:
             return NAIVE, naive_t, naive_t
     return chosen, chosen_t, naive_t
+
+
+def _kept(times) -> int:
+    """0 (the search's best) or 1 (the model's choice): the search's best only where clearly faster."""
+    return 1 if len(times) == 2 and not times[0] < times[1] * MARGIN else 0
 
 
 def _added(function, start):

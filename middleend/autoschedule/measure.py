@@ -3,8 +3,12 @@ sizes scheduled for, run on random inputs of those sizes, keep the median of sev
 from __future__ import annotations
 
 import functools
+import os
+import signal
 import statistics
+import struct
 import time
+import warnings
 import weakref
 
 import islpy as isl
@@ -12,6 +16,7 @@ import numpy as np
 
 from ..affine import affine_text
 from ..errors import DomainError
+from ..loopir import For, LoopKind, walk_stmts
 from ..targets import get_target
 
 #: runs per measurement: at least MIN_RUNS, more (up to MAX_RUNS) while under ENOUGH_S seconds, so
@@ -100,6 +105,40 @@ class Timer:
             self._keep_outputs(kernel, result)
         return out
 
+    def first_call_within(self, kernel, limit_s):
+        """Seconds of `kernel`'s first call, or None where it runs past `limit_s`: the call runs in a child
+        process, stopped at that time (the naive loops of a large problem can take minutes a call, beyond
+        any budget); where processes cannot be forked, or the kernel starts threads (which a forked child
+        of a process with a thread pool may wait on for ever), here, whole. Nothing of the call is kept."""
+        if not hasattr(os, "fork") or _starts_threads(kernel):
+            return self.first_calls([kernel])[0]
+        read_end, write_end = os.pipe()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)    # (forking a process that has threads)
+            pid = os.fork()
+        if pid == 0:     # the child: one call, its seconds to the parent, and out without any clean-up
+            try:
+                os.close(read_end)
+                t0 = time.perf_counter()
+                kernel(**self.arguments)
+                os.write(write_end, struct.pack("d", time.perf_counter() - t0))
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        deadline = time.perf_counter() + limit_s
+        try:
+            while not os.waitpid(pid, os.WNOHANG)[0]:
+                if time.perf_counter() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    return None
+                time.sleep(0.001)
+            reply = os.read(read_end, 8)
+        finally:
+            os.close(read_end)
+        # (a call that raised in the child raises here too)
+        return struct.unpack("d", reply)[0] if len(reply) == 8 else self.first_calls([kernel])[0]
+
     def _keep_outputs(self, kernel, result):
         outputs = getattr(getattr(kernel, "lowered", None), "outputs", None)
         if outputs is None or any(b.name in self.arguments for b in outputs):
@@ -149,6 +188,14 @@ class Timer:
         if call is None:
             self._calls[kernel] = call = kernel.repeat_call(**self.arguments)
         return call
+
+
+def _starts_threads(kernel) -> bool:
+    """Whether the kernel's loops include a parallel one (or its loops are not known)."""
+    lowered = getattr(kernel, "lowered", None)
+    if lowered is None:
+        return True
+    return any(isinstance(s, For) and s.kind == LoopKind.PARALLEL for s in walk_stmts(lowered.body))
 
 
 def _seconds(call) -> float:
