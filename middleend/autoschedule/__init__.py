@@ -231,10 +231,11 @@ def _side_by_side(best, kernel_of, timer):
     kernels = [kernel_of(choice) for choice in choices]
     firsts = timer.first_calls(kernels[:-1])
     bound = CLEARLY_SLOWER * min(firsts)
-    if timer.first_call_within(kernels[-1], max(bound, NAIVE_FIRST_CALL_S)) is None:
+    naive_first = timer.first_call_within(kernels[-1], max(bound, NAIVE_FIRST_CALL_S))
+    if naive_first is None:
         times = timer.medians(kernels[:-1], firsts=firsts)
         return choices[_kept(times)], times[_kept(times)], None
-    firsts += timer.first_calls(kernels[-1:])
+    firsts.append(naive_first)
     if firsts[-1] > bound:
         times, naive_t = timer.medians(kernels[:-1], firsts=firsts[:-1]), firsts[-1]
     else:

@@ -6,7 +6,6 @@ import functools
 import os
 import signal
 import statistics
-import struct
 import time
 import warnings
 import weakref
@@ -106,38 +105,33 @@ class Timer:
         return out
 
     def first_call_within(self, kernel, limit_s):
-        """Seconds of `kernel`'s first call, or None where it runs past `limit_s`: the call runs in a child
-        process, stopped at that time (the naive loops of a large problem can take minutes a call, beyond
-        any budget); where processes cannot be forked, or the kernel starts threads (which a forked child
-        of a process with a thread pool may wait on for ever), here, whole. Nothing of the call is kept."""
+        """Seconds of `kernel`'s first call (as `first_calls`), or None where a call runs past `limit_s`: a
+        call runs first in a child process, stopped at that time (the naive loops of a large problem can
+        take minutes a call, beyond any budget), and only one that ends in time is made here. Where
+        processes cannot be forked, or the kernel starts threads (which a forked child of a process with a
+        thread pool may wait on for ever), the call is made here, whole."""
         if not hasattr(os, "fork") or _starts_threads(kernel):
             return self.first_calls([kernel])[0]
-        read_end, write_end = os.pipe()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)    # (forking a process that has threads)
-            pid = os.fork()
-        if pid == 0:     # the child: one call, its seconds to the parent, and out without any clean-up
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)    # (forking a process that has threads)
+                pid = os.fork()
+        except OSError:     # (no memory or processes left for a child)
+            return self.first_calls([kernel])[0]
+        if pid == 0:     # the child: one call, and out without any clean-up
             try:
-                os.close(read_end)
-                t0 = time.perf_counter()
                 kernel(**self.arguments)
-                os.write(write_end, struct.pack("d", time.perf_counter() - t0))
             finally:
                 os._exit(0)
-        os.close(write_end)
         deadline = time.perf_counter() + limit_s
-        try:
-            while not os.waitpid(pid, os.WNOHANG)[0]:
-                if time.perf_counter() > deadline:
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                    return None
-                time.sleep(0.001)
-            reply = os.read(read_end, 8)
-        finally:
-            os.close(read_end)
-        # (a call that raised in the child raises here too)
-        return struct.unpack("d", reply)[0] if len(reply) == 8 else self.first_calls([kernel])[0]
+        while not os.waitpid(pid, os.WNOHANG)[0]:
+            if time.perf_counter() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return None
+            time.sleep(0.001)
+        # (the call here also keeps its outputs; one that raised in the child raises here too)
+        return self.first_calls([kernel])[0]
 
     def _keep_outputs(self, kernel, result):
         outputs = getattr(getattr(kernel, "lowered", None), "outputs", None)
