@@ -160,6 +160,8 @@ def main():
                     help="comma-separated kernels to run: sgemm (the float32 gemm), blur and names of "
                          "julia_kernels.KERNELS (default: all of them)")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error(f"--rounds: at least 1, got {args.rounds}")
     os.environ[cache.ENV] = tempfile.mkdtemp(prefix="autoschedule-bench-")
     if args.threads:
         ms.set_num_threads(args.threads)

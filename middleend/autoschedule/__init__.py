@@ -234,13 +234,14 @@ def _side_by_side(best, kernel_of, timer):
     naive_first = timer.first_call_within(kernels[-1], max(bound, NAIVE_FIRST_CALL_S))
     if naive_first is None:
         times = timer.medians(kernels[:-1], firsts=firsts)
-        return choices[_kept(times)], times[_kept(times)], None
+        at = _kept_choice(times)
+        return choices[at], times[at], None
     firsts.append(naive_first)
     if firsts[-1] > bound:
         times, naive_t = timer.medians(kernels[:-1], firsts=firsts[:-1]), firsts[-1]
     else:
         *times, naive_t = timer.medians(kernels, firsts=firsts)
-    at = _kept(times)
+    at = _kept_choice(times)
     chosen, chosen_t = choices[at], times[at]
     if naive_t < chosen_t * MARGIN:
         # a second span of the machine's load must agree, by the fastest calls of each (a spell of other
@@ -252,7 +253,7 @@ def _side_by_side(best, kernel_of, timer):
     return chosen, chosen_t, naive_t
 
 
-def _kept(times) -> int:
+def _kept_choice(times) -> int:
     """0 (the search's best) or 1 (the model's choice): the search's best only where clearly faster."""
     return 1 if len(times) == 2 and not times[0] < times[1] * MARGIN else 0
 

@@ -444,8 +444,8 @@ class Applier:
             # throughput bounds the nest anyway (doitgen's C4[s, p]: 0.165 ms by one, 0.193 by 4). One
             # vector where more are refused (a computation fused with this one at v's vectors).
             gathers = any(r.touches(v) and not r.consecutive_in(v) for r in stage.refs[1:])
-            counts = sorted({1 if gathers else max(1, min(columns * vectors, stage.trip(v) // width)), 1},
-                            reverse=True)
+            widest = 1 if gathers else max(1, min(columns * vectors, stage.trip(v) // width))
+            counts = [widest, 1] if widest > 1 else [1]
             if stage.trip(v) < 2 * width:
                 return False
         elif stage.trip(v) < 2 * vectors * width or stage.trip(a) < 2 * columns:

@@ -105,19 +105,24 @@ class Timer:
         return out
 
     def first_call_within(self, kernel, limit_s):
-        """Seconds of `kernel`'s first call (as `first_calls`), or None where a call runs past `limit_s`: a
-        call runs first in a child process, stopped at that time (the naive loops of a large problem can
-        take minutes a call, beyond any budget), and only one that ends in time is made here. Where
-        processes cannot be forked, or the kernel starts threads (which a forked child of a process with a
-        thread pool may wait on for ever), the call is made here, whole."""
+        """Seconds of `kernel`'s first call (as `first_calls`), or None where a call runs past `limit_s`
+        (the naive loops of a large problem can take minutes a call, beyond any budget): the call is
+        made here only once one in a child process has ended in time (`_ends_within`)."""
+        return self.first_calls([kernel])[0] if self._ends_within(kernel, limit_s) else None
+
+    def _ends_within(self, kernel, limit_s) -> bool:
+        """Whether a call of `kernel` in a forked child process ends within `limit_s` (the child is
+        stopped then). True, without a child, where processes cannot be forked or the kernel starts
+        threads (a child forked from a process with a thread pool may wait on it for ever): the call
+        here is then made whole."""
         if not hasattr(os, "fork") or _starts_threads(kernel):
-            return self.first_calls([kernel])[0]
+            return True
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)    # (forking a process that has threads)
                 pid = os.fork()
         except OSError:     # (no memory or processes left for a child)
-            return self.first_calls([kernel])[0]
+            return True
         if pid == 0:     # the child: one call, and out without any clean-up
             try:
                 kernel(**self.arguments)
@@ -128,10 +133,9 @@ class Timer:
             if time.perf_counter() > deadline:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-                return None
+                return False
             time.sleep(0.001)
-        # (the call here also keeps its outputs; one that raised in the child raises here too)
-        return self.first_calls([kernel])[0]
+        return True     # (a call that raised in the child raises here too)
 
     def _keep_outputs(self, kernel, result):
         outputs = getattr(getattr(kernel, "lowered", None), "outputs", None)
