@@ -210,6 +210,15 @@ class Computation(Schedulable):
         self.updates.append(u)
         return u
 
+    def expand(self, loop, dim=None):
+        """Give each iteration of the loop named `loop` a copy of its own of this array, where the loop's
+        iterations reuse it as scratch (each reads only what the same iteration wrote): the loop then
+        carries no dependence through it. The last values are copied back after the loop nest. Returns
+        the expanded array, whose dimension `dim` (default: the last) is the loop's; `ms.ScheduleError`
+        names the read that keeps it from being private."""
+        from .expansion import expand
+        return expand(self, loop, dim)
+
     def __repr__(self):
         return f"Computation({self.name}[{', '.join(v.name for v in self.vars)}] = {pseudo_c(self.expr)})"
 

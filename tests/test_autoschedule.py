@@ -55,6 +55,16 @@ def _julia_model(kernel, sizes):
     return f, f.autoschedule(sizes=sizes, measure=False)
 
 
+def _julia_model_unexpanded(kernel, sizes):
+    """(function, commands) of a Julia fixture given the model's schedule at `sizes` with its scratch
+    arrays left as they are (the model alone, without the expansion autoschedule gives first)."""
+    from mascarpone.frontends.julia import from_julia
+    text, argtypes = fixture(kernel)
+    f = from_julia(text, argtypes)
+    Applier(f, analyze(f, f.context(sizes)), Checker(f)).apply({})
+    return f, f.history()
+
+
 def _same_as_interpreter(kernel, f, shapes, seed=0):
     from mascarpone.frontends.julia import interpret
     text, argtypes = fixture(kernel)
@@ -95,25 +105,41 @@ def test_a_vector_accumulator_moves_inside_its_reduction_loop():
     """doitgen's acc[p] adds A[r, q, s] * C4[s, p] over s, whose reads of C4 are stride-one along s: C4
     is copied transposed, so that vectors of p load contiguous elements, and the vectors of p go inside
     the s loop, so that their sums stay in registers over all of s. One vector: acc's zeroing, fused with
-    the sums at p's vectors, refuses a wider block."""
+    the sums at p's vectors, refuses a wider block. (The model alone: autoschedule first expands acc,
+    see the next test.)"""
+    f, commands = _julia_model_unexpanded("doitgen", dict(A_1=30, A_2=28, A_3=32))
+    lanes = machine.vector_lanes(ms.float64)
+    accumulate = [c for c in commands if c.startswith("s42.")]
+    assert accumulate[:2] == ["s42.cache_read(C4, at=root)", "s42.reorder(r, q, s, p)"], commands
+    assert accumulate[-3:] == [f"s42.split(p, {lanes})", "s42.reorder(p0, s, p1)", f"s42.vectorize(p1, {lanes})"], \
+        commands
+    _same_as_interpreter("doitgen", f, [(7, 6, 19), (19, 19), (19,)])
+
+
+def test_a_scratch_array_is_expanded_so_that_its_nest_is_a_parallel_product():
+    """doitgen's acc[p] is zeroed and summed anew for every (r, q): autoschedule gives each (r, q) a copy of
+    its own (acc.expand), r's the stride-one dimension as in A, and the nest becomes a product the model
+    tiles as gemm's (vectors of r, columns of p in registers across s), q's iterations in parallel. The
+    values, acc's last sums included, are bit for bit the interpreter's."""
     f, report = _julia_model("doitgen", dict(A_1=30, A_2=28, A_3=32))
     lanes = machine.vector_lanes(ms.float64)
-    accumulate = [c for c in report.commands if c.startswith("s42.")]
-    assert accumulate[:2] == ["s42.cache_read(C4, at=root)", "s42.reorder(r, q, s, p)"], report.commands
-    assert accumulate[-3:] == [f"s42.split(p, {lanes})", "s42.reorder(p0, s, p1)", f"s42.vectorize(p1, {lanes})"], \
-        report.commands
+    assert report.commands[:2] == ["acc.expand(r)", "acc_r.expand(q, dim=1)"], report.commands
+    assert {"s42.reorder(q, p, s, r)", f"s42.vectorize(r1, {lanes})", "s42.parallelize(q)"} <= set(report.commands)
     _same_as_interpreter("doitgen", f, [(7, 6, 19), (19, 19), (19,)])
+    _same_as_interpreter("doitgen", f, [(17, 3, 9), (9, 9), (12,)], seed=1)    # acc longer than a row
 
 
 def test_a_transposed_copy_of_an_input_read_outside_its_shape_is_refused_at_the_call():
     """The copy of all of C4 the model reads instead of C4 holds exactly C4's elements: sizes where doitgen
-    reads C4 outside its shape are refused when called (Julia's BoundsError), not at compile time."""
-    f, report = _julia_model("doitgen", dict(A_1=30, A_2=28, A_3=32))
-    assert "C4_copy.store_in(C4_T)" in report.commands, report.commands
-    kernel = f.compile()
-    rng_ = np.random.default_rng(1)
-    with pytest.raises(ms.ArgumentError, match="BoundsError"):
-        kernel(np.asfortranarray(rng_.random((4, 5, 6))), np.asfortranarray(rng_.random((3, 6))), np.zeros(6))
+    reads C4 outside its shape are refused when called (Julia's BoundsError), not at compile time; so
+    are they where acc is expanded."""
+    f, commands = _julia_model_unexpanded("doitgen", dict(A_1=30, A_2=28, A_3=32))
+    assert "C4_copy.store_in(C4_T)" in commands, commands
+    kernels = [f.compile(), _julia_model("doitgen", dict(A_1=30, A_2=28, A_3=32))[0].compile()]
+    for kernel in kernels:
+        rng_ = np.random.default_rng(1)
+        with pytest.raises(ms.ArgumentError, match="BoundsError"):
+            kernel(np.asfortranarray(rng_.random((4, 5, 6))), np.asfortranarray(rng_.random((3, 6))), np.zeros(6))
 
 
 def test_vector_accumulators_read_along_their_loop_are_several_chains():

@@ -1,6 +1,8 @@
 """The automatic scheduler: `Function.autoschedule` chooses a schedule and gives it as ordinary
 scheduling commands (`f.history()` lists them), each checked like a hand-written one.
 
+privatize scratch arrays given a copy per iteration of the loops that reuse them (Computation.expand),
+          before anything else: the nests then tile and run in parallel as any other
 analysis  loops, trip counts and memory references of each computation
 model     loop order by memory cost, tile sizes by cache capacity, variants for the search
 islschedule  isl's scheduler's fusion and loop orders (exact dependences as validity, proximity and
@@ -31,6 +33,7 @@ from .islschedule import propose
 from .measure import Timer
 from .machine import vector_lanes
 from .model import PARAMETRIC, tile_grid
+from .privatize import expand_scratch_arrays
 from .search import MARGIN, NAIVE, search, variants, with_knob
 from .state import restore, save
 
@@ -66,6 +69,7 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     sizes = complete_sizes(function, sizes)
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
         raise DomainError(f"autoschedule: budget_s must be a non-negative number of seconds, got {budget_s!r}")
+    expanded = expand_scratch_arrays(function, function.context(sizes))
     start = save(function)
     key = cache.key(function, sizes, target, seed, measure)
     stages = analyze(function, function.context(sizes))
@@ -90,7 +94,7 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     entry = cache.load(key) if use_cache else None
     if entry is not None:
         apply(entry["choice"])
-        return Report(entry["choice"], _added(function, start), from_cache=True, seconds=entry.get("seconds"),
+        return Report(entry["choice"], expanded + _added(function, start), from_cache=True, seconds=entry.get("seconds"),
                       naive_seconds=entry.get("naive_seconds"), sizes=sizes)
     model_applier = apply({})
     report = Report({}, [], sizes=sizes)
@@ -128,7 +132,7 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
         restore(function, start)
         report.choice, report.note = dict(NAIVE), "the chosen schedule failed the final check; naive kept"
         warnings.warn(f"autoschedule({function.name}): {report.note}", stacklevel=3)
-    report.commands = _added(function, start)
+    report.commands = expanded + _added(function, start)
     if use_cache:
         cache.store(key, {"choice": report.choice, "seconds": report.seconds, "naive_seconds": report.naive_seconds,
                           "sizes": sizes, "target": target, "commands": report.commands})
