@@ -3,6 +3,7 @@ Halide pipelines without a schedule) it gives a legal schedule, as ordinary comm
 values of the unscheduled program; it is deterministic for a seed, and its disk cache is reused."""
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -250,13 +251,19 @@ def test_same_seed_same_commands():
     assert histories[0] == histories[1] and histories[0]
 
 
-@pytest.mark.parametrize("kernel", ["gemm", "jacobi2d", "mttkrp", "bicg", "seidel2d", "trmv"])
+JULIA_FIXTURES = sorted(p.stem for p in (Path(__file__).parent / "julia_fixtures").glob("*.jl"))
+
+
+@pytest.mark.parametrize("kernel", JULIA_FIXTURES)
 def test_julia_fixtures(kernel):
+    """Every Julia fixture (loops with a break, while loops, scalar statements included) autoscheduled
+    gives the naive loops' values."""
     text, argtypes = fixture(kernel)
     naive = ms.from_julia(text, argtypes=argtypes).compile()
     f = ms.from_julia(text, argtypes=argtypes)
     report = f.autoschedule(sizes={p: 40 for p in f.sizes()}, measure=False)
-    assert report.commands and report.commands == f.history()
+    assert report.commands == f.history()
+    assert report.commands or kernel not in ("gemm", "jacobi2d", "mttkrp", "bicg", "seidel2d", "trmv")
     auto = f.compile()
     want, got = random_args(argtypes, seed=2, n=11), random_args(argtypes, seed=2, n=11)
     r_want, r_got = naive(*want), auto(*got)

@@ -37,7 +37,7 @@ def groups(function, stages, free) -> list:
         how, comp, other, level = entry
         # nested in the time loop alone: the front-end's depth 1, or that loop's name
         if comp.name in names and other.name in names and from_source(entry, function) and \
-                comp.loops[:1] == other.loops[:1] and level in (1, comp.loops[0]):
+                comp.loops and comp.loops[:1] == other.loops[:1] and level in (1, comp.loops[0]):
             parent[root(comp)] = root(other)
     order = {c: k for k, c in enumerate(function.computations)}
     out = {}
