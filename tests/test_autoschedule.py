@@ -143,6 +143,22 @@ def test_a_transposed_copy_of_an_input_read_outside_its_shape_is_refused_at_the_
             kernel(np.asfortranarray(rng_.random((4, 5, 6))), np.asfortranarray(rng_.random((3, 6))), np.zeros(6))
 
 
+def test_a_long_reduction_is_blocked_and_its_transposed_copy_laid_out_in_panels():
+    """covariance's cov[i, j] adds data[k, i] * data[k, j] over 1400 values of k: the register tile takes
+    k in blocks of model.REDUCTION_BLOCK outside its vectors, and the transposed copy of data is laid out
+    as the tile reads it, in panels of that many rows by one vector. Each element still adds in k's
+    order: bit for bit the interpreter's, with k in three blocks."""
+    f, report = _julia_model("covariance", dict(data_1=1400, data_2=1200))
+    depth, lanes = model.REDUCTION_BLOCK, machine.vector_lanes(ms.float64)
+    assert {f"s98.split(k, {depth})", "s98.reorder(j0, k0, i0, k1, j1, i1)", "data_copy.store_in(data_T)"} \
+        <= set(report.commands), report.commands
+    panels = next(b for b in f.buffers if b.name == "data_T")
+    assert len(panels.shape) == 4 and [int(str(d)) for d in panels.shape[2:]] == [depth, lanes]
+    _same_as_interpreter("covariance", f, [(530, 11), (11, 11), (11,)])
+    short, report = _julia_model("covariance", dict(data_1=280, data_2=240))
+    assert "s98.split(k, 256)" not in report.commands, report.commands
+
+
 def test_vector_accumulators_read_along_their_loop_are_several_chains():
     """gesummv's sums over j of A[i, j] * x[j], read stride-one along i: the register tile holds as many
     vectors of i as the model's tile has registers, unrolled, so each is its own chain of additions

@@ -14,6 +14,7 @@ from ..algorithm import Param
 from .. import schedule as sched
 from ..buffer import Buffer
 from ..errors import MascarponeError
+from ..expr import floormod
 from . import machine, model, timetile
 from .analysis import (Stage, constant_lower_bound, constant_offsets, from_source, is_copy, readers, references,
                        untouched)
@@ -382,6 +383,7 @@ class Applier:
             return stage
         arrays = {x.name: x for x in list(self.function.inputs) + list(self.function.computations)}
         copied = set()      # (a copy replaces every read of its array)
+        panels = model.blocks_reduction(stage, reductions)
         for ref in reads:
             producer = arrays.get(ref.array)
             if producer is None or ref.array in copied or len(ref.dims) != 2 or not ref.touches(v) \
@@ -393,9 +395,15 @@ class Applier:
                 copy = comp.cache_read(producer, at=sched.root)
                 rows, columns = copy.vars
                 taken = {b.name for b in self.function.buffers} | set(arrays)
-                copy.store_in(Buffer(sched.fresh_name(f"{producer.name}_T", taken),
-                                     [columns.hi - columns.lo, rows.hi - rows.lo], producer.dtype),
-                              [columns - columns.lo, rows - rows.lo])
+                row, column = rows - rows.lo, columns - columns.lo
+                shape, index = [columns.hi - columns.lo, rows.hi - rows.lo], [column, row]
+                if panels:
+                    # as the register tile reads it: panels of REDUCTION_BLOCK rows by one vector
+                    depth, lanes = model.REDUCTION_BLOCK, machine.vector_lanes(producer.dtype)
+                    shape = [(shape[0] + depth - 1) // depth, (shape[1] + lanes - 1) // lanes, depth, lanes]
+                    index = [column // depth, row // lanes, floormod(column, depth),
+                             floormod(row, lanes)]
+                copy.store_in(Buffer(sched.fresh_name(f"{producer.name}_T", taken), shape, producer.dtype), index)
             if self.attempt(commands, layout=True):
                 copied.add(ref.array)
                 self.transposed.add(comp.name)
@@ -453,6 +461,7 @@ class Applier:
         streams = a is not None and model.streams_through_l1(stage, a, v, reductions, vectors * width)
         if streams:
             columns = model.STREAM_COLUMNS
+        blocked = a is not None and not streams and model.blocks_reduction(stage, reductions)
         block = [] if a is None else [a]
 
         def commands(count):
@@ -467,7 +476,13 @@ class Applier:
                     return
             else:
                 a0, a1 = comp.split(a, columns)
-                comp.reorder(*((v0, *reductions, a0) if streams else (a0, v0, *reductions)), a1, v1)
+                if streams:
+                    comp.reorder(v0, *reductions, a0, a1, v1)
+                elif blocked:
+                    r0, r1 = comp.split(reductions[0], model.REDUCTION_BLOCK)
+                    comp.reorder(a0, r0, v0, r1, a1, v1)
+                else:
+                    comp.reorder(a0, v0, *reductions, a1, v1)
                 comp.unroll(a1, columns)
             comp.vectorize(v1, count * width)
         for count in counts:

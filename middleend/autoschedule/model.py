@@ -199,6 +199,19 @@ def register_tile(packed=False) -> tuple:
     return (6, 2) if packed else (4, 2)
 
 
+#: values of a register tile's one reduction loop per block where the loop is at least twice as long: a
+#: block's rows of what the tile reads stay in L2, and a copy laid out in panels of that many rows by one
+#: vector keeps each panel contiguous (covariance at 1400x1200 on 2 threads: 53.5 ms with the whole
+#: reduction per tile, 36.5 blocked by 256, 26.5 blocked and read from panels; 128: 28.0)
+REDUCTION_BLOCK = 256
+
+
+def blocks_reduction(stage, reductions) -> bool:
+    """Whether a register tile's reduction loop is cut into REDUCTION_BLOCK blocks: one loop, at least
+    twice that long."""
+    return len(reductions) == 1 and stage.trip(reductions[0]) >= 2 * REDUCTION_BLOCK
+
+
 #: columns of a register tile's outer loop per step where the tile streams its accumulators through L1
 #: (see streams_through_l1): mttkrp at 400x300x150x160 on 2 threads, 418 ms by 4 columns, 756 by 8
 STREAM_COLUMNS = 4
