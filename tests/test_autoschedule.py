@@ -558,6 +558,29 @@ def test_gauss_seidel_chains_are_interleaved():
     _same_values(naive, f.compile(), argtypes)
 
 
+def test_a_sweep_no_loop_runs_in_parallel_runs_its_tiles_in_wavefronts():
+    """seidel-2d at 1000^2 without time tiles: its interleaved sweep is tiled (32 rows of chains by 128
+    columns, model.SPACE_WAVE) and the tiles of each wavefront run in parallel, as the dependences allow;
+    at 200^2 the sweep stays serial. The values are the naive loops', at sizes with partial tiles too."""
+    make, argtypes = _julia("seidel2d")
+    naive = make().compile()
+    f = make()
+    sizes = dict(A_1=1000, tsteps=20)
+    applier = Applier(f, analyze(f, f.context(sizes)), Checker(f))
+    applier.apply({"timetile": {"s51": []}})
+    rows, columns = model.SPACE_WAVE
+    assert applier.space_waves == {"s51": model.SPACE_WAVE}
+    assert f.history()[-6:] == [f"s51.split(i0, {rows // model.CHAINS})", f"s51.split(j, {columns})",
+                                "s51.reorder(i00, j0, i01, j1, i10, i11)", "s51.skew(i00, j0, 1)",
+                                "s51.interchange(i00, j0)", "s51.parallelize(i00)"], f.history()
+    _same_values(naive, f.compile(), argtypes, n=301)
+    small = make()
+    applier = Applier(small, analyze(small, small.context(dict(A_1=200, tsteps=4))), Checker(small))
+    applier.apply({"timetile": {"s51": []}})
+    assert applier.space_waves == {"s51": None} and not any(".parallelize(" in c for c in small.history()
+                                                              if c.startswith("s51."))
+
+
 class _Counted:
     """A compiled kernel that counts its calls (and takes `delay` seconds more each)."""
 

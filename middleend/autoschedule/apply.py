@@ -53,7 +53,8 @@ class Applier:
         self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
         self.vectorized = set()  # stages whose innermost loop the model vectorized (the search may leave
         #                          it to the compiler's own vectorizer, which can reuse loads across lanes)
-        self.interleaved = set()  # stages whose recurrence chains are interleaved (see _interleave)
+        self.interleaved = {}  # stage name -> (the loops around its interleaved chains, the variables they
+        #                        run over; see _interleave)
         self.parallel = set()  # stages with a parallel loop
         self.jammable = {}    # stencil stage name -> the factor its loop around the vector loop was jammed by
         #                       (0: none; see _jam)
@@ -62,6 +63,7 @@ class Applier:
         self.time_tiled = set()  # names of the groups time-tiled
         self.tile_params = {}  # stage name -> the size parameters of its band's parametric tile
         self.wavefronts = set()  # names of the time-tiled groups whose tiles run in parallel wavefronts
+        self.space_waves = {}  # interleaved stage name -> the tiles its sweep runs in wavefronts by (None: none)
         self.unchecked = False  # attempts keep their commands unchecked (checked together afterwards)
         # whether steps of many commands are first given unchecked (see _unchecked_then_checked); a
         # caller that saw such a step fail on this function passes False, as it will fail again
@@ -287,7 +289,9 @@ class Applier:
         if vector_outer is not None:
             self._jam(comp, stage, origin, vector_outer, choice.get("jam", {}).get(comp.name, model.JAM))
         if vector_outer is None and comp.tags.get(comp.loops[-1]) is None and comp.name not in self.tile_params:
-            self._interleave(comp, stage, origin, choice.get("interleave", {}).get(comp.name, model.CHAINS))
+            factor = choice.get("interleave", {}).get(comp.name, model.CHAINS)
+            if self._interleave(comp, stage, origin, factor) and choice.get("parallel", {}).get(comp.name, True):
+                self._space_wavefront(comp, stage, origin, factor, choice.get("spacewave", {}).get(comp.name))
         vectors = stage.trip(vector_var) // machine.vector_lanes(comp.dtype) if vector_outer is not None else 0
         if choice.get("parallel", {}).get(comp.name, True) and self._parallelize(comp, stage, (vector_outer, vectors)):
             self.parallel.add(comp.name)
@@ -581,13 +585,45 @@ class Applier:
             def commands():
                 if skew:
                     comp.skew(outer, inner, skew)
-                loops["chains"] = comp.split(outer, factor)[1]
-                comp.reorder(comp.loops[-3], inner, loops["chains"])
+                loops["blocks"], loops["chains"] = comp.split(outer, factor)
+                comp.reorder(loops["blocks"], inner, loops["chains"])
             if self.attempt(commands) and self._carries_nothing(comp, loops["chains"]) and \
                     self.attempt(lambda: comp.unroll(loops["chains"], factor)):
-                self.interleaved.add(comp.name)
+                self.interleaved[comp.name] = (loops["blocks"], inner, origin.get(outer, outer),
+                                               origin.get(inner, inner))
                 return True
             restore(self.function, saved)
+        return False
+
+    def _space_wavefront(self, comp, stage, origin, factor, tiles) -> bool:
+        """For an interleaved sweep (loops chains' outer loop a, inner loop b, the chains) that no loop can
+        run in parallel: tile (a, b) by `tiles` (rows of a's values times `factor`, values of b), skew
+        the loop over b's tiles by the one over a's, and run each wavefront's tiles in parallel, where
+        the dependences allow. `tiles`: the search's, False for none, None for the model's
+        (model.space_wave). True if applied."""
+        a, b, rows, columns = self.interleaved[comp.name]
+        k = comp.loops.index(b)
+        rest = comp.loops[k + 1:]
+        if any(comp.tags.get(x) is not None for x in comp.loops[:k + 1]):
+            return False
+        self.space_waves[comp.name] = None
+        if tiles is None:
+            tiles = model.SPACE_WAVE if model.space_wave(stage, rows, columns) else False
+        if not tiles:
+            return False
+        rows, columns = tiles
+
+        def commands():
+            a0, a1 = comp.split(a, max(1, rows // factor))
+            b0, b1 = comp.split(b, columns)
+            comp.reorder(a0, b0, a1, b1, *rest)
+            comp.skew(a0, b0, 1)
+            comp.interchange(a0, b0)
+            comp.parallelize(a0)
+        if self.attempt(commands):
+            self.space_waves[comp.name] = tuple(tiles)
+            self.parallel.add(comp.name)
+            return True
         return False
 
     def _jam(self, comp, stage, origin, vector_outer, factor) -> bool:

@@ -199,6 +199,20 @@ def register_tile(packed=False) -> tuple:
     return (6, 2) if packed else (4, 2)
 
 
+#: tiles (values of the interleaved chains' outer loop, of the loop inside it) of a sweep that no loop can
+#: run in parallel (a Gauss-Seidel sweep), run in wavefronts of tiles by the threads; the variants the
+#: search tries (seidel-2d at 1000^2, 20 steps, on 2 threads: 39 ms serial, 22-35 ms by 32 x 128 tiles,
+#: 31-43 by the others; at 200^2, 4 steps, no faster than serial)
+SPACE_WAVE, SPACE_WAVE_VARIANTS = (32, 128), ((16, 128), (32, 256), (64, 128))
+
+
+def space_wave(stage, rows, columns) -> bool:
+    """Whether the model runs an interleaved sweep's tiles in wavefronts: the variables `rows` (of the
+    chains and their outer loop) and `columns` (of the loop inside) at least 4 tiles of SPACE_WAVE each,
+    so that most wavefronts give each thread tiles of its own."""
+    return stage.trip(rows) >= 4 * SPACE_WAVE[0] and stage.trip(columns) >= 4 * SPACE_WAVE[1]
+
+
 #: values of a register tile's one reduction loop per block where the loop is at least twice as long: a
 #: block's rows of what the tile reads stay in L2, and a copy laid out in panels of that many rows by one
 #: vector keeps each panel contiguous (covariance at 1400x1200 on 2 threads: 53.5 ms with the whole

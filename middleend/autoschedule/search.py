@@ -55,6 +55,9 @@ def variants(applier, stages, seed) -> list:
             mine.append((stage.name, "wavefront", False))
         if stage.name in applier.interleaved:
             mine += [(stage.name, "interleave", c) for c in model.CHAIN_VARIANTS]
+        if stage.name in applier.space_waves:
+            mine += [(stage.name, "spacewave", t) for t in (False, model.SPACE_WAVE) + model.SPACE_WAVE_VARIANTS
+                     if t != applier.space_waves[stage.name] and (t or applier.space_waves[stage.name])]
         if stage.name in applier.parallel:
             mine.append((stage.name, "parallel", False))
         if stage.name in applier.jammable:
