@@ -121,11 +121,13 @@ def test_a_scratch_array_is_expanded_so_that_its_nest_is_a_parallel_product():
     """doitgen's acc[p] is zeroed and summed anew for every (r, q): autoschedule gives each (r, q) a copy of
     its own (acc.expand), r's the stride-one dimension as in A, and the nest becomes a product the model
     tiles as gemm's (vectors of r, columns of p in registers across s), q's iterations in parallel. The
-    values, acc's last sums included, are bit for bit the interpreter's."""
+    zeroing, the product and the copy into A, distributed to be scheduled, are fused back at their parallel
+    q: one parallel region. The values, acc's last sums included, are bit for bit the interpreter's."""
     f, report = _julia_model("doitgen", dict(A_1=30, A_2=28, A_3=32))
     lanes = machine.vector_lanes(ms.float64)
     assert report.commands[:2] == ["acc.expand(r)", "acc_r.expand(q, dim=1)"], report.commands
     assert {"s42.reorder(q, p, s, r)", f"s42.vectorize(r1, {lanes})", "s42.parallelize(q)"} <= set(report.commands)
+    assert report.commands[-2:] == ["s42.after(s28, q)", "s62.after(s42, q)"], report.commands
     _same_as_interpreter("doitgen", f, [(7, 6, 19), (19, 19), (19,)])
     _same_as_interpreter("doitgen", f, [(17, 3, 9), (9, 9), (12,)], seed=1)    # acc longer than a row
 

@@ -18,7 +18,8 @@ NAIVE = {"naive": True}
 
 def variants(applier, stages, seed) -> list:
     """[(stage name, knob, value)] to try, in a fixed order for a given seed: isl's scheduler's fusion
-    and loop orders ("*": the whole function) where they differ from the model's, no packing or other blocks
+    and loop orders ("*": the whole function) where they differ from the model's, statements of a source
+    nest left apart rather than fused back at their parallel loop, no packing or other blocks
     of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or
     none) of a time-stepped stencil and its tiles one after another rather than in wavefronts, other
     numbers of interleaved chains, an interleaved sweep's tiles in wavefronts of other sizes (or none), other unroll-and-jam factors of a stencil, serial loops for parallel
@@ -26,6 +27,8 @@ def variants(applier, stages, seed) -> list:
     root for producers computed at tiles."""
     # isl's scheduler's fusion and loop orders, where they differ from the model's
     out = [("*", "isl", True)] if applier.differs else []
+    if applier.fused:
+        out.append(("*", "fuse", False))
     order = sorted(stages.values(), key=lambda s: (-s.work(), s.name))
     rng = random.Random(seed)
     for stage in order:
