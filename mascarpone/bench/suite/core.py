@@ -11,7 +11,7 @@ from . import halide_variants as H
 
 def sgemm_function(n):
     """BLIS-style packed gemm (examples.gemm_packed) at n x n x n with the register tile and blocks
-    examples.gemm_packed_blocks picks for this machine (6x16 with AVX2, 12x32 with AVX-512), column
+    examples.gemm_packed_blocks picks for this machine (6x16 with AVX2, 8x16 with AVX-512), column
     panels in parallel."""
     blocks = examples.gemm_packed_blocks(n, n, n)
     f, Ap, Bp, Ct, acc, C = examples.gemm_packed(mr=blocks["mr"], nr=blocks["nr"])
@@ -72,7 +72,7 @@ def benchmarks() -> list:
                   variants=[Variant("mascarpone", sgemm_function, _gemm_bind, label="packed",
                                     options=lambda n: {"fixed": dict(N=n, M=n, K=n)},
                                     note="BLIS-style: A and B packed per cache block (compute_at), C accumulated "
-                                         "tile by tile, a 6x16 (AVX2) or 12x32 (AVX-512) register tile, "
+                                         "tile by tile, a 6x16 (AVX2) or 8x16 (AVX-512) register tile, "
                                          "a column panel per thread, sizes fixed"),
                             Variant("mascarpone", lambda n: two_level_gemm_function(), _gemm_bind,
                                     label="two-level tiled", note="64x256 cache tiles, 4x16 register tiles")],
