@@ -156,7 +156,8 @@ class Applier:
                     if self.attempt(lambda: comp.after(other, sched.root) if how == "after"
                                     else comp.before(other, sched.root)):
                         tried.add((comp, other))
-                        self.distributed.append((comp, other) if how == "after" else (other, comp))
+                        if level:   # (0: the source ran them in nests of their own already)
+                            self.distributed.append((comp, other) if how == "after" else (other, comp))
                         progress = True
 
     def _fuse_parallel_nests(self):
