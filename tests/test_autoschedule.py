@@ -159,6 +159,8 @@ def test_a_long_reduction_is_blocked_and_its_transposed_copy_laid_out_in_panels(
     _same_as_interpreter("covariance", f, [(530, 11), (11, 11), (11,)])
     short, report = _julia_model("covariance", dict(data_1=280, data_2=240))
     assert "s98.split(k, 256)" not in report.commands, report.commands
+    # the centring (s57) and cov's zeroing (s84) ran in nests of their own in the source: not fused
+    assert [c for c in report.commands if c.startswith("s84.after(")] == ["s84.after(s57, root)"]
 
 
 def test_vector_accumulators_read_along_their_loop_are_several_chains():
