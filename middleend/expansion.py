@@ -32,16 +32,16 @@ def _reads(comp, array):
             if isinstance(n, Access) and getattr(n.target, "storage_owner", None) is array]
 
 
-def _touching(function, array):
-    """The computations other than `array` itself that update or read its storage, in program order."""
+def touching(function, array):
+    """The computations other than `array` itself that update or read its storage, in declaration order."""
     return [c for c in function.computations
             if c is not array and (c.updated is array or _reads(c, array))]
 
 
 def _group(function, array, loop, cmd):
     """The computations that touch `array` inside the loop nest whose loop is named `loop`."""
-    touching = _touching(function, array)
-    within = [c for c in touching if loop in [v.name for v in c.vars]]
+    users = touching(function, array)
+    within = [c for c in users if loop in [v.name for v in c.vars]]
     if not any(c.updated is array for c in within):
         raise ScheduleError(f"{cmd}: no update of {array.name} runs in a loop named {loop!r}")
     nests = source_nests(function)
@@ -49,11 +49,11 @@ def _group(function, array, loop, cmd):
         nest = {nests[c] for c in within}
         if len(nest) > 1:
             raise ScheduleError(f"{cmd}: loops named {loop!r} of several loop nests touch {array.name}")
-        group = [c for c in touching if nests[c] in nest]
+        group = [c for c in users if nests[c] in nest]
     else:
         # declaration order: the group must be a run of the computations that touch the array
-        first, last = touching.index(within[0]), touching.index(within[-1])
-        group = touching[first:last + 1]
+        first, last = users.index(within[0]), users.index(within[-1])
+        group = users[first:last + 1]
     outside = [c.name for c in group if c not in within]
     if outside:
         raise ScheduleError(f"{cmd}: {', '.join(outside)} touch {array.name} between its updates in loop "

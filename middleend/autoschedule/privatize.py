@@ -13,7 +13,7 @@ expanded array's stride-one dimension too, so that one vector loop serves both.
 """
 from __future__ import annotations
 
-from ..expansion import expand, expandable
+from ..expansion import expand, expandable, touching
 from ..dependences import source_nests
 from .analysis import analyze
 
@@ -31,19 +31,10 @@ def _shared_loops(group):
 def _nest_groups(function, array):
     """Per loop nest of the source that updates `array`, the computations there that touch it."""
     nests = source_nests(function)
-    touching = [c for c in function.computations if c is not array and (
-        c.updated is array or any(getattr(n.target, "storage_owner", None) is array
-                                  for n in _accesses(c)))]
     groups = {}
-    for c in touching:
+    for c in touching(function, array):
         groups.setdefault(nests.get(c, id(c)) if nests else 0, []).append(c)
     return [g for g in groups.values() if any(c.updated is array for c in g)]
-
-
-def _accesses(comp):
-    from ..expr import Access, walk
-    exprs = [comp.expr] + ([comp.predicate] if comp.predicate is not None else [])
-    return [n for e in exprs for n in walk(e) if isinstance(n, Access)]
 
 
 def _rank(stages, group, array, loop):
