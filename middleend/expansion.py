@@ -62,10 +62,12 @@ def _group(function, array, loop, cmd):
 
 
 def _loop_equal(source, sink, loop):
-    """{ source[...] -> sink[...] : the two instances' `loop` are equal }."""
-    s = [v.name for v in source.vars]
-    t = [f"{v.name}_" for v in sink.vars]
-    return isl.Map(f"{{ {source.name}[{', '.join(s)}] -> {sink.name}[{', '.join(t)}] : {loop} = {loop}_ }}")
+    """{ source[...] -> sink[...] : the two instances' `loop` are equal } (dimensions named by position, so
+    that no name of one side stands for a dimension of the other)."""
+    s = [f"s{k}" for k in range(len(source.vars))]
+    t = [f"t{k}" for k in range(len(sink.vars))]
+    at = [[v.name for v in c.vars].index(loop) for c in (source, sink)]
+    return isl.Map(f"{{ {source.name}[{', '.join(s)}] -> {sink.name}[{', '.join(t)}] : s{at[0]} = t{at[1]} }}")
 
 
 def _check_private(function, array, group, loop, context, sched, cmd):
