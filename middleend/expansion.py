@@ -23,6 +23,7 @@ from .dependences import access_map, original_schedule, source_nests, union_maps
 from .errors import ScheduleError
 from .expr import Access, Const, Sym, transform, walk
 from .layout import logical_read, logical_write
+from .schedule import fresh_name
 
 
 def _reads(comp, array):
@@ -180,14 +181,6 @@ def _last_iteration(array, group, loop, context, sched, cmd):
     return written, _as_size_expr(pwaff_to_expr(hi, context), array.function)
 
 
-def _fresh(function, base):
-    taken = {x.name for x in function.inputs + function.computations + function.buffers}
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}{k}", k + 1
-    return name
-
-
 def expand(array, loop, dim=None):
     """Give each iteration of the loop named `loop` its own copy of `array` (see the module's doc);
     returns the expanded array, a computation of `array`'s variables with `loop` inserted as its
@@ -212,10 +205,11 @@ def expand(array, loop, dim=None):
     lo, hi = _extent(function, group, loop, context, cmd)
     written, last = _last_iteration(array, group, loop, context, sched, cmd)
 
+    taken = lambda: {x.name for x in function.inputs + function.computations + function.buffers}  # noqa: E731
     with function:
-        iteration = Var(_fresh(function, loop), lo, hi + 1)
+        iteration = Var(loop, lo, hi + 1)
         inserted = lambda seq, item: tuple(seq[:dim]) + (item,) + tuple(seq[dim:])     # noqa: E731
-        expanded = Computation(_fresh(function, f"{array.name}_{loop}"), list(inserted(array.vars, iteration)),
+        expanded = Computation(fresh_name(f"{array.name}_{loop}", taken()), list(inserted(array.vars, iteration)),
                                Const(0, array.dtype), array.dtype, where=iteration < lo, output=False)
         for c in group:
             own = next(v for v in c.vars if v.name == loop)
@@ -232,7 +226,7 @@ def expand(array, loop, dim=None):
                 c.updated, c.update_at = expanded, list(inserted(c.update_at, own))
                 expanded.updates.append(c)
         back = array.update(list(array.vars), _access(expanded, inserted(array.vars, last)),
-                            name=_fresh(function, f"{array.name}_from_{expanded.name}"))
+                            name=fresh_name(f"{array.name}_from_{expanded.name}", taken()))
         domain = written.set_tuple_name(back.name)
         for k, v in enumerate(back.vars):
             domain = domain.set_dim_name(isl.dim_type.set, k, v.name)
@@ -257,19 +251,3 @@ def _place_after(function, comp, group):
     entries[:] = [(e[0], e[1], comp, 0) if e[2] is anchor and e[1] is not comp else e for e in entries]
     entries.insert(0 if last is None else last + 1, ("after", comp, anchor, 0))
     function._ordering = list(entries)
-
-
-def expandable(array, loop) -> str | None:
-    """Why `array` cannot be expanded over `loop` (the message of expand's error), or None."""
-    function = array.function
-    cmd = f"{array.name}.expand({loop})"
-    try:
-        context = function._prepare()
-        group = _group(function, array, loop, cmd)
-        sched = original_schedule(function.computations, context)
-        _check_private(function, array, group, loop, context, sched, cmd)
-        _extent(function, group, loop, context, cmd)
-        _last_iteration(array, group, loop, context, sched, cmd)
-    except ScheduleError as err:
-        return str(err)
-    return None

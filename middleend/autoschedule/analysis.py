@@ -77,6 +77,14 @@ class Stage:
         return n
 
 
+def elements(stage, ref) -> int:
+    """Elements of `ref`'s array that the nest touches (the box its affine indices span)."""
+    count = 1
+    for coeffs in ref.dims:
+        count *= 1 + sum(abs(c) * (stage.trip(var) - 1) for var, c in (coeffs or {}).items())
+    return count
+
+
 def untouched(comp) -> bool:
     """Whether no command has changed the computation's loops, tags or placement (a front-end's
     identity set_schedule, or its nesting of statements as in the source, leaves it untouched)."""

@@ -17,8 +17,8 @@ from ..errors import MascarponeError
 from ..expr import floormod
 from ..loopir import LoopKind
 from . import machine, model, timetile
-from .analysis import (Stage, constant_lower_bound, constant_offsets, from_source, is_copy, readers, references,
-                       untouched)
+from .analysis import (Stage, constant_lower_bound, constant_offsets, elements, from_source, is_copy, readers,
+                       references, untouched)
 from .state import restore, save
 
 #: a parallel loop must run at least this many iterations of its nest each time it starts, else it runs
@@ -414,7 +414,7 @@ class Applier:
             producer = arrays.get(ref.array)
             if producer is None or ref.array in copied or len(ref.dims) != 2 or not ref.touches(v) \
                     or not any(ref.consecutive_in(r) for r in reductions) \
-                    or stage.work() < TRANSPOSE_WORK * _elements(stage, ref):
+                    or stage.work() < TRANSPOSE_WORK * elements(stage, ref):
                 continue
 
             def commands():
@@ -703,11 +703,3 @@ def _work_per_start(stage, outer) -> int:
     for loop in outer:
         runs *= max(1, stage.trip(loop, default=1)) if loop in stage.extents else 1
     return stage.work() // runs
-
-
-def _elements(stage, ref) -> int:
-    """Elements of `ref`'s array that the nest touches (the box its affine indices span)."""
-    count = 1
-    for coeffs in ref.dims:
-        count *= 1 + sum(abs(c) * (stage.trip(var) - 1) for var, c in (coeffs or {}).items())
-    return count

@@ -5,7 +5,7 @@ chains the iterations of the loops around it: none of them can run in parallel, 
 a matrix-vector product per (r, q) instead of one matrix product. Expanding it over those loops
 gives the model a nest it tiles as any product. An array is expanded over the loops that all its
 updates and reads in a loop nest share and that its written elements do not move with, each
-where `expansion.expandable` proves it private to the loop's iterations, and only while the
+where `expand`'s check proves it private to the loop's iterations, and only while the
 expanded array holds no more elements than the largest array the nest reads (the memory it
 takes stays of the order the program already uses). Each new dimension goes where its loop runs
 along the program's other arrays: the loop that walks their stride-one dimension becomes the
@@ -13,9 +13,10 @@ expanded array's stride-one dimension too, so that one vector loop serves both.
 """
 from __future__ import annotations
 
-from ..expansion import expand, expandable, touching
+from ..errors import ScheduleError
+from ..expansion import expand, touching
 from ..dependences import source_nests
-from .analysis import analyze
+from .analysis import analyze, elements
 
 
 def _shared_loops(group):
@@ -51,14 +52,6 @@ def _rank(stages, group, array, loop):
     return best
 
 
-def _elements(stage, ref):
-    n = 1
-    for v in stage.vars:
-        if ref.touches(v):
-            n *= max(1, stage.trip(v))
-    return n
-
-
 def expand_scratch_arrays(function, context) -> list:
     """Expand the function's scratch arrays (see the module's doc); returns the commands given."""
     if function.history():
@@ -74,16 +67,19 @@ def expand_scratch_arrays(function, context) -> list:
                 continue
             heaviest = max(group, key=lambda c: stages[c.name].work())
             stage = stages[heaviest.name]
-            largest = max((_elements(stage, r) for r in stage.refs if r.array != array.name), default=0)
-            size = _elements(stage, stage.refs[0]) if heaviest.updated is array else 0
+            largest = max((elements(stage, r) for r in stage.refs if r.array != array.name), default=0)
+            size = elements(stage, stage.refs[0]) if heaviest.updated is array else 0
             target, new = array, []     # (loop, rank) of the dimensions added so far, in their order
             for loop in loops:
                 size *= max(1, stage.trip(loop))
-                if size > largest or expandable(target, loop) is not None:
+                if size > largest:
                     break
                 rank = _rank(stages, group, array, loop)
                 at = len(target.vars) - len(new) + sum(1 for _, r in new if r > rank)
-                target = expand(target, loop, at)
+                try:
+                    target = expand(target, loop, at)
+                except ScheduleError:       # not private to the loop's iterations: left as it is
+                    break
                 new.insert(at - (len(target.vars) - 1 - len(new)), (loop, rank))
                 given.append(function.history()[-1])
     return given
