@@ -69,10 +69,11 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     sizes = complete_sizes(function, sizes)
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
         raise DomainError(f"autoschedule: budget_s must be a non-negative number of seconds, got {budget_s!r}")
-    expanded = expand_scratch_arrays(function, function.context(sizes))
+    context = function.context(sizes)
+    expanded = expand_scratch_arrays(function, context)
     start = save(function)
     key = cache.key(function, sizes, target, seed, measure)
-    stages = analyze(function, function.context(sizes))
+    stages = analyze(function, context)
     checker = Checker(function)
     proposal = propose(function, function._prepare(), checker.dependences())
     # the copies of inputs into outputs that such a target's call makes instead of the kernel
@@ -94,8 +95,8 @@ def autoschedule(function, target="cpu", budget_s=20.0, seed=0, sizes=None, meas
     entry = cache.load(key) if use_cache else None
     if entry is not None:
         apply(entry["choice"])
-        return Report(entry["choice"], expanded + _added(function, start), from_cache=True, seconds=entry.get("seconds"),
-                      naive_seconds=entry.get("naive_seconds"), sizes=sizes)
+        return Report(entry["choice"], expanded + _added(function, start), from_cache=True,
+                      seconds=entry.get("seconds"), naive_seconds=entry.get("naive_seconds"), sizes=sizes)
     model_applier = apply({})
     report = Report({}, [], sizes=sizes)
     left = lambda: budget_s - (time.perf_counter() - began)     # noqa: E731

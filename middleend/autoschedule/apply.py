@@ -633,11 +633,11 @@ class Applier:
             tiles = model.SPACE_WAVE if model.space_wave(stage, rows, columns) else False
         if not tiles:
             return False
-        rows, columns = tiles
+        tile_rows, tile_columns = tiles
 
         def commands():
-            a0, a1 = comp.split(a, max(1, rows // factor))
-            b0, b1 = comp.split(b, columns)
+            a0, a1 = comp.split(a, max(1, tile_rows // factor))
+            b0, b1 = comp.split(b, tile_columns)
             comp.reorder(a0, b0, a1, b1, *rest)
             comp.skew(a0, b0, 1)
             comp.interchange(a0, b0)

@@ -22,9 +22,10 @@ def variants(applier, stages, seed) -> list:
     nest left apart rather than fused back at their parallel loop, no packing or other blocks
     of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or
     none) of a time-stepped stencil and its tiles one after another rather than in wavefronts, other
-    numbers of interleaved chains, an interleaved sweep's tiles in wavefronts of other sizes (or none), other unroll-and-jam factors of a stencil, serial loops for parallel
-    ones, the innermost loop left to the compiler's vectorizer, unroll factors around the vector loop,
-    root for producers computed at tiles."""
+    numbers of interleaved chains, an interleaved sweep's tiles in wavefronts of other sizes (or none),
+    other unroll-and-jam factors of a stencil, serial loops for parallel ones, the innermost loop left to
+    the compiler's vectorizer, unroll factors around the vector loop, root for producers computed at
+    tiles."""
     # isl's scheduler's fusion and loop orders, where they differ from the model's
     out = [("*", "isl", True)] if applier.differs else []
     if applier.fused:
