@@ -15,16 +15,13 @@ def _doitgen():
     return from_julia(text, argtypes)
 
 
-def _doitgen_args(shapes, seed):
-    rng = np.random.default_rng(seed)
-    return [np.asfortranarray(rng.random(s)) for s in shapes]
-
-
-def _same_as_interpreter(f, shapes, seed=0):
+def _same_as_interpreter(f, shapes, seed=0, target="cpu"):
+    """doitgen's arrays of `shapes` after `f` compiled for `target`: those of the reference interpreter."""
     text, argtypes = fixture("doitgen")
-    args = _doitgen_args(shapes, seed)
+    rng = np.random.default_rng(seed)
+    args = [np.asfortranarray(rng.random(s)) for s in shapes]
     want = [a.copy(order="F") for a in args]
-    f.compile()(*args)
+    f.compile(target)(*args)
     interpret(text, argtypes, *want)
     for got, ref in zip(args, want):
         np.testing.assert_array_equal(got, ref)
@@ -58,13 +55,7 @@ def test_an_array_expanded_twice_keeps_the_values_on_every_target(target):
     f = _doitgen()
     f["acc"].expand("r").expand("q", dim=1)
     assert [v.name for v in f["acc_r_q"].vars] == ["acc_d1", "q", "r"]
-    text, argtypes = fixture("doitgen")
-    args = _doitgen_args([(5, 4, 6), (6, 6), (7,)], 2)
-    want = [a.copy(order="F") for a in args]
-    f.compile(target)(*args)
-    interpret(text, argtypes, *want)
-    for got, ref in zip(args, want):
-        np.testing.assert_array_equal(got, ref)
+    _same_as_interpreter(f, [(5, 4, 6), (6, 6), (7,)], seed=2, target=target)
 
 
 def test_reads_of_values_written_before_the_loop_are_refused():
