@@ -23,7 +23,7 @@ from .dependences import access_map, original_schedule, source_nests, union_maps
 from .errors import ScheduleError
 from .expr import Access, Const, Sym, transform, walk
 from .layout import logical_read, logical_write
-from .schedule import fresh_name
+from .schedule import fresh_name, loop_name
 
 
 def _reads(comp, array):
@@ -182,11 +182,12 @@ def _last_iteration(array, group, loop, context, sched, cmd):
 
 
 def expand(array, loop, dim=None):
-    """Give each iteration of the loop named `loop` its own copy of `array` (see the module's doc);
+    """Give each iteration of the loop `loop` (a Var or its name) its own copy of `array` (see the module's doc);
     returns the expanded array, a computation of `array`'s variables with `loop` inserted as its
     dimension `dim` (default: the last, whose elements are adjacent in memory)."""
     from .algorithm import Computation, Var, _access
     function = array.function
+    loop = loop_name(loop)
     dims = len(array.vars)
     dim = dims if dim is None else dim
     cmd = f"{array.name}.expand({loop})" if dim == dims else f"{array.name}.expand({loop}, dim={dim})"

@@ -97,6 +97,9 @@ def test_expand_is_refused_after_scheduling_commands_and_for_a_bad_dimension():
         f["acc"].expand("z")
     with pytest.raises(ms.ScheduleError, match="is an update; expand the array it updates, acc"):
         f["s42"].expand("r")
+    with pytest.raises(ms.ScheduleError, match="expected a loop"):
+        f["acc"].expand(3)
+    assert f["acc"].expand(f["s42"].vars[0]).name == "acc_r"      # a Var names its loop
     f["s28"].vectorize("p", 8)
     with pytest.raises(ms.ScheduleError, match=r"before scheduling commands \(given: s28.vectorize"):
         f["acc"].expand("r")
