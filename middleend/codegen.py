@@ -148,22 +148,50 @@ def _shared_terms(affs):
 
 def _separated_dims(stmt):
     """{time dim: trip count of a full tile} for the statement's vector and unroll loops: those pay
-    for partial trip counts."""
+    for partial trip counts. (A vector loop left whole by `vectorize(split=False)` runs in chunks of its
+    own and has no such tiles.)"""
     out = {}
     for k, loop in enumerate(stmt.loops):
         kind, factor = stmt.tags.get(loop, (L.LoopKind.SERIAL, 1))
         if kind in (L.LoopKind.VECTOR, L.LoopKind.UNROLL) and factor is not None:
-            out[2 * k + 1] = factor
+            own = k - stmt.prefix_depth     # (a compute_at statement runs inside its consumer's loops)
+            most = stmt.comp._loop_extent_bound(own) if kind == L.LoopKind.VECTOR and own >= 0 else factor
+            if most is not None and most <= factor:
+                out[2 * k + 1] = factor
     return out
 
 
-def _static_pieces(suffix, part):
-    """[(suffix, part)], or one piece per value where a static (even) time dimension of `part` takes
-    several: isl would scan such a dimension as a loop. (A statement whose instances are placed apart
-    at one level, as the MPI back-end runs a distributed loop's interior and boundary.)"""
+def _phase_dims(time) -> list:
+    """The loop (odd) dimensions of a statement's time map `time` that each of its pieces fixes to one
+    value, not the same in all (a phase: split tiles' narrowing and widening trapezoids): each value's
+    instances then get loops of their own, as for a static dimension, rather than one loop nest over
+    their hull with a guard per iteration."""
+    pieces = time.get_basic_maps()
+    if len(pieces) < 2:
+        return []
+    out = []
+    for d in range(1, time.dim(isl.dim_type.out), 2):
+        values = set()
+        for piece in pieces:
+            image = isl.Set.from_basic_set(piece.range())
+            lo, hi = image.dim_min_val(d), image.dim_max_val(d)
+            if not (lo.is_int() and lo.eq(hi)):
+                break
+            values.add(lo.to_python())
+        else:
+            if len(values) > 1:
+                out.append(d)
+    return out
+
+
+def _static_pieces(suffix, part, phases=()):
+    """[(suffix, part)], or one piece per value where a static (even) time dimension of `part`, or one of
+    the loop dimensions `phases` (see `_phase_dims`), takes several: isl would scan such a dimension as a
+    loop. (A statement whose instances are placed apart at one level, as the MPI back-end runs a
+    distributed loop's interior and boundary.)"""
     pieces = [(suffix, part)]
     n = part.dim(isl.dim_type.out)
-    for d in range(0, n, 2):
+    for d in sorted(set(range(0, n, 2)) | set(phases)):
         out = []
         for sfx, p in pieces:
             image = p.range()
@@ -257,7 +285,8 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
             # clamped indices become affine in the steady part, and its vector loops contiguous loads;
             # the edges get loops of their own around it (in each part of a sliding window)
             parts = [piece for suffix, part in parts for piece in _steady_and_edges(suffix, part, steady)]
-        parts = [piece for suffix, part in parts for piece in _static_pieces(suffix, part)]
+        phases = _phase_dims(time)
+        parts = [piece for suffix, part in parts for piece in _static_pieces(suffix, part, phases)]
         for suffix, part in parts:
             # edges are a thin slice of the instances: not worth more pieces
             split = _full_and_partial(part, _separated_dims(s)) if separate and "_edge" not in suffix \

@@ -505,8 +505,8 @@ def _julia(kernel):
     return (lambda: ms.from_julia(text, argtypes=argtypes)), argtypes
 
 
-def _same_values(naive, auto, argtypes, n=23):
-    want, got = random_args(argtypes, seed=4, n=n), random_args(argtypes, seed=4, n=n)
+def _same_values(naive, auto, argtypes, n=23, tsteps=3):
+    want, got = random_args(argtypes, seed=4, n=n, tsteps=tsteps), random_args(argtypes, seed=4, n=n, tsteps=tsteps)
     naive(*want), auto(*got)
     for x, y in zip(want, got):
         if isinstance(x, np.ndarray):
@@ -548,6 +548,55 @@ def test_time_stepped_stencils_are_time_tiled(kernel):
         applier.apply({"timetile": {first: sizes}})
         assert (first in applier.time_tiled) == bool(sizes)
         _same_values(naive, g.compile(), argtypes, n=17)
+
+
+def test_short_sweeps_run_in_split_tiles_on_every_thread(monkeypatch):
+    """jacobi-1d at 2000 points and 500 steps on 2 threads: a sweep is too short to start threads for, so
+    the model runs the steps in split tiles. Per block of steps, one trapezoid per thread narrowing by the
+    stencil's reach at each statement, then the trapezoids between them widening, each phase in
+    parallel and each row one vector loop from its first element. At 400 points and 50 steps a phase is
+    too short and the loops stay as they are. The values are the naive loops', for tiles of several
+    sizes with partial blocks and tiles."""
+    monkeypatch.setattr(machine, "cores", lambda: 2)
+    make, argtypes = _julia("jacobi1d")
+    naive = make().compile()
+    f = make()
+    stages = analyze(f, f.context(dict(A_1=2000, B_1=2000, tsteps=500)))
+    applier = Applier(f, stages, Checker(f))
+    applier.apply({})
+    steps, width = applier.split_tiled["s26"]
+    assert width == 999 and 2 * (2 * steps - 1) < width <= 4 * 2 * steps + 8, (steps, width)
+    lanes = machine.vector_lanes(ms.float64)
+    for s in ("s26", "s48"):
+        mine = [c.split(".", 1)[1] for c in f.history() if c.startswith(f"{s}.") and not c.endswith(", root)")]
+        assert mine[0].startswith("set_schedule({ ") and "i_phase = 0" in mine[0] and "i_phase = 1" in mine[0]
+        assert mine[1:] == (["parallelize(i_tile)"] if s == "s26" else
+                            ["parallelize(i_tile)", "after(s26, t_step)"]) + [f"vectorize(i, {lanes}, split=False)"]
+    _same_values(naive, f.compile(), argtypes, n=2000, tsteps=500)
+    for sizes in ([3, 40], [1, 5], [7, 64]):
+        g = make()
+        applier = Applier(g, analyze(g, g.context(dict(A_1=301, B_1=301, tsteps=37))), Checker(g))
+        applier.apply({"split": {"s26": sizes}})
+        assert applier.split_tiled == {"s26": sizes}
+        _same_values(naive, g.compile(), argtypes, n=301, tsteps=37)
+    small = make()
+    applier = Applier(small, analyze(small, small.context(dict(A_1=400, B_1=400, tsteps=50))), Checker(small))
+    applier.apply({})
+    assert applier.split_groups == {"s26": [24, 199]} and not applier.split_tiled
+    assert not any("set_schedule" in c or "parallelize" in c for c in small.history())
+
+
+def test_split_tiles_of_a_2d_stencil_cut_its_rows():
+    """jacobi-2d in split tiles given by the choice: the trapezoids cut the row loop, each row a vector
+    loop; the values are the naive loops' with blocks, tiles and trapezoids of every kind."""
+    make, argtypes = _julia("jacobi2d")
+    naive = make().compile()
+    g = make()
+    applier = Applier(g, analyze(g, g.context(dict(A_1=61, A_2=61, B_1=61, B_2=61, tsteps=9))), Checker(g))
+    applier.apply({"split": {"s39": [2, 12]}})
+    assert applier.split_tiled == {"s39": [2, 12]}
+    assert any(c.startswith("s79.set_schedule(") for c in g.history())
+    _same_values(naive, g.compile(), argtypes, n=61, tsteps=9)
 
 
 def test_gauss_seidel_chains_are_interleaved():

@@ -39,6 +39,31 @@ def test_blur(schedule):
         np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
 
 
+def test_neighbouring_reads_share_vector_loads_and_the_last_chunk_is_masked():
+    """bx reads img at x, x + 1 and x + 2: in a vector loop of 8 lanes the back-end loads the vectors at
+    x and x + 2 and shuffles the one at x + 1 out of them (by's three reads are rows apart: three
+    loads). A row's last iterations, fewer than 8, run as one chunk under a lane mask where the CPU
+    masks loads and stores (AVX-512), else one at a time. The values are numpy's at widths with every
+    remainder, with the loops split by 8 and left whole."""
+    from mascarpone.backends.cpu.machine import masked_memory
+    for split in (True, False):
+        f, bx, by = examples.blur()
+        bx.vectorize("x", 8, split=split)
+        by.vectorize("x", 8, split=split)
+        if not split:
+            assert f.history() == ["bx.vectorize(x, 8, split=False)", "by.vectorize(x, 8, split=False)"]
+            assert bx.loops == ["y", "x"] and "x0" not in str(f.lower())
+        k = f.compile("cpu")
+        code = k.source("llvm-unoptimized")
+        # each piece's chunk: 2 loads and a shuffle for bx, 3 loads for by (the split loops' pieces: two)
+        loads, shuffles = code.count("load <8 x float>"), code.count("shufflevector <8 x float>")
+        assert shuffles == (2 if split else 1) and loads == 5 * shuffles, (loads, shuffles)
+        assert ("llvm.masked.load" in code) == masked_memory()
+        for W in range(17, 25):
+            img = rng.random((11, W + 2), dtype=np.float32)
+            np.testing.assert_allclose(k(img=img, H=9, W=W), blur_reference(img), rtol=1e-6)
+
+
 def test_blur_with_shifted_tiles_anchored_per_tile():
     """by's rows in tiles of 8, the last one shifted back over the one before (its rows computed twice:
     a schedule that is not single-valued); bx computed per tile of by and split by 4 from the first

@@ -22,7 +22,7 @@ from .context import Options
 from .jit import JitModule
 from .kernel import CpuKernel
 from .objfile import emit_object
-from .machine import NATIVE, check_arch, slow_gathers
+from .machine import NATIVE, check_arch, masked_memory, slow_gathers
 from mascarpone.backends.common.openmp import load_openmp
 
 
@@ -46,7 +46,8 @@ def compile_cpu(lowered, *, num_threads=None, fast_math=False, fp_contract=True,
     if any(isinstance(s, For) and s.kind == "parallel" for s in walk_stmts(lowered.body)):
         load_openmp()
     module = build_module(lowered, Options(fast_math=fast_math, fp_contract=fp_contract,
-                                           lane_loads=slow_gathers(check_arch(arch))))
+                                           lane_loads=slow_gathers(check_arch(arch)),
+                                           masked_tails=masked_memory(arch)))
     text = str(module)
     return CpuKernel(lowered, JitModule(text, arch), text, num_threads=num_threads)
 

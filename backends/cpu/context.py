@@ -21,6 +21,9 @@ class Options:
     fp_contract: bool = True
     #: load the lanes of an unmasked gather one by one instead of with the CPU's gather instruction
     lane_loads: bool = False
+    #: run a vector loop's last iterations, fewer than a vector, as one chunk under a lane mask (the CPU
+    #: masks loads and stores itself) rather than as a scalar loop
+    masked_tails: bool = False
 
 
 @dataclass

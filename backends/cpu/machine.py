@@ -41,6 +41,22 @@ def slow_gathers(arch: str = NATIVE) -> bool:
     return cpu.startswith("znver")
 
 
+#: LLVM CPU names with AVX-512 (byte and word lanes included) besides those of this machine
+_AVX512_CPUS = ("x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client",
+                "icelake-server", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids", "graniterapids",
+                "znver4", "znver5")
+
+
+def masked_memory(arch: str = NATIVE) -> bool:
+    """Whether the CPU `arch` names (this machine's for 'native') masks vector loads and stores lane by
+    lane in one instruction for every element size (AVX-512 F and BW), so that a vector loop's last
+    few iterations run as one masked chunk rather than one at a time."""
+    if arch == NATIVE:
+        features = host_cpu()[1].split(",")
+        return "+avx512f" in features and "+avx512bw" in features
+    return arch in _AVX512_CPUS
+
+
 _PROBE = """
 import llvmlite.binding as llvm
 llvm.initialize_native_target(); llvm.initialize_native_asmprinter()

@@ -8,7 +8,7 @@ from mascarpone.backends.common.cheader import header_text
 from .codegen import build_module
 from .context import Options
 from .jit import compile_object
-from .machine import NATIVE, check_arch, slow_gathers
+from .machine import NATIVE, check_arch, masked_memory, slow_gathers
 
 
 def emit_object(lowered, path, *, fast_math=False, fp_contract=True, arch=NATIVE) -> str:
@@ -20,7 +20,8 @@ def emit_object(lowered, path, *, fast_math=False, fp_contract=True, arch=NATIVE
     """
     path = os.fspath(path)
     module = build_module(lowered, Options(fast_math=fast_math, fp_contract=fp_contract,
-                                           lane_loads=slow_gathers(check_arch(arch))))
+                                           lane_loads=slow_gathers(check_arch(arch)),
+                                           masked_tails=masked_memory(arch)))
     obj, _ = compile_object(str(module), arch)
     with open(path, "wb") as f:
         f.write(obj)

@@ -18,12 +18,19 @@ how its indices move with the loop variable:
                                 loaded with llvm.masked.gather and stored
                                 one by one, in lane order (scatter).
 
+Contiguous reads of one array at offsets less than a vector apart (a stencil's
+`in[x - 1] + in[x] + in[x + 1]`) share their loads: the outermost offsets are
+loaded and those between them shuffled out of the two, as a sliding window, so
+a stencil whose loads bound it (two cores' load ports, an L1-resident sweep)
+issues fewer of them (`share_neighbour_loads`).
+
 Inner loops (with bounds independent of the vectorized variable) run once
 per chunk with vector values in their body, as Halide vectorizes an outer
 variable. An `if` on a uniform condition branches; on a varying condition both branches
 run under lane masks (masked vector loads/stores, lane-by-lane conditional
 gathers/scatters), so no lane touches memory its scalar iteration would not.
-Iterations that do not fill a chunk run in a scalar remainder loop. A body
+Iterations that do not fill a chunk run as one chunk under a lane mask where
+the CPU masks loads and stores (AVX-512), else in a scalar remainder loop. A body
 with allocations, or with inner loops whose bounds vary across lanes, is left
 to LLVM's loop vectorizer (with the width as a hint when the loop is innermost).
 """
@@ -31,7 +38,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from mascarpone.middleend.expr import BinOp, Const, Sym
+from mascarpone.middleend.expr import Access, BinOp, Const, Sym, walk
 from mascarpone.middleend.loopir import Block, For, If, Store, walk_stmts
 from mascarpone.middleend.types import int64
 
@@ -99,6 +106,20 @@ def emit_vector_loop(se, s, fs, scope):
         VectorBody(fs, scope.with_var(s.var, v0), s.var, width).emit(s.body, None)
 
     no_vectorize = loop_metadata(fs.ms.module, vectorize=False, unroll=False)  # fewer than `width` trips
+
+    def tail(start):
+        """The iterations from `start` to the end, fewer than `width`: one chunk under a lane mask where
+        the CPU masks loads and stores itself (Options.masked_tails), else a scalar loop."""
+        if not fs.ms.options.masked_tails:
+            se.serial(s, fs, scope, start, hi, metadata=no_vectorize)
+            return
+        count = B.sub(hi, start, flags=("nsw",))
+        iota = ir.Constant(ir.VectorType(I64, width), list(range(width)))
+        mask = B.icmp_signed("<", iota, fs.ops.broadcast(count, width))
+        if_then_else(fs, B.icmp_signed(">", count, i64(0)),
+                     lambda: VectorBody(fs, scope.with_var(s.var, start), s.var, width).emit(s.body, mask),
+                     name=f"{s.var}.tail")
+
     trip = constant_difference(s.hi, s.lo)
     if trip is not None:
         full = max(trip, 0) // width
@@ -108,18 +129,54 @@ def emit_vector_loop(se, s, fs, scope):
             counted_loop(fs, lo, B.add(lo, i64(full * width), flags=("nsw",)), chunk, step=width,
                          name=f"{s.var}.vec")
         if trip > full * width:
-            rest = lo if full == 0 else B.add(lo, i64(full * width), flags=("nsw",))
-            se.serial(s, fs, scope, rest, hi, metadata=no_vectorize)
+            tail(lo if full == 0 else B.add(lo, i64(full * width), flags=("nsw",)))
         return
     n = B.sub(hi, lo, flags=("nsw",))
     n = B.select(B.icmp_signed("<", n, i64(0)), i64(0), n)
     main_end = B.add(lo, B.mul(B.udiv(n, i64(width)), i64(width), flags=("nsw",)), flags=("nsw",))
     counted_loop(fs, lo, main_end, chunk, step=width, name=f"{s.var}.vec")
-    se.serial(s, fs, scope, main_end, hi, metadata=no_vectorize)
+    tail(main_end)
 
 
 def _contiguous(strides):
     return strides[-1] == 1 and all(st == 0 for st in strides[:-1])
+
+
+def _offset_from(first, other):
+    """How many elements `other` reads after `first` when both read one array at the same indices but
+    for a constant difference in the last one, else None."""
+    if other.target.name != first.target.name or len(other.indices) != len(first.indices):
+        return None
+    if any(_difference(a, b) != 0 for a, b in zip(other.indices[:-1], first.indices[:-1])):
+        return None
+    return _difference(other.indices[-1], first.indices[-1])
+
+
+def _difference(a, b):
+    """`a - b` when it is a constant, else None; non-affine parts that print alike are alike (a split's
+    tail repeats `floormod(W, 8)` as separate nodes)."""
+    terms = {}
+    for sign, e in ((1, a), (-1, b)):
+        affine = linearize(e)
+        for key, c in affine.terms.items():
+            terms[key[:2]] = terms.get(key[:2], 0) + sign * c
+    if any(terms.values()):
+        return None
+    return linearize(a).const - linearize(b).const
+
+
+def _anchors(offsets, width) -> list:
+    """The offsets (sorted) to load as vectors so that every other offset lies between two loaded ones
+    less than a vector apart: the least, then each time the furthest within `width` of the last."""
+    anchors = [offsets[0]]
+    for k, o in enumerate(offsets[1:], 1):
+        if o - anchors[-1] > width:
+            anchors.append(offsets[k - 1] if offsets[k - 1] != anchors[-1] else o)
+            if o - anchors[-1] > width:
+                anchors.append(o)
+    if anchors[-1] != offsets[-1]:
+        anchors.append(offsets[-1])
+    return anchors
 
 
 class VectorEmitter(ExprEmitter):
@@ -182,6 +239,46 @@ class VectorEmitter(ExprEmitter):
         ptrs = memory.element_ptr(B, view, flat, inb)
         ptrs.type = ir.VectorType(PTR, self.width)   # (llvmlite types a GEP by its base)
         return "gather", ptrs
+
+    def share_neighbour_loads(self, e):
+        """Before `e` is emitted: group its unmasked contiguous reads by array and by indices that differ
+        by a constant in the last one only; in each group, load the vectors at the least offset and at
+        the offsets reached from it a vector at a time (each the furthest within a vector of the one
+        before), and make each read between two of them a shuffle of those two. Only the offsets read
+        are loaded, so no element is read that the scalar iterations would not read."""
+        if self.mask is not None:
+            return
+        groups = []     # [(first access, {offset: [accesses]})]
+        for node in walk(e):
+            if not isinstance(node, Access) or not node.indices:
+                continue
+            strides = [stride_along(i, self.var) for i in node.indices]
+            if None in strides or not _contiguous(strides):
+                continue
+            for first, offsets in groups:
+                d = _offset_from(first, node)
+                if d is not None:
+                    offsets.setdefault(d, []).append(node)
+                    break
+            else:
+                groups.append((node, {0: [node]}))
+        for first, offsets in groups:
+            anchors = _anchors(sorted(offsets), self.width)
+            if len(anchors) == len(offsets):
+                continue        # nothing between two loads: nothing to share
+            loaded = {o: self.emit(offsets[o][0]) for o in anchors}
+            for o, nodes in offsets.items():
+                if o in loaded:
+                    value = loaded[o]
+                else:
+                    a = max(x for x in anchors if x < o)
+                    b = min(x for x in anchors if x > o)
+                    lanes = [o - a + k if o + k < a + self.width else self.width + o + k - b
+                             for k in range(self.width)]
+                    value = self.B.shuffle_vector(loaded[a], loaded[b],
+                                                  ir.Constant(ir.VectorType(I32, self.width), lanes))
+                for node in nodes:
+                    self._cache[(id(node), False)] = (node, value)
 
     def lane_bit(self, k):
         return self.B.extract_element(self.mask, ir.Constant(I32, k))
@@ -365,6 +462,7 @@ class VectorBody:
 
     def store(self, s, mask):
         em = self.emitter(mask)
+        em.share_neighbour_loads(s.value)
         value = em.emit(s.value)
         view = self.scope.buf(s.buffer.name)
         if len(s.indices) != len(view.extents):

@@ -25,6 +25,9 @@ from .state import restore, save
 #: serially: starting and joining the threads would cost more (jacobi-2d at 100^2, 10^4 points a sweep:
 #: 0.36 ns a point on one thread, 0.89 on two)
 MIN_PARALLEL_WORK = 1 << 14
+#: the least iterations a thread runs in one phase of the model's split tiles (two phases a block): jacobi-1d
+#: at 400 points and 50 steps (20000 a phase) ran 14 us in split tiles on 2 threads, 5.3 us serially
+SPLIT_WORK = 4 * MIN_PARALLEL_WORK
 #: a read array is copied transposed only where the nest runs this many iterations per element copied
 TRANSPOSE_WORK = 16
 #: vectors per iteration of a vector loop's outer loop moved outside a recurrence to run in parallel (a
@@ -62,6 +65,8 @@ class Applier:
         self.transposed = set()   # stages reading transposed copies (see _transposed_copies)
         self.time_groups = {}  # first stage's name -> (the statements of a time step, the model's tile sizes)
         self.time_tiled = set()  # names of the groups time-tiled
+        self.split_groups = {}  # first stage's name -> the model's split tiles of its group (see timetile)
+        self.split_tiled = {}   # first stage's name -> the split tiles its group runs in
         self.tile_params = {}  # stage name -> the size parameters of its band's parametric tile
         self.wavefronts = set()  # names of the time-tiled groups whose tiles run in parallel wavefronts
         self.space_waves = {}  # interleaved stage name -> the tiles its sweep runs in wavefronts by (None: none)
@@ -119,7 +124,8 @@ class Applier:
         self.following = self.proposal if choice.get("isl") else None
         self._distribute(free)
         deferred = self._place_producers(free, choice.get("place", {}))
-        stepped = self._time_tile_groups(free, choice.get("timetile", {}), choice.get("wavefront", {}))
+        stepped = self._time_tile_groups(free, choice.get("timetile", {}), choice.get("wavefront", {}),
+                                         choice.get("split", {}))
         self._unchecked_then_checked(lambda: self._schedule_stages(free, choice, deferred, stepped))
         if choice.get("fuse", True):
             self._fuse_parallel_nests()
@@ -213,11 +219,13 @@ class Applier:
         return deferred
 
     # time-stepped stencils -----------------------------------------------------------
-    def _time_tile_groups(self, free, wanted, waves) -> set:
+    def _time_tile_groups(self, free, wanted, waves, splits) -> set:
         """Time-tile each time-stepped stencil (timetile.groups) at the sizes `wanted` gives its first
         statement ([]: not at all), else the model's where the arrays outgrow L2, its tiles run in
-        wavefronts over the threads unless `waves` says False for it; the statements time-tiled get
-        their innermost loop vectorized. Returns the computations time-tiled."""
+        wavefronts over the threads unless `waves` says False for it. One not time-tiled runs in split
+        tiles of the sizes `splits` gives it (False: none), else the model's where one step's sweep is
+        too short to run in parallel. The statements time-tiled get their innermost loop vectorized.
+        Returns the computations time-tiled."""
         done = set()
         for members in timetile.groups(self.function, self.stages, [c for c in free if not c.inlined]):
             key = members[0].name
@@ -226,7 +234,11 @@ class Applier:
             sizes = wanted.get(key)
             if sizes is None:
                 sizes = model_sizes if timetile.needs_time_tiling(self.stages, members) else []
-            if not sizes or not self._time_tile(members, sizes, waves.get(key, True)):
+            if not sizes:
+                if self._split_tile_group(members, splits.get(key)):
+                    done.update(members)
+                continue
+            if not self._time_tile(members, sizes, waves.get(key, True)):
                 continue
             self.time_tiled.add(key)
             for comp in members:
@@ -277,6 +289,62 @@ class Applier:
                             self.tile_params[members[0].name] = [p.name for p in params]
                         return True
         return False
+
+    def _split_tile_group(self, members, wanted) -> bool:
+        """Run a time-stepped stencil in split tiles (see timetile): of the sizes `wanted` ([steps per
+        block, width]; False: none), else the model's where one step's sweep is too short to run in
+        parallel (MIN_PARALLEL_WORK), at the least reach (1, then 2) that is legal; the tiles run in
+        parallel and each row, the innermost loop, in whole vectors from its first element. True if
+        applied."""
+        key = members[0].name
+        model_sizes = timetile.split_sizes(self.stages, members, machine.cores())
+        if model_sizes is not None:
+            self.split_groups[key] = model_sizes
+        stage = self.stages[key]
+        sweep = 1
+        for v in stage.vars[1:]:
+            sweep *= stage.trip(v)
+        # the model's where a sweep is too short to start threads for and a block's trapezoids are long
+        # enough: each phase starts them once
+        worth = model_sizes is not None and sweep < MIN_PARALLEL_WORK and \
+            model_sizes[0] * len(members) * model_sizes[1] >= SPLIT_WORK
+        sizes = wanted if wanted is not None else (model_sizes if worth else None)
+        if not sizes or any(len(c.loops) != len(members[0].loops) or c.loops != [v.name for v in c.vars]
+                            for c in members):
+            return False
+        steps, width = sizes
+        x = stage.vars[1]
+        origin = constant_lower_bound(members[0], x) or 0
+        taken = {v for c in members for v in c.loops}
+        names = [sched.fresh_name(n, taken) for n in (f"{stage.vars[0]}_block", f"{x}_phase", f"{x}_tile",
+                                                     f"{stage.vars[0]}_step")]
+        levels = len(members)
+        for reach in range(1, timetile.MAX_REACH + 1):
+            if width < 2 * reach * (levels * steps - 1) + 1:
+                break       # the trapezoids of a block would overlap
+
+            def commands():
+                for k, comp in enumerate(members):
+                    comp.set_schedule(timetile.split_tile_map(comp, k, levels, sizes, reach, origin, names),
+                                      names=names + [v.name for v in comp.vars[1:]])
+                    comp.parallelize(names[2])
+                for prev, comp in zip(members, members[1:]):
+                    comp.after(prev, names[3])
+            if self.attempt(commands, self.shared_storage):
+                self.split_tiled[key] = list(sizes)
+                for comp in members:
+                    self._vectorize_rows(comp, self.stages[comp.name])
+                return True
+        return False
+
+    def _vectorize_rows(self, comp, stage):
+        """Vectorize the innermost loop, where it walks memory with stride one, unsplit: whole vectors
+        from each row's first element, whatever its bounds (a trapezoid's rows start anywhere)."""
+        inner = comp.loops[-1]
+        lanes = machine.vector_lanes(comp.dtype)
+        if stage.trip(inner) >= lanes and any(r.consecutive_in(inner) for r in stage.refs):
+            if self.attempt(lambda: comp.vectorize(inner, lanes, split=False), self.shared_storage):
+                self.vectorized.add(comp.name)
 
     # one loop nest ------------------------------------------------------------------
     def _schedule_stage(self, comp, choice, for_producer=False):

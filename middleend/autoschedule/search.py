@@ -22,7 +22,8 @@ def variants(applier, stages, seed) -> list:
     nest left apart rather than fused back at their parallel loop, no packing or other blocks
     of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or
     none) of a time-stepped stencil and its tiles one after another rather than in wavefronts, other
-    numbers of interleaved chains, an interleaved sweep's tiles in wavefronts of other sizes (or none),
+    numbers of interleaved chains, split tiles of other sizes (or none, or the model's where it had none) of
+    a stencil not time-tiled, an interleaved sweep's tiles in wavefronts of other sizes (or none),
     other unroll-and-jam factors of a stencil, serial loops for parallel ones, the innermost loop left to
     the compiler's vectorizer, unroll factors around the vector loop, root for producers computed at
     tiles."""
@@ -55,6 +56,10 @@ def variants(applier, stages, seed) -> list:
             if stage.name not in applier.time_tiled:     # the model left it: "none" is measured already
                 sizes = [applier.time_groups[stage.name][1]] + [s for s in sizes if s]
             mine += [(stage.name, "timetile", s) for s in sizes]
+        if stage.name in applier.split_groups and stage.name not in applier.time_tiled:
+            model_split = applier.split_groups[stage.name]
+            tried = [model_split] + timetile.split_variants(model_split)
+            mine += [(stage.name, "split", v) for v in tried if v != applier.split_tiled.get(stage.name, False)]
         if stage.name in applier.wavefronts:
             mine.append((stage.name, "wavefront", False))
         if stage.name in applier.interleaved:

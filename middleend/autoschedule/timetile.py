@@ -9,6 +9,14 @@ values already computed at that position, skew that loop by `t` (by the least fa
 (t, space) band permutable), tile the band, and run the statements of a step fused in each tile;
 a tile's columns then stay in cache over several steps. Every candidate is checked like any other
 schedule (the exact dependences decide the shifts and the skew).
+
+Split tiles run a stencil whose sweeps are too short to start threads for (jacobi-1d: 2000 points a
+step) on all threads with two barriers per block of steps. Each statement of a step is a level
+(step s, statement k of m: level m*s + k within the block); along the first space loop, tile j of
+width W holds, at level l, a trapezoid narrowing by the stencil's reach r per level on both sides
+([W j + r l, W j + W - 1 - r l]: its own points only, so the tiles run in parallel), then the
+trapezoids between them, widening ([W j - r l, W j + r l - 1]), run in parallel as well. Their union
+at each level is the whole line, each point once (W > 2 r (levels - 1)).
 """
 from __future__ import annotations
 
@@ -125,3 +133,48 @@ def needs_time_tiling(stages, members) -> bool:
                     n *= max(1, stage.trip(v))
                 total += n
     return total > machine.cache_bytes(2) * machine.cores()
+
+
+#: split tiles: a block's trapezoids narrow by at most a quarter of their width over its levels (the
+#: widening ones, the second phase, then hold about a quarter of the points); blocks the search tries
+SPLIT_NARROWING = 4
+MAX_REACH = 2
+
+
+def split_sizes(stages, members, threads) -> list | None:
+    """[steps per block, tile width] of the model's split tiles: one tile per thread along the first
+    space loop, and as many steps per block as narrow each trapezoid by a quarter of its width at
+    reach 1 (all the steps where fewer); None where there are fewer than 2 threads or the step is too
+    short to cut (a tile narrower than 8 levels' reach)."""
+    stage = stages[members[0].name]
+    t, space = stage.vars[:2]
+    width = -(-stage.trip(space) // max(threads, 1))
+    steps = min(stage.trip(t), width // (SPLIT_NARROWING * len(members)))
+    if threads < 2 or steps < 1 or width < 16:
+        return None
+    return [steps, width]
+
+
+def split_variants(model_sizes) -> list:
+    """Split tiles the search tries beside the model's: half and double the steps per block, half the
+    width (two tiles per thread), or none (False)."""
+    steps, width = model_sizes
+    out = [[max(1, steps // 2), width], [steps * 2, width], [steps, width // 2], False]
+    return [v for k, v in enumerate(out) if v not in out[:k] and v != model_sizes]
+
+
+def split_tile_map(comp, k, levels, sizes, reach, origin, names) -> str:
+    """The isl text of statement `k` (of `levels` per step) of a split-tiled step: its instances
+    [t, x, ...] sent to [block, phase, tile, step, x, ...] (`names`), the tiles of `sizes` = [steps,
+    width] along x counted from `origin`."""
+    steps, width = sizes
+    variables = [v.name for v in comp.vars]
+    t, x = variables[:2]
+    block, phase, tile, step = names[:4]
+    level = f"({levels}*{step} + {k})"
+    low, high = f"{width}*{tile} - {x} + {origin}", f"{width}*{tile} - {x} + {origin} + {width - 1}"
+    narrowing = (f"{phase} = 0 and {low} + {reach}*{level} <= 0 and {high} - {reach}*{level} >= 0")
+    widening = (f"{phase} = 1 and {low} - {reach}*{level} <= 0 and {low} + {reach}*{level} - 1 >= 0")
+    inner = ", ".join(variables[1:])
+    return (f"{{ {comp.name}[{', '.join(variables)}] -> [{block}, {phase}, {tile}, {step}, {inner}] : "
+            f"{t} = {steps}*{block} + {step} and 0 <= {step} < {steps} and (({narrowing}) or ({widening})) }}")
