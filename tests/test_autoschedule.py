@@ -586,10 +586,19 @@ def test_short_sweeps_run_in_split_tiles_on_every_thread(monkeypatch):
     assert not any("set_schedule" in c or "parallelize" in c for c in small.history())
 
 
-def test_split_tiles_of_a_2d_stencil_cut_its_rows():
-    """jacobi-2d in split tiles given by the choice: the trapezoids cut the row loop, each row a vector
-    loop; the values are the naive loops' with blocks, tiles and trapezoids of every kind."""
+def test_split_tiles_of_a_2d_stencil_cut_its_rows(monkeypatch):
+    """jacobi-2d in split tiles: the model's at 260^2 and 10 steps on 2 threads (sweeps of 66564 points,
+    short against a thread's start: SPLIT_SWEEP), one tile of 129 rows per thread and all 10 steps in
+    a block, but not at 1300^2; one given by the choice cuts the row loop into trapezoids, each row a
+    vector loop, and the values are the naive loops' with blocks, tiles and trapezoids of every kind."""
+    monkeypatch.setattr(machine, "cores", lambda: 2)
     make, argtypes = _julia("jacobi2d")
+    for n, split in ((260, {"s39": [10, 129]}), (1300, {})):
+        g = make()
+        applier = Applier(g, analyze(g, g.context({p: (10 if p == "tsteps" else n) for p in g.sizes()})),
+                          Checker(g))
+        applier.apply({"timetile": {"s39": []}})
+        assert applier.split_tiled == split
     naive = make().compile()
     g = make()
     applier = Applier(g, analyze(g, g.context(dict(A_1=61, A_2=61, B_1=61, B_2=61, tsteps=9))), Checker(g))
@@ -866,7 +875,7 @@ def test_steps_given_unchecked_then_checked_give_the_commands_of_checked_attempt
     for optimistic in (True, False):
         restore(g, start)
         applier = Applier(g, stages, Checker(g), optimistic=optimistic)
-        applier.apply({})
+        applier.apply({"split": {"s39": False}})    # (jacobi-2d's steps as stages, not in split tiles)
         commands.append(g.history()[start.history_length:])
         fell_back.append(applier.fell_back)
     assert commands[0] == commands[1] and commands[0] and not fell_back[1]
@@ -914,14 +923,15 @@ def test_stencil_rows_are_unrolled_and_jammed_around_the_vector_loop():
 def test_a_parallel_loop_must_have_enough_work_each_time_it_starts():
     """jacobi-2d's sweeps start their parallel loop at every time step: parallel at 260^2 (67000 points a
     sweep), serial at 100^2 (10^4), where the threads' start and join would cost more than they share;
-    the search may also try a stage serial."""
+    the search may also try a stage serial. (Not in split tiles, which the model gives the short sweeps
+    of 260^2 by default.)"""
     make, argtypes = _julia("jacobi2d")
 
     def parallel_commands(n, choice):
         g = make()
         sizes = {p: (10 if p == "tsteps" else n) for p in g.sizes()}
         applier = Applier(g, analyze(g, g.context(sizes)), Checker(g))
-        applier.apply(choice)
+        applier.apply({**choice, "split": {"s39": False}})
         return [c for c in g.history() if ".parallelize(" in c and c.startswith("s")], applier, g
 
     big, applier, _ = parallel_commands(260, {})
