@@ -52,6 +52,8 @@ def test_neighbouring_reads_share_vector_loads_and_the_last_chunk_is_masked():
         by.vectorize("x", 8, split=split)
         if not split:
             assert f.history() == ["bx.vectorize(x, 8, split=False)", "by.vectorize(x, 8, split=False)"]
+            with pytest.raises(ms.ScheduleError, match="split must be True or False"):
+                bx.vectorize("x", 8, split="no")
             assert bx.loops == ["y", "x"] and "x0" not in str(f.lower())
         k = f.compile("cpu")
         code = k.source("llvm-unoptimized")

@@ -295,10 +295,9 @@ class Applier:
 
     def _split_tile_group(self, members, wanted) -> bool:
         """Run a time-stepped stencil in split tiles (see timetile): of the sizes `wanted` ([steps per
-        block, width]; False: none), else the model's where one step's sweep is short (SPLIT_SWEEP),
-        at the least reach (1, then 2) that is legal; the tiles run in
-        parallel and each row, the innermost loop, in whole vectors from its first element. True if
-        applied."""
+        block, width]; False: none), else the model's where one step's sweep is short (SPLIT_SWEEP), at
+        the least reach (1, then 2) that is legal; the tiles run in parallel and each row, the innermost
+        loop, in whole vectors from its first element. True if applied."""
         key = members[0].name
         model_sizes = timetile.split_sizes(self.stages, members, machine.cores())
         if model_sizes is not None:

@@ -58,7 +58,8 @@ def variants(applier, stages, seed) -> list:
             mine += [(stage.name, "timetile", s) for s in sizes]
         if stage.name in applier.split_groups and stage.name not in applier.time_tiled:
             model_split = applier.split_groups[stage.name]
-            tried = [model_split] + timetile.split_variants(model_split)
+            tried = [model_split] + timetile.split_variants(model_split, stages,
+                                                            applier.time_groups[stage.name][0])
             mine += [(stage.name, "split", v) for v in tried if v != applier.split_tiled.get(stage.name, False)]
         if stage.name in applier.wavefronts:
             mine.append((stage.name, "wavefront", False))

@@ -136,16 +136,17 @@ def needs_time_tiling(stages, members) -> bool:
 
 
 #: split tiles: a block's trapezoids narrow by at most a quarter of their width over its levels (the
-#: widening ones, the second phase, then hold about a quarter of the points); blocks the search tries
+#: widening ones, the second phase, then hold about a quarter of the points)
 SPLIT_NARROWING = 4
+#: the largest reach per level (points a statement reads on each side of its own) split tiles try
 MAX_REACH = 2
 
 
 def split_sizes(stages, members, threads) -> list | None:
     """[steps per block, tile width] of the model's split tiles: one tile per thread along the first
     space loop, and as many steps per block as narrow each trapezoid by a quarter of its width at
-    reach 1 (all the steps where fewer); None where there are fewer than 2 threads or the step is too
-    short to cut (a tile narrower than 8 levels' reach)."""
+    reach 1 (all the steps where fewer); None where there are fewer than 2 threads, or where a tile
+    would be narrower than 16 points or hold no step."""
     stage = stages[members[0].name]
     t, space = stage.vars[:2]
     width = -(-stage.trip(space) // max(threads, 1))
@@ -155,11 +156,14 @@ def split_sizes(stages, members, threads) -> list | None:
     return [steps, width]
 
 
-def split_variants(model_sizes) -> list:
+def split_variants(model_sizes, stages, members) -> list:
     """Split tiles the search tries beside the model's: half and double the steps per block, half the
-    width (two tiles per thread), or none (False)."""
+    width (two tiles per thread), or none (False); those whose trapezoids would overlap at reach 1 or
+    whose blocks would hold more steps than there are left out."""
     steps, width = model_sizes
-    out = [[max(1, steps // 2), width], [steps * 2, width], [steps, width // 2], False]
+    most = stages[members[0].name].trip(stages[members[0].name].vars[0])
+    out = [[max(1, steps // 2), width], [steps * 2, width], [steps, width // 2]]
+    out = [v for v in out if v[0] <= most and v[1] >= 2 * (len(members) * v[0] - 1) + 1] + [False]
     return [v for k, v in enumerate(out) if v not in out[:k] and v != model_sizes]
 
 
