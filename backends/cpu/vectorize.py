@@ -39,7 +39,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from mascarpone.middleend.expr import Access, BinOp, Const, Sym, walk
-from mascarpone.middleend.loopir import Block, For, If, Store, walk_stmts
+from mascarpone.middleend.loopir import Block, For, If, Store, stores, walk_exprs, walk_stmts
 from mascarpone.middleend.types import int64
 
 from . import memory
@@ -112,9 +112,9 @@ def emit_vector_loop(se, s, fs, scope):
     # the one before stored under a mask, which the CPU does not forward from its store queue, and only
     # the other copies' chains hide that wait (bicg's column sums, one chain: 0.05 -> 0.33 ms with masked
     # tails; doitgen's 8 unrolled rows at 30x28x32: 0.09 -> 0.05 ms)
-    written = {st.buffer.name for st in walk_stmts(s.body) if isinstance(st, Store)}
+    written = {st.buffer.name for st in stores(s.body)}
     updates = not fs.unrolled_depth and any(isinstance(n, Access) and n.target.name in written
-                                            for st in walk_stmts(s.body) for e in _expressions(st) for n in walk(e))
+                                            for e in walk_exprs(s.body) for n in walk(e))
 
     def tail(start):
         """The iterations from `start` to the end, fewer than `width`: one chunk under a lane mask where
@@ -148,18 +148,6 @@ def emit_vector_loop(se, s, fs, scope):
     tail(main_end)
 
 
-def _expressions(st):
-    """The expressions a statement of a loop body evaluates (a store's value and indices, a branch's
-    condition, an inner loop's bounds)."""
-    if isinstance(st, Store):
-        return [st.value, *st.indices]
-    if isinstance(st, If):
-        return [st.cond]
-    if isinstance(st, For):
-        return [st.lo, st.hi]
-    return []
-
-
 def _contiguous(strides):
     return strides[-1] == 1 and all(st == 0 for st in strides[:-1])
 
@@ -177,14 +165,12 @@ def _offset_from(first, other):
 def _difference(a, b):
     """`a - b` when it is a constant, else None; non-affine parts that print alike are alike (a split's
     tail repeats `floormod(W, 8)` as separate nodes)."""
+    la, lb = linearize(a), linearize(b)
     terms = {}
-    for sign, e in ((1, a), (-1, b)):
-        affine = linearize(e)
+    for sign, affine in ((1, la), (-1, lb)):
         for key, c in affine.terms.items():
             terms[key[:2]] = terms.get(key[:2], 0) + sign * c
-    if any(terms.values()):
-        return None
-    return linearize(a).const - linearize(b).const
+    return None if any(terms.values()) else la.const - lb.const
 
 
 def _anchors(offsets, width) -> list:

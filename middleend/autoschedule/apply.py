@@ -335,19 +335,10 @@ class Applier:
                     comp.after(prev, names[3])
             if self.attempt(commands, self.shared_storage):
                 self.split_tiled[key] = list(sizes)
-                for comp in members:
-                    self._vectorize_rows(comp, self.stages[comp.name])
+                for comp in members:     # (a trapezoid's rows start anywhere: whole vectors from each one's first)
+                    self._vectorize_innermost(comp, self.stages[comp.name], split=False)
                 return True
         return False
-
-    def _vectorize_rows(self, comp, stage):
-        """Vectorize the innermost loop, where it walks memory with stride one, unsplit: whole vectors
-        from each row's first element, whatever its bounds (a trapezoid's rows start anywhere)."""
-        inner = comp.loops[-1]
-        lanes = machine.vector_lanes(comp.dtype)
-        if stage.trip(inner) >= lanes and any(r.consecutive_in(inner) for r in stage.refs):
-            if self.attempt(lambda: comp.vectorize(inner, lanes, split=False), self.shared_storage):
-                self.vectorized.add(comp.name)
 
     # one loop nest ------------------------------------------------------------------
     def _schedule_stage(self, comp, choice, for_producer=False):
@@ -634,8 +625,9 @@ class Applier:
                 return loops[n - 1]
         return None
 
-    def _vectorize_innermost(self, comp, stage, origin=None):
-        """Vectorize the innermost loop where it walks memory with stride one; returns the loop
+    def _vectorize_innermost(self, comp, stage, origin=None, split=True):
+        """Vectorize the innermost loop where it walks memory with stride one (with `split=False` left
+        whole: vectors from each run's first iteration, see Computation.vectorize); returns the loop
         outside the vector lanes when vectorize split it, else None."""
         if not comp.loops:
             return None
@@ -646,13 +638,13 @@ class Applier:
             return None
         if not any(r.consecutive_in(var) for r in stage.refs):
             return None
-        first = constant_lower_bound(comp, inner) if var == inner else None
+        first = constant_lower_bound(comp, inner) if var == inner and split else None
         before = list(comp.loops)
 
         def commands():
             if first:   # whole vectors from the loop's first value on: no partial vector at its start
                 comp.shift(inner, -first)
-            comp.vectorize(inner, lanes)
+            comp.vectorize(inner, lanes, split=split)
         if not self.attempt(commands, self.shared_storage):
             return None
         return comp.loops[-2] if len(comp.loops) > len(before) else None

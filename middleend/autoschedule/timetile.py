@@ -161,7 +161,8 @@ def split_variants(model_sizes, stages, members) -> list:
     width (two tiles per thread), or none (False); those whose trapezoids would overlap at reach 1 or
     whose blocks would hold more steps than there are left out."""
     steps, width = model_sizes
-    most = stages[members[0].name].trip(stages[members[0].name].vars[0])
+    stage = stages[members[0].name]
+    most = stage.trip(stage.vars[0])
     out = [[max(1, steps // 2), width], [steps * 2, width], [steps, width // 2]]
     out = [v for v in out if v[0] <= most and v[1] >= 2 * (len(members) * v[0] - 1) + 1] + [False]
     return [v for k, v in enumerate(out) if v not in out[:k] and v != model_sizes]
