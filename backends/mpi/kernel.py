@@ -279,12 +279,13 @@ class MPIKernel(Kernel):
                     shape[rows[0]] = rows[2] - rows[1]
                 a = (np.zeros if s.zero_init else np.empty)(tuple(shape), s.dtype)
             elif s.output:
+                # an input given as this very memory (an array updated in place: Julia's `A` is the input
+                # `A_in` and the output `A`) keeps its values in a copy of its own, as the other targets'
+                # Binder copies inputs that overlap an output (before zeroing it)
+                for k in range(len(arrays)):
+                    if not specs[k].output and np.shares_memory(arrays[k], a):
+                        arrays[k] = np.array(arrays[k], order="C", copy=True)
                 if s.zero_init:
-                    # an input given as this very memory (an array updated in place: Julia's `A` is the
-                    # input `A_in` and the output `A`) keeps its values in a copy of its own
-                    for k in range(len(arrays)):
-                        if not specs[k].output and np.shares_memory(arrays[k], a):
-                            arrays[k] = np.array(arrays[k], order="C", copy=True)
                     a.fill(0)
             elif not (a.flags.c_contiguous and a.flags.aligned):
                 a = np.array(a, order="C", copy=True)
