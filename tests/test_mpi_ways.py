@@ -146,3 +146,24 @@ def test_a_host_that_cannot_be_reached_fails_the_call():
     k = prog.function.compile("mpi").with_ranks(2, hosts=["nosuchhost.invalid"], timeout=60)
     with pytest.raises(ms.MascarponeError, match="(?s)mpiexec ended with status .*nosuchhost"):
         k(**prog.inputs(4, 4, np.random.default_rng(0)))
+
+
+def test_arrays_that_share_memory_follow_the_rule_of_every_target():
+    """A kernel called on one rank applies the overlap rule the other targets' calls apply
+    (backends/common/arguments.py): outputs given as one array are refused, and an input given as an
+    output's memory is read before that output is written."""
+    N = ms.Param("N")
+    with ms.Function("two_outputs") as f:
+        i = ms.Var("i", 0, N)
+        a_in = ms.Input("a_in", [N], ms.float64)
+        ms.Computation("a", [i], a_in[i] * 2.0, output=True)
+        ms.Computation("b", [i], a_in[i] + 1.0, output=True)
+    kernel = f.compile("mpi")
+    x = np.random.default_rng(3).random(64)
+    shared = np.empty(64)
+    with pytest.raises(ms.ArgumentError, match="outputs a and b share memory"):
+        kernel(a_in=x, a=shared, b=shared)
+    y, other = x.copy(), np.empty(64)
+    kernel(a_in=y, a=other, b=y)
+    np.testing.assert_array_equal(other, x * 2.0)
+    np.testing.assert_array_equal(y, x + 1.0)

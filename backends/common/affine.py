@@ -12,22 +12,24 @@ from mascarpone.middleend.expr import BinOp, Const, Expr, Sym, UnOp, pseudo_c, w
 
 
 class Affine:
-    """`const + sum(coeff * term)`; a term is ('sym', name) or ('atom', text, expr)."""
+    """`const + sum(coeff * term)`; a term is ('sym', name) or ('atom', text), where `exprs[text]` is an
+    atom's expression (one of those that print as `text`)."""
 
-    __slots__ = ("terms", "const")
+    __slots__ = ("terms", "const", "exprs")
 
-    def __init__(self, terms=None, const=0):
+    def __init__(self, terms=None, const=0, exprs=None):
         self.terms = {k: v for k, v in (terms or {}).items() if v != 0}
         self.const = const
+        self.exprs = exprs or {}
 
     def __add__(self, o):
         t = dict(self.terms)
         for k, v in o.terms.items():
             t[k] = t.get(k, 0) + v
-        return Affine(t, self.const + o.const)
+        return Affine(t, self.const + o.const, {**self.exprs, **o.exprs})
 
     def scale(self, c):
-        return Affine({k: v * c for k, v in self.terms.items()}, self.const * c)
+        return Affine({k: v * c for k, v in self.terms.items()}, self.const * c, self.exprs)
 
     def __sub__(self, o):
         return self + o.scale(-1)
@@ -42,11 +44,16 @@ class Affine:
 
     def atoms(self):
         """The opaque sub-expressions (non-affine parts)."""
-        return [k[2] for k in self.terms if k[0] == "atom"]
+        return [self.exprs[k[1]] for k in self.terms if k[0] == "atom"]
+
+    def atom_terms(self):
+        """(expression, coefficient) of each opaque sub-expression."""
+        return [(self.exprs[k[1]], c) for k, c in self.terms.items() if k[0] == "atom"]
 
 
 def _atom(e: Expr) -> Affine:
-    return Affine({("atom", pseudo_c(e), e): 1})
+    text = pseudo_c(e)
+    return Affine({("atom", text): 1}, exprs={text: e})
 
 
 def linearize(e: Expr) -> Affine:

@@ -292,25 +292,36 @@ class Binder:
         return arrays, plan.values, [arrays[p] for p in plan.outputs]
 
     def _separate(self, arrays, plan, starts):
-        """Outputs the caller passed must not overlap; inputs overlapping them are copied (and leave
-        `starts`, the first byte of each array of `plan.spans`: all of them C-contiguous, so the bytes
-        from there on are exactly those an array occupies)."""
+        """Apply `overlapping_inputs` to a call's arrays (before zeroing: an input may be an output's
+        memory). `starts` is the first byte of each array of `plan.spans`, all of them C-contiguous;
+        an input that is copied leaves it."""
         ranges = [(pos, starts[pos], starts[pos] + n) for pos, n in plan.spans]
-        outs = [r for r in ranges if r[0] >= self.n_in]
-        for k, (i, lo, hi) in enumerate(outs):
-            for j, lo2, hi2 in outs[:k]:
-                if lo < hi2 and lo2 < hi:
-                    raise ArgumentError(f"outputs {self.specs[j].name} and {self.specs[i].name} share memory")
-        for i, lo, hi in ranges:
-            if i >= self.n_in:
-                continue
-            for k, lo2, hi2 in outs:
-                if lo < hi2 and lo2 < hi and not ((i, k) in plan.alike and lo == lo2):
-                    arrays[i] = arrays[i].copy()
-                    del starts[i]
-                    break
-            # (an input whose output starts with its values, at the same place: bound in place, only the
-            # output is used)
+        for pos in overlapping_inputs(ranges, self.n_in, self.specs, plan.alike):
+            arrays[pos] = arrays[pos].copy()
+            del starts[pos]
+
+    def separate_given(self, arrays) -> None:
+        """`overlapping_inputs` for arrays in buffer order that are all C-contiguous (a distributed
+        call's blocks), nothing bound in place: the inputs that overlap an output are replaced by
+        copies."""
+        ranges = [(pos, data_address(a), data_address(a) + a.nbytes) for pos, a in enumerate(arrays) if a.size]
+        for pos in overlapping_inputs(ranges, self.n_in, self.specs):
+            arrays[pos] = np.array(arrays[pos], order="C", copy=True)
+
+
+def overlapping_inputs(ranges, n_in, specs, in_place=frozenset()) -> list:
+    """The rule for arrays a caller gives that share memory, for every target: outputs must not overlap
+    each other (ArgumentError); an input that overlaps an output is read from a copy (the positions to
+    copy are returned), except an input an output starts as (`(input, output)` in `in_place`) at the
+    very same place, which is bound in place. `ranges`: (buffer position, first byte, end byte); the
+    first `n_in` positions are the inputs."""
+    outs = [r for r in ranges if r[0] >= n_in]
+    for k, (i, lo, hi) in enumerate(outs):
+        for j, lo2, hi2 in outs[:k]:
+            if lo < hi2 and lo2 < hi:
+                raise ArgumentError(f"outputs {specs[j].name} and {specs[i].name} share memory")
+    return [i for i, lo, hi in ranges if i < n_in and
+            any(lo < hi2 and lo2 < hi and not ((i, k) in in_place and lo == lo2) for k, lo2, hi2 in outs)]
 
 
 class _Direct:

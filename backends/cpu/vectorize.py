@@ -58,11 +58,11 @@ def _quotient_of_lane(e, var):
     """(quotient, numerator, k) when `e` is terms that do not move with `var` plus `numerator / k` (floor
     division, or C division) with a constant 2 <= k <= MAX_DENSE_STRIDE and a numerator that grows by one
     with `var`: an upsampling read (`coarse[x / 2]`), whose lanes read each element k times in a row."""
-    moving = [(term, c) for term, c in linearize(e).terms.items() if term[0] == "sym" and term[1] == var
-              or term[0] == "atom" and mentions(term[2], var)]
-    if len(moving) != 1 or moving[0][0][0] != "atom" or moving[0][1] != 1:
+    a = linearize(e)
+    moving = [(x, c) for x, c in a.atom_terms() if mentions(x, var)]
+    if a.coeff(var) != 0 or len(moving) != 1 or moving[0][1] != 1:
         return None
-    q = moving[0][0][2]
+    q = moving[0][0]
     if (isinstance(q, BinOp) and q.op in ("ediv", "div") and isinstance(q.b, Const) and q.dtype.is_int
             and 2 <= q.b.value <= MAX_DENSE_STRIDE and stride_along(q.a, var) == 1):
         return q, q.a, q.b.value
@@ -157,20 +157,9 @@ def _offset_from(first, other):
     for a constant difference in the last one, else None."""
     if other.target.name != first.target.name or len(other.indices) != len(first.indices):
         return None
-    if any(_difference(a, b) != 0 for a, b in zip(other.indices[:-1], first.indices[:-1])):
+    if any(constant_difference(a, b) != 0 for a, b in zip(other.indices[:-1], first.indices[:-1])):
         return None
-    return _difference(other.indices[-1], first.indices[-1])
-
-
-def _difference(a, b):
-    """`a - b` when it is a constant, else None; non-affine parts that print alike are alike (a split's
-    tail repeats `floormod(W, 8)` as separate nodes)."""
-    la, lb = linearize(a), linearize(b)
-    terms = {}
-    for sign, affine in ((1, la), (-1, lb)):
-        for key, c in affine.terms.items():
-            terms[key[:2]] = terms.get(key[:2], 0) + sign * c
-    return None if any(terms.values()) else la.const - lb.const
+    return constant_difference(other.indices[-1], first.indices[-1])
 
 
 def _anchors(offsets, width) -> list:

@@ -265,7 +265,7 @@ class MPIKernel(Kernel):
     def _arrays(self, kwargs, rank, nranks, values):
         """This rank's arrays in argument order (inputs made contiguous, outputs allocated where not
         given) and the outputs."""
-        arrays, outputs = [], []
+        arrays = []
         specs = self._binder.specs
         shapes = None
         for pos, s in enumerate(specs):
@@ -278,21 +278,17 @@ class MPIKernel(Kernel):
                 if rows is not None:
                     shape[rows[0]] = rows[2] - rows[1]
                 a = (np.zeros if s.zero_init else np.empty)(tuple(shape), s.dtype)
-            elif s.output:
-                # an input given as this very memory (an array updated in place: Julia's `A` is the input
-                # `A_in` and the output `A`) keeps its values in a copy of its own, as the other targets'
-                # Binder copies inputs that overlap an output (before zeroing it)
-                for k in range(len(arrays)):
-                    if not specs[k].output and np.shares_memory(arrays[k], a):
-                        arrays[k] = np.array(arrays[k], order="C", copy=True)
-                if s.zero_init:
-                    a.fill(0)
-            elif not (a.flags.c_contiguous and a.flags.aligned):
+            elif not s.output and not (a.flags.c_contiguous and a.flags.aligned):
                 a = np.array(a, order="C", copy=True)
             arrays.append(a)
-            if s.output:
-                outputs.append(a)
-        return arrays, outputs
+        # an input given as an output's memory (an array updated in place: Julia's `A` is the input
+        # `A_in` and the output `A`) is read from a copy, by the rule of every target; then the outputs
+        # the caller gave are zeroed where they start so
+        self._binder.separate_given(arrays)
+        for s, a in zip(specs, arrays):
+            if s.output and s.zero_init and s.name in kwargs:
+                a.fill(0)
+        return arrays, [a for s, a in zip(specs, arrays) if s.output]
 
     def launch(self, arrays, values) -> int:
         raise TargetError("an MPI kernel runs on every rank of an MPI program: call it with comm=")
