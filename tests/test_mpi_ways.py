@@ -18,6 +18,7 @@ from mascarpone.backends.mpi.toolchain import mpicc, mpiexec
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "benchmarks"))
 import mpi_programs  # noqa: E402
+from test_copy_in import two_outputs  # noqa: E402
 
 pytestmark = pytest.mark.skipif(any(not t.available for t in ms.targets() if t.name == "mpi"),
                                 reason="needs the MPI tools (pip install 'mascarpone[mpi]')")
@@ -152,13 +153,7 @@ def test_arrays_that_share_memory_follow_the_rule_of_every_target():
     """A kernel called on one rank applies the overlap rule the other targets' calls apply
     (backends/common/arguments.py): outputs given as one array are refused, and an input given as an
     output's memory is read before that output is written."""
-    N = ms.Param("N")
-    with ms.Function("two_outputs") as f:
-        i = ms.Var("i", 0, N)
-        a_in = ms.Input("a_in", [N], ms.float64)
-        ms.Computation("a", [i], a_in[i] * 2.0, output=True)
-        ms.Computation("b", [i], a_in[i] + 1.0, output=True)
-    kernel = f.compile("mpi")
+    kernel = two_outputs().compile("mpi")
     x = np.random.default_rng(3).random(64)
     shared = np.empty(64)
     with pytest.raises(ms.ArgumentError, match="outputs a and b share memory"):
