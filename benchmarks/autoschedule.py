@@ -6,7 +6,9 @@
 Kernels: gemm (mascarpone/examples.py, float32; hand: schedule_gemm_two_level), the two-stage blur
 (examples.py; hand: the README's 32x256 tiles with bx computed per tile), and the ten Julia kernels of
 mascarpone/bench/suite/julia_kernels.py at their small sizes, or the paper's with --sizes paper
-(hand: the suite's schedules; peer: numba's @njit of the same loops). Each variant is compiled for the
+(hand: the suite's schedules; peers: numba's @njit of the same loops and, for the linear-algebra
+kernels, numpy/OpenBLAS as numpy_peers.py writes them, in a process of its own with the BLAS kernel of
+this CPU: the speed a library reaches on the same work). Each variant is compiled for the
 cpu target in this process and timed as the median of 15 calls (--rounds) after a warm-up, all variants of a kernel interleaved round by round
 (in a turning order); in each round a variant is called twice in a row and the second call is timed,
 as a program calling it in a loop would see it (the first may find the arrays in another core's
@@ -34,6 +36,7 @@ from benchlog import append_results  # noqa: E402
 
 import mascarpone as ms  # noqa: E402
 from mascarpone import examples  # noqa: E402
+from mascarpone.bench.blas_process import BlasProcess  # noqa: E402
 from mascarpone.bench.suite import julia_kernels as jk  # noqa: E402
 from mascarpone.middleend.autoschedule import cache, machine  # noqa: E402
 
@@ -46,14 +49,18 @@ def median_times(calls: dict, rounds=ROUNDS) -> dict:
     turns each round, so that no variant always runs right after a parallel one (whose threads
     may still be waking or spinning). Each round times the second of two calls in a row."""
     for fn in calls.values():
-        fn()
+        fn.burst(1) if hasattr(fn, "burst") else fn()
     times = {name: [] for name in calls}
     names = list(calls)
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            calls[name]()
+            fn = calls[name]
+            if hasattr(fn, "burst"):     # a peer in its own process: timed there, the pipe not timed
+                times[name].append(fn.burst(2)[1])
+                continue
+            fn()
             t0 = time.perf_counter()
-            calls[name]()
+            fn()
             times[name].append(time.perf_counter() - t0)
     return {name: statistics.median(ts) for name, ts in times.items()}
 
@@ -114,7 +121,7 @@ def julia_sizes(f, args) -> dict:
     return {p: v for p, v in sizes.items() if p in f.sizes()}
 
 
-def julia_case(name, budget, size="small"):
+def julia_case(name, budget, size="small", blas=None):
     spec = jk.KERNELS[name]
     text = (FIXTURES / f"{spec['fixture']}.v1_6.lowered.txt").read_text()
     from julia_fixtures.lowering import read_kernel   # noqa: E402  (tests/julia_fixtures)
@@ -140,11 +147,29 @@ def julia_case(name, budget, size="small"):
     work = {label: jk.arrays(spec[size]) for label in ("naive", "hand", "auto", "numba")}
     calls = {"naive": lambda: naive(*work["naive"]), "hand": lambda: hand(*work["hand"]),
              "auto": lambda: auto(*work["auto"]), "numba": lambda: spec["numba"](*work["numba"])}
+    if blas is not None and spec["numpy"]:
+        peer_args = jk.arrays(spec[size])
+        written = [i for i, v in enumerate(peer_args) if isinstance(v, np.ndarray)]
+        call = blas.bind(f"mascarpone.bench.suite.numpy_peers:{spec['numpy']}", peer_args, written)
+        call.run()
+        for x, y in zip([outs["naive"][i] for i in written], call.outputs()):
+            np.testing.assert_allclose(y, x, rtol=1e-9)
+        calls["numpy"] = call
     arrays = [s for s in spec[size] if isinstance(s, tuple)]
     shapes = "x".join(str(s) for s in [s for s in arrays if len(s) > 1] or arrays)
     steps = next((s for s in spec[size] if isinstance(s, int)), None) if name.startswith(("jacobi", "seidel")) else None
     shapes += f", {steps} steps" if steps is not None else ""
     return f"Julia {name} ({shapes}), float64", calls, search_s, report
+
+
+def blas_text(blas) -> str:
+    """Which OpenBLAS the numpy peer ran, as threadpoolctl saw it in the peer's process."""
+    if blas._proc is None:
+        return "not run"
+    lib = (blas.info()["blas"] or [{}])[0]
+    unset = ", ".join(k for k, v in blas.info()["unset"].items() if v is not None) or "none set"
+    return (f"numpy/OpenBLAS {lib.get('version', '?')}, kernel {lib.get('architecture', '?')}, "
+            f"{lib.get('num_threads', '?')} threads, in a process without the OpenBLAS pinning variables ({unset})")
 
 
 def main():
@@ -177,10 +202,11 @@ def main():
     if wanted is None or "blur" in wanted:
         cases.append(lambda: blur_case(*((256, 512) if args.quick else (1024, 1024)), args.budget))
     julia = names if wanted is None else [w for w in wanted if w in jk.KERNELS]
-    cases += [lambda n=n: julia_case(n, args.budget, args.sizes) for n in julia]
-    rows = ["| kernel | naive ms | hand ms | auto ms | numba ms | naive/auto | hand/auto | numba/auto | search s "
-            "| timed | screened | commands |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    blas = BlasProcess(ms.get_num_threads())
+    cases += [lambda n=n: julia_case(n, args.budget, args.sizes, blas) for n in julia]
+    rows = ["| kernel | naive ms | hand ms | auto ms | numba ms | numpy ms | naive/auto | hand/auto | numba/auto "
+            "| numpy/auto | search s | timed | screened | commands |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     load = os.getloadavg()[0]
     over_numba = {}
     for case in cases:
@@ -190,8 +216,9 @@ def main():
             over_numba[title] = t["numba"] / t["auto"]
         fmt = lambda k: f"{t[k] * 1e3:.2f}" if k in t else "-"   # noqa: E731
         ratio = lambda k: f"{t[k] / t['auto']:.2f}" if k in t else "-"   # noqa: E731
-        rows.append(f"| {title} | {fmt('naive')} | {fmt('hand')} | {fmt('auto')} | {fmt('numba')} | "
-                    f"{ratio('naive')} | {ratio('hand')} | {ratio('numba')} | {search_s:.1f} | {report.measured} | "
+        rows.append(f"| {title} | {fmt('naive')} | {fmt('hand')} | {fmt('auto')} | {fmt('numba')} | {fmt('numpy')} | "
+                    f"{ratio('naive')} | {ratio('hand')} | {ratio('numba')} | {ratio('numpy')} | {search_s:.1f} | "
+                    f"{report.measured} | "
                     f"{sum(map(len, report.screened.values()))} | {len(report.commands)} |")
         print(rows[-1], flush=True)
         print(f"  auto: {'; '.join(map(str, report.commands)) or '(naive loops)'}", flush=True)
@@ -201,14 +228,15 @@ def main():
              f"calls (each the second of two in a row); load average up to "
              f"{load:.1f} during the run (the machine is shared). Ratios: time / autoscheduled time "
              f"(above 1: the autoscheduler is faster). 'timed': schedules the search measured (compiled); "
-             f"'screened': tile sizes it timed on one kernel with parametric tiles.")
+             f"'screened': tile sizes it timed on one kernel with parametric tiles. numpy: {blas_text(blas)}.")
     if over_numba:
         mean = statistics.geometric_mean(over_numba.values())
         below = [f"{title.split(' (')[0]} {r:.2f}" for title, r in over_numba.items() if r < 2]
-        rows.append(f"| **geometric mean of numba/auto over the {len(over_numba)} Julia kernels** | | | | | | | "
-                    f"**{mean:.2f}** | | | | |")
+        rows.append(f"| **geometric mean of numba/auto over the {len(over_numba)} Julia kernels** | | | | | | | | "
+                    f"**{mean:.2f}** | | | | | |")
         print(rows[-1])
         print(f"  below 2x numba: {', '.join(below) or 'none'}")
+    blas.close()
     table = "\n".join(rows)
     print(intro)
     if not args.no_append:
