@@ -113,6 +113,10 @@ class Buffer:
         #: the variable lies at `offset mod depth` (offset: an expression of v, v itself for an output
         #: starting at 0; None for a tile), so the last `depth` values along it remain
         self.folds = {}
+        #: a register tile's vector width (backends/common/promote.py): its last dimension is rounded up
+        #: to whole vectors of that many elements, so a partial chunk may load and store whole vectors
+        #: there (the lanes past the end are the tile's own); 0: not padded
+        self.padded_lanes = 0
 
     def ring_text(self):
         """What a folded buffer holds, in words ('' when it is not folded)."""

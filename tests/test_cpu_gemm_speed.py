@@ -13,9 +13,13 @@ import pytest
 from mascarpone import examples
 from mascarpone.backends.common.prefetch import MAX_LINES, Prefetch, line_offsets
 from mascarpone.backends.common.promote import promote_accumulators
-from mascarpone.middleend.expr import pseudo_c
-from mascarpone.middleend.loopir import If, walk_stmts
-from test_native_targets import gemm_kernel, rng
+from mascarpone.backends.cpu.machine import masked_memory
+from mascarpone.backends.cpu.vectorize import explicit_simd
+from mascarpone.middleend.buffer import Buffer
+from mascarpone.middleend.expr import Const, Sym, floormod, pseudo_c
+from mascarpone.middleend.loopir import Allocate, Block, If, LoweredFunction, Store, walk_stmts
+from mascarpone.middleend.types import float64
+from test_native_targets import M, N, build, gemm_kernel, k, loop, rng
 
 X86 = platform.machine() in ("x86_64", "AMD64")
 
@@ -66,6 +70,52 @@ def test_gemm_with_prefetches_keeps_its_values(target):
     assert "@llvm.prefetch" in ir_text
     if X86:
         assert "prefetcht1" in kern.source("asm")
+
+
+def _gemm_with_column_tail(mr=4, width=8):
+    """C = A B in float64: 4 x 8 register tiles (rows unrolled, columns a vector loop) and, for the
+    last N mod 8 columns, a tile whose vector loop is one partial chunk of floormod(N, 8) lanes."""
+    A = Buffer("A", [M, Sym("K")], float64, "input")
+    B = Buffer("B", [Sym("K"), N], float64, "input")
+    C = Buffer("C", [M, N], float64, "output")
+    io, ii = Sym("io"), Sym("ii")
+    row = io * mr + ii
+
+    def tile(col, lanes):
+        zero = loop("ii", 0, mr, loop("ji", 0, lanes, Store(C, (row, col), Const(0.0, float64)), "vector", width), "unroll", mr)
+        upd = Store(C, (row, col), C[row, col] + A[row, k] * B[k, col])
+        micro = loop("k", 0, Sym("K"), loop("ii", 0, mr, loop("ji", 0, lanes, upd, "vector", width), "unroll", mr))
+        return Block([zero, micro])
+
+    rest = floormod(N, width)
+    full = loop("jo", 0, N.__floordiv__(width), tile(Sym("jo") * width + Sym("ji"), width))
+    nest = loop("io", 0, M.__floordiv__(mr), Block([full, tile(N - rest + Sym("ji"), rest)]))
+    return LoweredFunction("gemm_tail", ["M", "N", "K"], [A, B], [C], nest)
+
+
+def test_a_register_tile_ending_in_a_partial_vector_stays_in_registers():
+    """Where the CPU masks loads and stores, the tile of a loop's last partial vector (floormod(N, 8)
+    columns) is rounded up to a whole vector (Buffer.padded_lanes): its chunk loads and stores the
+    tile whole, so the tile is registers and the reduction loop stores nothing, as full tiles do."""
+    lowered = _gemm_with_column_tail()
+    body = promote_accumulators(lowered.body, enters=lambda f: not explicit_simd(f),
+                                padded=lambda f: explicit_simd(f))
+    tiles = [s.buffer for s in walk_stmts(body) if isinstance(s, Allocate)]
+    assert sorted(t.padded_lanes for t in tiles) == [0, 8] and all(t.shape[-1].value == 8 for t in tiles)
+    unpadded = promote_accumulators(lowered.body)     # (a back-end that runs partial chunks lane by lane)
+    assert [s.buffer.padded_lanes for s in walk_stmts(unpadded) if isinstance(s, Allocate)] == [0]
+    kern = build("cpu", lowered)
+    r = rng(5)
+    for n in range(1, 20):      # every remainder, and none
+        a, b = r.standard_normal((8, 7)), r.standard_normal((7, n))
+        np.testing.assert_allclose(kern(A=a, B=b), a @ b, rtol=1e-12, atol=1e-12)
+    if X86 and masked_memory():
+        asm = kern.source("asm")
+        reductions = {tuple(b) for b in _loops_with(asm, "vfmadd") + _loops_with(asm, "vmulpd")}  # (contracted or not)
+        # the partial tile's reduction is a loop of its own, with masked loads of B's last columns
+        assert any("{%k" in x for b in reductions for x in b)
+        for body_lines in reductions:   # no store, masked or not, inside a reduction loop
+            assert not any(x.startswith("vmov") and "(" in x.split(",")[-1] for x in body_lines), body_lines
 
 
 def _packed_gemm(sizes, vector_bits=None):

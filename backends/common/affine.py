@@ -94,6 +94,29 @@ def constant_value(e: Expr):
     return a.const if a.is_const else None
 
 
+def upper_bound(e: Expr):
+    """A constant that no value of the integer expression `e` exceeds, where its form shows one
+    (constants, `floormod` by a positive constant, `min`, `max`, sums, a constant subtracted), else
+    None: the most iterations of a loop's last partial chunk, `floormod(N, 8)`."""
+    c = constant_value(e)
+    if c is not None:
+        return c
+    if not isinstance(e, BinOp):
+        return None
+    if e.op == "emod":
+        return e.b.value - 1 if isinstance(e.b, Const) and e.b.value > 0 else None
+    a = upper_bound(e.a)
+    if e.op == "sub":
+        b = constant_value(e.b)
+        return None if a is None or b is None else a - b
+    b = upper_bound(e.b)
+    if e.op == "min":
+        return min((x for x in (a, b) if x is not None), default=None)
+    if e.op in ("max", "add") and a is not None and b is not None:
+        return max(a, b) if e.op == "max" else a + b
+    return None
+
+
 def stride_along(e: Expr, name: str):
     """How `e` changes when the symbol `name` grows by one.
 

@@ -27,7 +27,9 @@ depends on the loop variable, and each index is `invariant + v` for inner loop
 variables `v` fully unrolled or vectorized in whole chunks, each used once: one
 variable, or several splitting one dimension densely (`8*i1 + i2` for a vector
 loop `i2` of 8 lanes inside `i1`), which become dimensions of their own in the
-tile. A reduction over several loops (`k`, then `l`) thus keeps its
+tile. A vector loop that ends in a partial chunk qualifies where the back-end
+runs that chunk under a lane mask (`padded`): the tile's last dimension is then
+rounded up to whole vectors, which the chunk loads and stores unmasked. A reduction over several loops (`k`, then `l`) thus keeps its
 accumulators in registers across all of them.
 """
 from __future__ import annotations
@@ -39,7 +41,7 @@ from mascarpone.middleend.expr import Access, BinOp, Const, Sym, substitute, pse
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, stores, walk_exprs
 from mascarpone.middleend.types import int64
 
-from .affine import constant_difference, linearize, mentions
+from .affine import constant_difference, constant_value, linearize, mentions, upper_bound
 from .prefetch import Prefetch
 
 #: Largest tile kept, in bytes (beyond it registers would spill anyway).
@@ -51,24 +53,26 @@ PREFETCH_LEVEL = 2
 _names = itertools.count()
 
 
-def _inner_loops(s, out):
-    """Collect the loops of a body made only of blocks, stores and loops of a constant trip count or
-    serial ones; False otherwise."""
+def _inner_loops(s, out, padded=lambda f: False):
+    """Collect the loops of a body made only of blocks, stores and loops of a constant trip count,
+    serial ones, or vector loops of one partial chunk that the back-end pads (`padded`); False
+    otherwise."""
     if isinstance(s, Block):
-        return all(_inner_loops(c, out) for c in s.body)
+        return all(_inner_loops(c, out, padded) for c in s.body)
     if isinstance(s, Store):
         return True
     if isinstance(s, For):
-        if s.kind == "parallel" or (s.kind != "serial" and _trip(s) is None):
+        if s.kind == "parallel" or (s.kind != "serial" and _trip(s) is None and not _one_chunk(s, padded)):
             return False
         out.append(s)
-        return _inner_loops(s.body, out)
+        return _inner_loops(s.body, out, padded)
     return False
 
 
-def _plan(loop, buffer, indices, inner):
+def _plan(loop, buffer, indices, inner, padded):
     """For one buffer: per dimension the inner loops its index moves with (outermost first), or None when
-    it does not qualify."""
+    it does not qualify. `padded(f)`: whether a vector loop `f` whose trip count is not a multiple of
+    its width may still be a tile dimension (rounded up to whole vectors)."""
     loops = {f.var: f for f in inner}
     forbidden = [loop.var] + list(loops)
     for f in inner:  # inner bounds must be fixed while the loop runs
@@ -79,7 +83,7 @@ def _plan(loop, buffer, indices, inner):
         if mentions(idx, loop.var):
             return None
         vs = [v for v in loops if mentions(idx, v)]
-        if used & set(vs) or not all(_expanded(loops[v]) for v in vs):
+        if used & set(vs) or not all(_expanded(loops[v], padded) for v in vs):
             return None
         used.update(vs)
         a = linearize(idx)
@@ -89,24 +93,43 @@ def _plan(loop, buffer, indices, inner):
         moving = sorted(vs, key=a.coeff)
         span = 1
         for v in moving:
-            if a.coeff(v) != span:
+            if a.coeff(v) != span or span is None:
                 return None
-            span *= _trip(loops[v])
+            span = None if _trip(loops[v]) is None else span * _trip(loops[v])
         dims.append(tuple(loops[v] for v in reversed(moving)))
     return dims
 
 
-def _expanded(f):
-    """Whether a loop's iterations become constant offsets (fully unrolled or whole vector chunks),
-    which is what lets the tile become registers rather than a stack array copied for nothing."""
+def _expanded(f, padded=lambda f: False):
+    """Whether a loop's iterations become constant offsets (fully unrolled, or whole vector chunks: a
+    last partial one only where `padded(f)`), which is what lets the tile become registers rather than
+    a stack array copied for nothing."""
     trip = _trip(f)
     if trip is None:
-        return False
+        return _one_chunk(f, padded)
     if f.kind == "unroll":
         return trip <= max(f.factor, 1)
     if f.kind == "vector" and f.factor > 1:
-        return trip % f.factor == 0
+        return trip % f.factor == 0 or trip > 0 and padded(f)
     return False
+
+
+def _one_chunk(f, padded):
+    """Whether `f` is a vector loop the back-end pads whose trip count, not a constant, is at most its
+    width (a loop's last partial chunk, `floormod(N, 8)` iterations)."""
+    if f.kind != "vector" or f.factor <= 1 or not padded(f):
+        return False
+    lo = constant_value(f.lo)
+    most = upper_bound(f.hi)
+    return lo is not None and most is not None and most - lo <= f.factor
+
+
+def _rounded(f):
+    """A tile dimension's length for loop `f`: its trip count, up to whole vectors for a vector loop."""
+    trip = _trip(f)
+    if f.kind != "vector" or f.factor <= 1:
+        return trip
+    return f.factor if trip is None else -(-trip // f.factor) * f.factor    # (None: one partial chunk)
 
 
 def _trip(f):
@@ -126,7 +149,7 @@ def _tile_index(dims, of=_offset):
 
 
 def _tile_shape(dims):
-    return [n for fs in dims for n in ([_trip(f) for f in fs] if fs else [1])]
+    return [n for fs in dims for n in ([_rounded(f) for f in fs] if fs else [1])]
 
 
 def _rewrite(s, name, tile, dims):
@@ -159,7 +182,8 @@ def _copy(buffer, indices, tile, dims, to_tile):
     else:
         body = Store(buffer, src, Access(tile, tidx))
     for f in reversed(loops):
-        body = For(tvars[f.var].name, Const(0, int64), Const(_trip(f), int64), body, f.kind, f.factor)
+        trip = Const(_trip(f), int64) if _trip(f) is not None else BinOp("sub", f.hi, f.lo)
+        body = For(tvars[f.var].name, Const(0, int64), trip, body, f.kind, f.factor)
     return body
 
 
@@ -171,17 +195,17 @@ def _box(indices, dims):
     for fs in dims:
         n = 1
         for f in fs:
-            n *= _trip(f)
+            n *= _rounded(f)
         extent.append(n)
     return first, tuple(extent)
 
 
-def _promote(loop: For, tiles_made: set):
+def _promote(loop: For, tiles_made: set, padded=lambda f: False):
     """`(statement, new loop, boxes)`: `loop` rewritten to accumulate in local tiles, or None when no
     buffer qualifies; `boxes` lists each tile's `(buffer, first element's indices, shape)`. The tiles
     made are added to `tiles_made` (they are never promoted again)."""
     inner = []
-    if not _inner_loops(loop.body, inner):
+    if not _inner_loops(loop.body, inner, padded):
         return None
     if len({f.var for f in inner} | {loop.var}) != len(inner) + 1:
         return None  # a reused loop variable name would make indices ambiguous
@@ -200,7 +224,7 @@ def _promote(loop: For, tiles_made: set):
         text = {tuple(pseudo_c(i) for i in idx) for idx in all_idx}
         if len(text) != 1:
             continue
-        dims = _plan(loop, st.buffer, st.indices, inner)
+        dims = _plan(loop, st.buffer, st.indices, inner, padded)
         if dims is None:
             continue
         shape = _tile_shape(dims)
@@ -209,7 +233,12 @@ def _promote(loop: For, tiles_made: set):
             size *= d
         if size > TILE_LIMIT or any(d <= 0 for d in shape):
             continue
+        last = dims[-1][-1] if dims and dims[-1] else None
+        if any(_rounded(f) != _trip(f) for fs in dims for f in fs if f is not last):
+            continue    # rounded up along a dimension that is not the last: its partial chunk is not whole
         tile = Buffer(f"{name}.acc{next(_names)}", shape, st.buffer.dtype, "temporary")
+        if last is not None and _rounded(last) != _trip(last):
+            tile.padded_lanes = last.factor
         tiles_made.add(tile)
         tiles.append((name, tile))
         body = _rewrite(body, name, tile, dims)
@@ -250,12 +279,15 @@ def runs_serially(loop: For, in_parallel: bool) -> bool:
     return True
 
 
-def promote_accumulators(body, *, serial=runs_serially, enters=lambda loop: True, prefetch=False):
+def promote_accumulators(body, *, serial=runs_serially, enters=lambda loop: True, prefetch=False,
+                         padded=lambda loop: False):
     """The loop IR `body` with its accumulators kept in local tiles: each loop that runs serially
     (`serial(loop, in_parallel)`) and qualifies (see the module docstring) is rewritten, outer loops
     first; `enters(loop)` says whether to look inside a loop (a back-end that generates a loop's body
     its own way, as explicit SIMD code, keeps it as it is). `prefetch`: add the `Prefetch` of each
-    tile for the next iteration of the loop around (for a back-end that emits it)."""
+    tile for the next iteration of the loop around (for a back-end that emits it). `padded(loop)`:
+    whether the back-end runs a vector loop's last partial chunk as whole vectors under a lane mask, so
+    that a tile along it, rounded up to whole vectors (`Buffer.padded_lanes`), stays in registers."""
     tiles_made = set()
 
     def visit(s, in_parallel, around=None):
@@ -269,7 +301,7 @@ def promote_accumulators(body, *, serial=runs_serially, enters=lambda loop: True
         if not isinstance(s, For):
             return s
         if serial(s, in_parallel):
-            promoted = _promote(s, tiles_made)
+            promoted = _promote(s, tiles_made, padded)
             if promoted is not None:
                 stmt, loop, boxes = promoted
                 loop.body = visit(loop.body, in_parallel, loop)

@@ -58,8 +58,9 @@ def build_module(lowered, options: Options | None = None) -> ir.Module:
     num_threads_global(ms)
     se = StmtEmitter()
     # the explicit SIMD code of a vector loop takes its body as it is
-    body_ir = hoist_allocations(promote_accumulators(lowered.body, enters=lambda loop: not explicit_simd(loop),
-                                                     prefetch=True))
+    body_ir = hoist_allocations(promote_accumulators(
+        lowered.body, enters=lambda loop: not explicit_simd(loop), prefetch=True,
+        padded=lambda loop: ms.options.masked_tails and explicit_simd(loop)))
     allocated = {s.buffer.name for s in walk_stmts(lowered.body) if isinstance(s, Allocate)}
     pending = [t for t in lowered.temporaries if t.name not in allocated]
 

@@ -28,6 +28,9 @@ class BufView:
     dtype: DType
     ptr: ir.Value
     extents: list  # one i64 value per dimension
+    #: Buffer.padded_lanes: whole vectors of this many lanes may be loaded and stored along the last
+    #: dimension, past its last element (a register tile's own padding)
+    padded_lanes: int = 0
 
 
 def flat_index(B: ir.IRBuilder, view: BufView, indices):

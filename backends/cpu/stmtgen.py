@@ -150,12 +150,12 @@ def allocate(fs, scope, buffer, body):
     nbytes = fs.stack.take(buffer)
     if nbytes is not None:
         ptr = memory.alloca_bytes(fs.entry, nbytes, buffer.name)
-        body(scope.with_buf(BufView(buffer.name, buffer.dtype, ptr, extents)))
+        body(scope.with_buf(BufView(buffer.name, buffer.dtype, ptr, extents, buffer.padded_lanes)))
         return
     ptr, site = blocks.take(fs, memory.byte_size(B, buffer.dtype, extents))
 
     def ok():
-        body(scope.with_buf(BufView(buffer.name, buffer.dtype, ptr, extents)))
+        body(scope.with_buf(BufView(buffer.name, buffer.dtype, ptr, extents, buffer.padded_lanes)))
         blocks.give_back(fs, site, ptr)
 
     if_then_else(fs, memory.is_null(B, ptr), fs.fail, ok, name=f"{buffer.name}.alloc")

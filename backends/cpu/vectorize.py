@@ -112,7 +112,8 @@ def emit_vector_loop(se, s, fs, scope):
     # the one before stored under a mask, which the CPU does not forward from its store queue, and only
     # the other copies' chains hide that wait (bicg's column sums, one chain: 0.05 -> 0.33 ms with masked
     # tails; doitgen's 8 unrolled rows at 30x28x32: 0.09 -> 0.05 ms)
-    written = {st.buffer.name for st in stores(s.body)}
+    # (a register tile padded to whole vectors is no such array: its chunks stay in registers)
+    written = {st.buffer.name for st in stores(s.body) if not scope.buf(st.buffer.name).padded_lanes}
     updates = not fs.unrolled_depth and any(isinstance(n, Access) and n.target.name in written
                                             for e in walk_exprs(s.body) for n in walk(e))
 
@@ -292,7 +293,7 @@ class VectorEmitter(ExprEmitter):
                 return memory.load(B, view, ptr)
             return self._guarded_load(view, ptr, self._any(self.mask))
         if how == "contiguous":
-            if self.mask is None:
+            if self.mask is None or self._whole(view):
                 return memory.load(B, view, ptr, self.width)
             return self._masked_load(view, ptr)
         if how == "strided":
@@ -387,6 +388,11 @@ class VectorEmitter(ExprEmitter):
         v = self.B.call(fn, [ptrs, ir.Constant(I32, view.dtype.bytes), mask, ir.Constant(mty, None)])
         return memory.to_register(self.B, view.dtype, v)
 
+    def _whole(self, view) -> bool:
+        """Whether a chunk under a mask may still load and store whole vectors of `view`: a register
+        tile padded to this loop's width (the lanes past the end are the tile's own)."""
+        return view.padded_lanes == self.width
+
     def _any(self, mask):
         fn = declare(self.B.module, f"llvm.vector.reduce.or.v{self.width}i1",
                      ir.FunctionType(I1, [mask.type]))
@@ -475,7 +481,7 @@ class VectorBody:
             ptr = [B.gep(ptr0, [i64(stride * k)], inbounds=True, source_etype=mty) for k in range(self.width)]
         if how == "contiguous":
             value = ops.broadcast(value, self.width)
-            if mask is None:
+            if mask is None or em._whole(view):
                 memory.store(B, view, ptr, value)
             else:
                 self._masked_store(view, ptr, value, mask)
