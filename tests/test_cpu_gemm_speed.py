@@ -118,6 +118,32 @@ def test_a_register_tile_ending_in_a_partial_vector_stays_in_registers():
             assert not any(x.startswith("vmov") and "(" in x.split(",")[-1] for x in body_lines), body_lines
 
 
+def test_a_triangular_register_tile_stays_in_registers():
+    """The diagonal tiles of a triangle (covariance's, syrk's): in each copy of the unrolled rows the
+    columns are one chunk of `ii + 1` lanes; the 8 x 8 tile is padded, copied in and out over the
+    triangle only, and the reduction loop keeps all of it in registers."""
+    A = Buffer("A", [Sym("K"), M], float64, "input")
+    C = Buffer("C", [M, M], float64, "output")
+    io, ii, ji = Sym("io"), Sym("ii"), Sym("ji")
+    row, col = io * 8 + ii, io * 8 + ji
+    upd = Store(C, (row, col), C[row, col] + A[k, row] * A[k, col])
+    micro = loop("k", 0, Sym("K"), loop("ii", 0, 8, loop("ji", 0, ii + 1, upd, "vector", 8), "unroll", 8))
+    lowered = LoweredFunction("diagonal", ["M", "K"], [A], [C], loop("io", 0, M.__floordiv__(8), micro))
+    body = promote_accumulators(lowered.body, enters=lambda f: not explicit_simd(f),
+                                padded=lambda f: explicit_simd(f))
+    assert [s.buffer.padded_lanes for s in walk_stmts(body) if isinstance(s, Allocate)] == [8]
+    kern = build("cpu", lowered)
+    a = rng(6).standard_normal((5, 24))
+    block = np.kron(np.eye(3), np.ones((8, 8)))          # the three diagonal blocks
+    np.testing.assert_allclose(kern(A=a), np.tril(a.T @ a) * block, rtol=1e-12, atol=1e-12)
+    if X86 and masked_memory():
+        asm = kern.source("asm")
+        reductions = {tuple(b) for b in _loops_with(asm, "vfmadd") + _loops_with(asm, "vmulpd")}
+        assert any("{%k" in x for b in reductions for x in b)
+        for body_lines in reductions:
+            assert not any(x.startswith("vmov") and "(" in x.split(",")[-1] for x in body_lines), body_lines
+
+
 def _packed_gemm(sizes, vector_bits=None):
     blocks = examples.gemm_packed_blocks(*sizes, vector_bits=vector_bits)
     f, Ap, Bp, Ct, acc, C = examples.gemm_packed(mr=blocks["mr"], nr=blocks["nr"])

@@ -94,27 +94,44 @@ def constant_value(e: Expr):
     return a.const if a.is_const else None
 
 
-def upper_bound(e: Expr):
-    """A constant that no value of the integer expression `e` exceeds, where its form shows one
-    (constants, `floormod` by a positive constant, `min`, `max`, sums, a constant subtracted), else
-    None: the most iterations of a loop's last partial chunk, `floormod(N, 8)`."""
+def value_range(e: Expr, ranges=None):
+    """(least, most): constants between which every value of the integer expression `e` lies, where its
+    form shows them (constants, symbols given a range in `ranges` {name: (least, most)}, sums, products
+    by a constant, `min`, `max`, `floormod` by a positive constant), else None. A partial chunk's trip
+    count: `floormod(N, 8)` lies in (0, 7), and `j + 1` in (1, 8) for `j` in (0, 7)."""
     c = constant_value(e)
     if c is not None:
-        return c
+        return c, c
+    if isinstance(e, Sym):
+        return (ranges or {}).get(e.name)
     if not isinstance(e, BinOp):
         return None
     if e.op == "emod":
-        return e.b.value - 1 if isinstance(e.b, Const) and e.b.value > 0 else None
-    a = upper_bound(e.a)
+        return (0, e.b.value - 1) if isinstance(e.b, Const) and e.b.value > 0 else None
+    a, b = value_range(e.a, ranges), value_range(e.b, ranges)
+    if e.op in ("min", "max"):   # (min(x, 7) is at most 7 whatever x is)
+        a, b = a or (None, None), b or (None, None)
+        if e.op == "min":
+            lo = None if None in (a[0], b[0]) else min(a[0], b[0])
+            hi = min((x for x in (a[1], b[1]) if x is not None), default=None)
+        else:
+            lo = max((x for x in (a[0], b[0]) if x is not None), default=None)
+            hi = None if None in (a[1], b[1]) else max(a[1], b[1])
+        return None if lo is None and hi is None else (lo, hi)
+    if a is None or b is None:
+        return None
+    if e.op == "add":
+        return _sum(a[0], b[0]), _sum(a[1], b[1])
     if e.op == "sub":
-        b = constant_value(e.b)
-        return None if a is None or b is None else a - b
-    b = upper_bound(e.b)
-    if e.op == "min":
-        return min((x for x in (a, b) if x is not None), default=None)
-    if e.op in ("max", "add") and a is not None and b is not None:
-        return max(a, b) if e.op == "max" else a + b
+        return _sum(a[0], b[1], -1), _sum(a[1], b[0], -1)
+    if e.op == "mul" and b[0] == b[1] is not None:
+        ends = [None if x is None else x * b[0] for x in a]
+        return tuple(ends) if b[0] >= 0 else (ends[1], ends[0])
     return None
+
+
+def _sum(x, y, sign=1):
+    return None if x is None or y is None else x + sign * y
 
 
 def stride_along(e: Expr, name: str):

@@ -29,7 +29,10 @@ variable, or several splitting one dimension densely (`8*i1 + i2` for a vector
 loop `i2` of 8 lanes inside `i1`), which become dimensions of their own in the
 tile. A vector loop that ends in a partial chunk qualifies where the back-end
 runs that chunk under a lane mask (`padded`): the tile's last dimension is then
-rounded up to whole vectors, which the chunk loads and stores unmasked. A reduction over several loops (`k`, then `l`) thus keeps its
+rounded up to whole vectors, which the chunk loads and stores unmasked. So does
+a vector loop of one chunk whose bound depends on an unrolled loop around it
+(the diagonal tile of a triangle, `ji < ii + 1`): the copies in and out run over
+the triangle only. A reduction over several loops (`k`, then `l`) thus keeps its
 accumulators in registers across all of them.
 """
 from __future__ import annotations
@@ -41,7 +44,7 @@ from mascarpone.middleend.expr import Access, BinOp, Const, Sym, substitute, pse
 from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, stores, walk_exprs
 from mascarpone.middleend.types import int64
 
-from .affine import constant_difference, constant_value, linearize, mentions, upper_bound
+from .affine import constant_difference, constant_value, linearize, mentions, value_range
 from .prefetch import Prefetch
 
 #: Largest tile kept, in bytes (beyond it registers would spill anyway).
@@ -55,35 +58,39 @@ _names = itertools.count()
 
 def _inner_loops(s, out, padded=lambda f: False):
     """Collect the loops of a body made only of blocks, stores and loops of a constant trip count,
-    serial ones, or vector loops of one partial chunk that the back-end pads (`padded`); False
-    otherwise."""
+    serial ones, or vector loops the back-end pads (`padded`: `_promote` checks that those are one
+    chunk); False otherwise."""
     if isinstance(s, Block):
         return all(_inner_loops(c, out, padded) for c in s.body)
     if isinstance(s, Store):
         return True
     if isinstance(s, For):
-        if s.kind == "parallel" or (s.kind != "serial" and _trip(s) is None and not _one_chunk(s, padded)):
+        if s.kind == "parallel" or (s.kind != "serial" and _trip(s) is None and
+                                    not (s.kind == "vector" and padded(s))):
             return False
         out.append(s)
         return _inner_loops(s.body, out, padded)
     return False
 
 
-def _plan(loop, buffer, indices, inner, padded):
+def _plan(loop, buffer, indices, inner, padded, ranges):
     """For one buffer: per dimension the inner loops its index moves with (outermost first), or None when
     it does not qualify. `padded(f)`: whether a vector loop `f` whose trip count is not a multiple of
-    its width may still be a tile dimension (rounded up to whole vectors)."""
+    its width may still be a tile dimension (rounded up to whole vectors); `ranges`: the values of the
+    unrolled inner loops' variables, which the bound of such a loop of one chunk may depend on (the
+    diagonal tile of a triangle: `i < j + 1` in each copy of an unrolled `j`)."""
     loops = {f.var: f for f in inner}
     forbidden = [loop.var] + list(loops)
-    for f in inner:  # inner bounds must be fixed while the loop runs
-        if any(mentions(f.lo, v) or mentions(f.hi, v) for v in forbidden):
+    for f in inner:  # inner bounds must be fixed while the loop runs (but for one copy of an unrolled loop)
+        fixed = [v for v in forbidden if v not in ranges] if _one_chunk(f, padded, ranges) else forbidden
+        if any(mentions(f.lo, v) or mentions(f.hi, v) for v in fixed):
             return None
     dims, used = [], set()
     for idx in indices:
         if mentions(idx, loop.var):
             return None
         vs = [v for v in loops if mentions(idx, v)]
-        if used & set(vs) or not all(_expanded(loops[v], padded) for v in vs):
+        if used & set(vs) or not all(_expanded(loops[v], padded, ranges) for v in vs):
             return None
         used.update(vs)
         a = linearize(idx)
@@ -100,13 +107,13 @@ def _plan(loop, buffer, indices, inner, padded):
     return dims
 
 
-def _expanded(f, padded=lambda f: False):
+def _expanded(f, padded=lambda f: False, ranges=None):
     """Whether a loop's iterations become constant offsets (fully unrolled, or whole vector chunks: a
     last partial one only where `padded(f)`), which is what lets the tile become registers rather than
     a stack array copied for nothing."""
     trip = _trip(f)
     if trip is None:
-        return _one_chunk(f, padded)
+        return _one_chunk(f, padded, ranges)
     if f.kind == "unroll":
         return trip <= max(f.factor, 1)
     if f.kind == "vector" and f.factor > 1:
@@ -114,14 +121,25 @@ def _expanded(f, padded=lambda f: False):
     return False
 
 
-def _one_chunk(f, padded):
+def _one_chunk(f, padded, ranges=None):
     """Whether `f` is a vector loop the back-end pads whose trip count, not a constant, is at most its
-    width (a loop's last partial chunk, `floormod(N, 8)` iterations)."""
-    if f.kind != "vector" or f.factor <= 1 or not padded(f):
+    width (a loop's last partial chunk, `floormod(N, 8)` iterations), the variables of `ranges` taking
+    their values there."""
+    if f.kind != "vector" or f.factor <= 1 or not padded(f) or _trip(f) is not None:
         return False
     lo = constant_value(f.lo)
-    most = upper_bound(f.hi)
-    return lo is not None and most is not None and most - lo <= f.factor
+    hi = value_range(f.hi, ranges)
+    return lo is not None and hi is not None and hi[1] is not None and hi[1] - lo <= f.factor
+
+
+def _unrolled_ranges(inner) -> dict:
+    """{variable: (least, most)} of the fully unrolled loops among `inner` (constant bounds)."""
+    out = {}
+    for f in inner:
+        lo, trip = constant_value(f.lo), _trip(f)
+        if f.kind == "unroll" and lo is not None and trip is not None and 0 < trip <= max(f.factor, 1):
+            out[f.var] = (lo, lo + trip - 1)
+    return out
 
 
 def _rounded(f):
@@ -171,18 +189,22 @@ def _rewrite(s, name, tile, dims):
 
 
 def _copy(buffer, indices, tile, dims, to_tile):
-    """Loops copying the box between the buffer and the tile, tagged like the body's loops."""
+    """Loops copying the box between the buffer and the tile, tagged like the body's loops; None where a
+    loop's bound depends on a loop that the copy runs inside it."""
     loops = [f for fs in dims for f in fs]
     tvars = {f.var: Sym(f"{f.var}.t{next(_names)}", int64) for f in loops}
-    src = tuple(substitute(idx, {f.var: BinOp("add", f.lo, tvars[f.var]) for f in fs})
-                for fs, idx in zip(dims, indices))
+    at = {f.var: BinOp("add", f.lo, tvars[f.var]) for f in loops}
+    for k, f in enumerate(loops):
+        if any(mentions(f.hi, g.var) for g in loops[k:]):
+            return None
+    src = tuple(substitute(idx, {f.var: at[f.var] for f in fs}) for fs, idx in zip(dims, indices))
     tidx = _tile_index(dims, lambda f: tvars[f.var])
     if to_tile:
         body = Store(tile, tidx, Access(buffer, src))
     else:
         body = Store(buffer, src, Access(tile, tidx))
     for f in reversed(loops):
-        trip = Const(_trip(f), int64) if _trip(f) is not None else BinOp("sub", f.hi, f.lo)
+        trip = Const(_trip(f), int64) if _trip(f) is not None else BinOp("sub", substitute(f.hi, at), f.lo)
         body = For(tvars[f.var].name, Const(0, int64), trip, body, f.kind, f.factor)
     return body
 
@@ -209,6 +231,9 @@ def _promote(loop: For, tiles_made: set, padded=lambda f: False):
         return None
     if len({f.var for f in inner} | {loop.var}) != len(inner) + 1:
         return None  # a reused loop variable name would make indices ambiguous
+    ranges = _unrolled_ranges(inner)
+    if any(f.kind != "serial" and _trip(f) is None and not _one_chunk(f, padded, ranges) for f in inner):
+        return None
     accesses = {}
     for e in walk_exprs(loop.body):
         for n in walk(e):
@@ -224,7 +249,7 @@ def _promote(loop: For, tiles_made: set, padded=lambda f: False):
         text = {tuple(pseudo_c(i) for i in idx) for idx in all_idx}
         if len(text) != 1:
             continue
-        dims = _plan(loop, st.buffer, st.indices, inner, padded)
+        dims = _plan(loop, st.buffer, st.indices, inner, padded, ranges)
         if dims is None:
             continue
         shape = _tile_shape(dims)
@@ -239,12 +264,15 @@ def _promote(loop: For, tiles_made: set, padded=lambda f: False):
         tile = Buffer(f"{name}.acc{next(_names)}", shape, st.buffer.dtype, "temporary")
         if last is not None and _rounded(last) != _trip(last):
             tile.padded_lanes = last.factor
+        copy_in, copy_out = (_copy(st.buffer, st.indices, tile, dims, to_tile) for to_tile in (True, False))
+        if copy_in is None:
+            continue
         tiles_made.add(tile)
         tiles.append((name, tile))
         body = _rewrite(body, name, tile, dims)
         boxes.append((st.buffer, *_box(st.indices, dims)))
-        prologue.append(_copy(st.buffer, st.indices, tile, dims, True))
-        epilogue.append(_copy(st.buffer, st.indices, tile, dims, False))
+        prologue.append(copy_in)
+        epilogue.append(copy_out)
     if not tiles:
         return None
     new_loop = For(loop.var, loop.lo, loop.hi, body, loop.kind, loop.factor)
