@@ -43,26 +43,35 @@ from mascarpone.middleend.autoschedule import cache, machine  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "julia_fixtures"
 ROUNDS = 15
+#: seconds to wait after the numpy peer's calls, for its BLAS threads to stop polling (OpenBLAS keeps
+#: idle threads busy for a while after a call; OPENBLAS_THREAD_TIMEOUT)
+PEER_SETTLE_S = 0.3
 
 
 def median_times(calls: dict, rounds=ROUNDS) -> dict:
     """{name: median seconds} of the zero-argument callables, interleaved round by round; the order
     turns each round, so that no variant always runs right after a parallel one (whose threads
-    may still be waking or spinning). Each round times the second of two calls in a row."""
-    for fn in calls.values():
-        fn.burst(1) if hasattr(fn, "burst") else fn()
+    may still be waking or spinning). Each round times the second of two calls in a row. A peer in a
+    process of its own (a `Call` with `burst`: numpy/OpenBLAS) is timed there, after the others'
+    rounds: its BLAS threads spin on the cores for a while after each call, which would slow whatever
+    ran next here."""
+    local = {name: fn for name, fn in calls.items() if not hasattr(fn, "burst")}
+    for fn in local.values():
+        fn()
     times = {name: [] for name in calls}
-    names = list(calls)
+    names = list(local)
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            fn = calls[name]
-            if hasattr(fn, "burst"):     # a peer in its own process: timed there, the pipe not timed
-                times[name].append(fn.burst(2)[1])
-                continue
-            fn()
+            local[name]()
             t0 = time.perf_counter()
-            fn()
+            local[name]()
             times[name].append(time.perf_counter() - t0)
+    for name, peer in calls.items():
+        if name not in local:
+            peer.burst(1)
+            times[name] = [peer.burst(2)[1] for _ in range(rounds)]
+    if len(local) < len(calls):
+        time.sleep(PEER_SETTLE_S)
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 

@@ -13,7 +13,7 @@ from halide_check import hl
 from julia_fixtures import fixture, random_args
 from mascarpone import examples
 from mascarpone.bench.suite import halide_pipelines as pipelines
-from mascarpone.middleend.autoschedule import cache, machine, model
+from mascarpone.middleend.autoschedule import cache, complete_sizes, machine, model
 from mascarpone.middleend.autoschedule.analysis import analyze
 from mascarpone.middleend.autoschedule.apply import Applier
 from mascarpone.middleend.autoschedule.legal import Checker
@@ -163,22 +163,46 @@ def test_a_long_reduction_is_blocked_and_its_transposed_copy_laid_out_in_panels(
     assert [c for c in report.commands if c.startswith("s84.after(")] == ["s84.after(s57, root)"]
 
 
-def test_vector_accumulators_read_along_their_loop_are_several_chains():
-    """gesummv's sums over j of A[i, j] * x[j], read stride-one along i: the register tile holds as many
-    vectors of i as the model's tile has registers, unrolled, so each is its own chain of additions
-    (doitgen above, whose C4[s, p] is a gather along p, keeps one vector)."""
+def test_a_reduction_along_columns_streams_several_at_once():
+    """gesummv's sums over j of A[i, j] * x[j], read stride-one along i: each core gets one block of
+    rows and, around each vector of it, model.STREAMS columns are unrolled, so that many columns stream
+    from memory at once (the sums of the block stay in L1); the values are the interpreter's, at a size
+    whose last block, last vector and last columns are partial."""
     f, report = _julia_model("gesummv", dict(A_1=260))
+    lanes, cores, u = machine.vector_lanes(ms.float64), machine.cores(), model.STREAMS
+    block = -(-260 // (cores * lanes)) * lanes
+    for s in ("s23", "s27"):
+        for command in (f"{s}.split(i, {block})", f"{s}.split(j, {u})", f"{s}.split(i1, {lanes})",
+                        f"{s}.reorder(i0, j0, i10, j1, i11)", f"{s}.unroll(j1, {u})", f"{s}.vectorize(i11, {lanes})"):
+            assert command in report.commands, report.commands
+    _same_as_gesummv_interpreter(f, 77)
+
+
+def test_vector_accumulators_read_along_their_loop_are_several_chains():
+    """The search's other choice for gesummv (streams 0): the register tile holds as many vectors of i as
+    the model's tile has registers, unrolled, so each is its own chain of additions (doitgen above,
+    whose C4[s, p] is a gather along p, keeps one vector)."""
+    from mascarpone.frontends.julia import from_julia
+    text, argtypes = fixture("gesummv")
+    f = from_julia(text, argtypes)
+    sizes = complete_sizes(f, dict(A_1=260))
+    Applier(f, analyze(f, f.context(sizes)), Checker(f)).apply({"streams": {"s23": 0, "s27": 0}})
+    commands = f.history()
     lanes = machine.vector_lanes(ms.float64)
     rows, vectors = model.register_tile()
     chains = min(rows * vectors, 260 // lanes)
     for s in ("s23", "s27"):
         for command in (f"{s}.split(i, {chains * lanes})", f"{s}.reorder(i0, j, i1)", f"{s}.vectorize(i1, {lanes})",
                         f"{s}.unroll(i10, {chains})"):
-            assert command in report.commands, report.commands
+            assert command in commands, commands
+    _same_as_gesummv_interpreter(f, 77)
+
+
+def _same_as_gesummv_interpreter(f, n):
     from mascarpone.frontends.julia import interpret
     text, argtypes = fixture("gesummv")
     rng_ = np.random.default_rng(0)
-    args = [1.5, 1.2] + [np.asfortranarray(rng_.random(s)) for s in [(77, 77), (77, 77), (77,), (77,)]]
+    args = [1.5, 1.2] + [np.asfortranarray(rng_.random(s)) for s in [(n, n), (n, n), (n,), (n,)]]
     want = [a.copy(order="F") if isinstance(a, np.ndarray) else a for a in args]
     f.compile()(*args)
     interpret(text, argtypes, *want)

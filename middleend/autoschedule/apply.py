@@ -55,6 +55,7 @@ class Applier:
         self.bands = {}       # stage name -> the variables of the band it may tile (it has reuse)
         self.tiled = set()    # stages whose band is tiled
         self.registers = {}   # stage name -> the (values of a, vectors of v) of its register tile
+        self.streamed = {}    # stage name -> reads of its reduction streamed at once (model.STREAMS)
         self.packed = {}      # stage name -> the model's blocks of a packed contraction (see _pack)
         self.placements = {}  # producer name -> "inline" | "compute_at" | "root"
         self.unrollable = set()  # stages with a loop around their vector lanes, for an unroll factor
@@ -362,7 +363,8 @@ class Applier:
         shape = choice.get("registers", {}).get(comp.name, model.register_tile())
         wants_registers = bool(shape) and not for_producer
         packed = wants_registers and self._pack(comp, stage, choice.get("pack", {}).get(comp.name))
-        if not packed and not (wants_registers and self._register_tile(comp, stage, shape)):
+        streams = choice.get("streams", {}).get(comp.name, model.STREAMS)
+        if not packed and not (wants_registers and self._register_tile(comp, stage, shape, streams)):
             level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
         vector_outer = None
         vector_var = origin.get(comp.loops[-1], comp.loops[-1])
@@ -498,7 +500,7 @@ class Applier:
                 stage = Stage(comp, stage.extents, references(comp, stored=True))
         return stage
 
-    def _register_tile(self, comp, stage, shape) -> bool:
+    def _register_tile(self, comp, stage, shape, streams=0) -> bool:
         """For a reduction nest (a, r..., v): v stride-one, the r loops ones the written element does not
         move with (one, as in a gemm, or several, as mttkrp's k and l), a one it does: keep a block of
         `shape` = (values of a, vectors of v) in registers across all of the r loops (unroll-and-jam), as
@@ -507,7 +509,9 @@ class Applier:
         not innermost yet (a read stride-one along s put s there) moves inside the reduction loops after
         it. Where the reads that do not move with a outgrow the caches over the tile
         (model.streams_through_l1), the reduction loops go outside a's blocks instead, and the tile's sums
-        stream through L1. True if applied."""
+        stream through L1. Where the write moves with v alone and `streams` > 0, v is cut into one block
+        per core and, around each vector of a block, `streams` iterations of the reduction are unrolled
+        (`_stream_reduction`). True if applied."""
         write = stage.refs[0]
         v = next((x for x in comp.loops if write.consecutive_in(x)), None)
         # v goes innermost, past loops the write does not move with (reductions kept in their order)
@@ -540,6 +544,8 @@ class Applier:
             # throughput bounds the nest anyway (doitgen's C4[s, p]: 0.165 ms by one, 0.193 by 4). One
             # vector where more are refused (a computation fused with this one at v's vectors).
             gathers = any(r.touches(v) and not r.consecutive_in(v) for r in stage.refs[1:])
+            if not gathers and streams and self._stream_reduction(comp, stage, v, reductions, outer, streams):
+                return True
             widest = 1 if gathers else max(1, min(columns * vectors, stage.trip(v) // width))
             counts = [widest, 1] if widest > 1 else [1]
             if stage.trip(v) < 2 * width:
@@ -577,6 +583,33 @@ class Applier:
             if self.attempt(lambda: commands(count)):
                 self.registers[comp.name] = tuple(shape)
                 return True
+        return False
+
+    def _stream_reduction(self, comp, stage, v, reductions, outer, streams) -> bool:
+        """For a reduction (outer..., r, v) whose write moves with v alone: v in one block per core
+        (vectors of the machine's width), then r in steps of `streams`, each vector of the block, and the
+        `streams` iterations of r unrolled around its vector loop: as many reads along r stream from
+        memory at once (the columns of a matrix-vector product), the sums of a block stay in L1. True if
+        applied (recorded for the search's other choices)."""
+        width = machine.vector_lanes(comp.dtype)
+        if len(reductions) != 1 or stage.trip(v) < 2 * machine.cores() * width or \
+                stage.trip(reductions[0]) < 2 * streams:
+            return False
+        block = -(-stage.trip(v) // (machine.cores() * width)) * width
+
+        def commands():
+            if comp.loops[:-1] != [*outer, *reductions]:
+                comp.reorder(*outer, *reductions, v)
+            self._start_at_zero(comp, (*reductions, v))
+            v0, v1 = comp.split(v, block)
+            r0, r1 = comp.split(reductions[0], streams)
+            v10, v11 = comp.split(v1, width)
+            comp.reorder(*outer, v0, r0, v10, r1, v11)
+            comp.unroll(r1, streams)
+            comp.vectorize(v11, width)
+        if self.attempt(commands):
+            self.streamed[comp.name] = streams
+            return True
         return False
 
     @staticmethod

@@ -226,6 +226,15 @@ def blocks_reduction(stage, reductions) -> bool:
     return len(reductions) == 1 and stage.trip(reductions[0]) >= 2 * REDUCTION_BLOCK
 
 
+#: iterations of the reduction loop unrolled around each vector of a reduction whose written element
+#: moves with the vector loop alone (gesummv's y[i] over j): that many of its reads (columns) stream
+#: from memory at once, and the sums stay in L1, each thread's rows one block. gesummv on 2 threads, one
+#: process: at 1300^2 0.82 ms by 8 columns, 0.97 by 4, 1.57 by a strip of 8 vectors in registers over
+#: all columns (one stream, a jump every 512 bytes); at 260^2 10.9 us by 8 or 4, 11.9 by the strip.
+#: 0: the strip (the search's other choice)
+STREAMS = 8
+STREAM_VARIANTS = (0, 4)
+
 #: columns of a register tile's outer loop per step where the tile streams its accumulators through L1
 #: (see streams_through_l1): mttkrp at 400x300x150x160 on 2 threads, 418 ms by 4 columns, 756 by 8
 STREAM_COLUMNS = 4

@@ -20,7 +20,8 @@ def variants(applier, stages, seed) -> list:
     """[(stage name, knob, value)] to try, in a fixed order for a given seed: isl's scheduler's fusion
     and loop orders ("*": the whole function) where they differ from the model's, statements of a source
     nest left apart rather than fused back at their parallel loop, no packing or other blocks
-    of a packed contraction, other tile sizes (or none) of each band with reuse, other time tiles (or
+    of a packed contraction, other numbers of a reduction's reads streamed at once (or a strip of vectors
+    in registers instead), other tile sizes (or none) of each band with reuse, other time tiles (or
     none) of a time-stepped stencil and its tiles one after another rather than in wavefronts, other
     numbers of interleaved chains, split tiles of other sizes (or none, or the model's where it had none) of
     a stencil not time-tiled, an interleaved sweep's tiles in wavefronts of other sizes (or none),
@@ -40,6 +41,8 @@ def variants(applier, stages, seed) -> list:
         if stage.name in applier.registers:
             mine += [(stage.name, "registers", shape) for shape in (False,) + model.REGISTER_TILES
                      if shape != applier.registers[stage.name]]
+        if stage.name in applier.streamed:
+            mine += [(stage.name, "streams", u) for u in model.STREAM_VARIANTS if u != applier.streamed[stage.name]]
         if stage.name in applier.packed:
             mine.append((stage.name, "pack", False))
             lanes = machine.vector_lanes(stage.comp.dtype)
