@@ -390,7 +390,8 @@ class VectorEmitter(ExprEmitter):
 
     def _whole(self, view) -> bool:
         """Whether a chunk under a mask may still load and store whole vectors of `view`: a register
-        tile padded to this loop's width (the lanes past the end are the tile's own)."""
+        tile padded to this loop's width (the lanes past the end are the tile's own). The mask is then
+        a partial chunk's: a promoted tile's loop has no `if` (backends/common/promote.py)."""
         return view.padded_lanes == self.width
 
     def _any(self, mask):
