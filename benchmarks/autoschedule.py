@@ -36,9 +36,9 @@ from benchlog import append_results  # noqa: E402
 
 import mascarpone as ms  # noqa: E402
 from mascarpone import examples  # noqa: E402
-from mascarpone.bench.blas_process import BlasProcess  # noqa: E402
+from mascarpone.bench.runner import RunEnv, numpy_how  # noqa: E402
 from mascarpone.bench.suite import julia_kernels as jk  # noqa: E402
-from mascarpone.bench.suite.julia import TOL as JULIA_TOL  # noqa: E402
+from mascarpone.bench.suite.julia import TOL as JULIA_TOL, numpy_peer  # noqa: E402
 from mascarpone.middleend.autoschedule import cache, machine  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "julia_fixtures"
@@ -131,7 +131,7 @@ def julia_sizes(f, args) -> dict:
     return {p: v for p, v in sizes.items() if p in f.sizes()}
 
 
-def julia_case(name, budget, size="small", blas=None):
+def julia_case(name, budget, size="small", env=None):
     spec = jk.KERNELS[name]
     text = (FIXTURES / f"{spec['fixture']}.v1_6.lowered.txt").read_text()
     from julia_fixtures.lowering import read_kernel   # noqa: E402  (tests/julia_fixtures)
@@ -157,12 +157,11 @@ def julia_case(name, budget, size="small", blas=None):
     work = {label: jk.arrays(spec[size]) for label in ("naive", "hand", "auto", "numba")}
     calls = {"naive": lambda: naive(*work["naive"]), "hand": lambda: hand(*work["hand"]),
              "auto": lambda: auto(*work["auto"]), "numba": lambda: spec["numba"](*work["numba"])}
-    if blas is not None and spec["numpy"]:
-        peer_args = jk.arrays(spec[size])
-        written = [i for i, v in enumerate(peer_args) if isinstance(v, np.ndarray)]
-        call = blas.bind(f"mascarpone.bench.suite.numpy_peers:{spec['numpy']}", peer_args, written)
+    if env is not None and spec["numpy"]:
+        call = numpy_peer(spec["numpy"]).bind(jk.arrays(spec[size]), size, env)
         call.run()
-        for x, y in zip([outs["naive"][i] for i in written], call.outputs()):   # (BLAS adds in its own order)
+        naive_arrays = [a for a in outs["naive"] if isinstance(a, np.ndarray)]
+        for x, y in zip(naive_arrays, call.outputs()):   # (BLAS adds in its own order)
             np.testing.assert_allclose(y, x, rtol=JULIA_TOL[0], atol=JULIA_TOL[1])
         calls["numpy"] = call
     arrays = [s for s in spec[size] if isinstance(s, tuple)]
@@ -170,16 +169,6 @@ def julia_case(name, budget, size="small", blas=None):
     steps = next((s for s in spec[size] if isinstance(s, int)), None) if name.startswith(("jacobi", "seidel")) else None
     shapes += f", {steps} steps" if steps is not None else ""
     return f"Julia {name} ({shapes}), float64", calls, search_s, report
-
-
-def blas_text(blas) -> str:
-    """Which OpenBLAS the numpy peer ran, as threadpoolctl saw it in the peer's process."""
-    if blas._proc is None:
-        return "not run"
-    lib = (blas.info()["blas"] or [{}])[0]
-    unset = ", ".join(k for k, v in blas.info()["unset"].items() if v is not None) or "none set"
-    return (f"numpy/OpenBLAS {lib.get('version', '?')}, kernel {lib.get('architecture', '?')}, "
-            f"{lib.get('num_threads', '?')} threads, in a process without the OpenBLAS pinning variables ({unset})")
 
 
 def main():
@@ -212,8 +201,8 @@ def main():
     if wanted is None or "blur" in wanted:
         cases.append(lambda: blur_case(*((256, 512) if args.quick else (1024, 1024)), args.budget))
     julia = names if wanted is None else [w for w in wanted if w in jk.KERNELS]
-    blas = BlasProcess(ms.get_num_threads())
-    cases += [lambda n=n: julia_case(n, args.budget, args.sizes, blas) for n in julia]
+    env = RunEnv(ms.get_num_threads())
+    cases += [lambda n=n: julia_case(n, args.budget, args.sizes, env) for n in julia]
     rows = ["| kernel | naive ms | hand ms | auto ms | numba ms | numpy ms | naive/auto | hand/auto | numba/auto "
             "| numpy/auto | search s | timed | screened | commands |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -238,7 +227,7 @@ def main():
              f"calls (each the second of two in a row); load average up to "
              f"{load:.1f} during the run (the machine is shared). Ratios: time / autoscheduled time "
              f"(above 1: the autoscheduler is faster). 'timed': schedules the search measured (compiled); "
-             f"'screened': tile sizes it timed on one kernel with parametric tiles. numpy: {blas_text(blas)}.")
+             f"'screened': tile sizes it timed on one kernel with parametric tiles. numpy: {numpy_how(env) or 'not run'}.")
     if over_numba:
         mean = statistics.geometric_mean(over_numba.values())
         below = [f"{title.split(' (')[0]} {r:.2f}" for title, r in over_numba.items() if r < 2]
@@ -246,7 +235,7 @@ def main():
                     f"**{mean:.2f}** | | | | | |")
         print(rows[-1])
         print(f"  below 2x numba: {', '.join(below) or 'none'}")
-    blas.close()
+    env.close()
     table = "\n".join(rows)
     print(intro)
     if not args.no_append:

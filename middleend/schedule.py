@@ -399,20 +399,21 @@ class Schedulable:
         Returns the (outer, inner) loops when it split, else (). With `split=False` the loop is not
         split, whatever its bounds: it runs in chunks of `width` lanes from its first iteration, the last
         chunk, where partial, under a lane mask (one iteration at a time where the CPU has no masked
-        loads and stores, or where the loop adds to what it reads). A loop whose first iteration moves with the loops around it (a row of a
-        skewed or trapezoidal tile) then starts a whole vector at its first element, rather than a
-        partial one up to the next multiple of `width`. The innermost loop of a parametric tile is not
-        split either: it runs in chunks of `width` lanes, the last ones of a partial tile one by one.
+        loads and stores, or where the loop adds to what it reads). A loop whose first iteration moves
+        with the loops around it (a row of a skewed or trapezoidal tile) then starts a whole vector at its
+        first element, rather than a partial one up to the next multiple of `width`. The innermost loop
+        of a parametric tile is not split either: it runs in chunks of `width` lanes, the last ones of a
+        partial tile one by one.
         """
+        if not isinstance(split, bool):
+            raise ScheduleError(f"vectorize({loop_name(level)}, {width}, split={split!r}): split must be True "
+                                f"or False")
         band = next((b for b in self.parametric_bands if b.loops[-1] == loop_name(level)), None)
         if band is not None:
             cmd = f"vectorize({loop_name(level)}, {width})"
             self._set_band(band, replace(band, vector=_positive_int(width, "the width", cmd)))
             self._record(cmd)
             return ()
-        if not isinstance(split, bool):
-            raise ScheduleError(f"vectorize({loop_name(level)}, {width}, split={split!r}): split must be True "
-                                f"or False")
         if not split:
             cmd = f"vectorize({loop_name(level)}, {width}, split=False)"
             self._tag(level, LoopKind.VECTOR, _positive_int(width, "the width", cmd), cmd)

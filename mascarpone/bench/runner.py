@@ -314,13 +314,21 @@ def _peers_how(env, records) -> dict:
     for r in records:
         if r["kind"] == "peer" and r["how"]:
             how.setdefault(r["name"], r["how"])
-    if env._blas is not None and env._blas._proc is not None:
-        info = env._blas.info()
-        blas = info.get("blas") or [{}]
-        b = blas[0]
-        unset = ", ".join(f"{k} (was {v})" if v is not None else f"{k} (was not set)" for k, v in info["unset"].items())
-        how["numpy/OpenBLAS"] = (f"numpy {info.get('numpy')} with {b.get('internal_api', '?')} {b.get('version', '?')}, "
-                                 f"kernel {b.get('architecture', '?')} (threadpoolctl), {b.get('num_threads', '?')} "
-                                 f"threads, in a process started without {unset}")
+    numpy = numpy_how(env)
+    if numpy is not None:
+        how["numpy/OpenBLAS"] = numpy
     return how
+
+
+def numpy_how(env) -> str | None:
+    """How the numpy peer's process ran OpenBLAS (its kernel, as threadpoolctl saw it there), or None
+    where the run started no such process."""
+    if env._blas is None or env._blas._proc is None:
+        return None
+    info = env._blas.info()
+    b = (info.get("blas") or [{}])[0]
+    unset = ", ".join(f"{k} (was {v})" if v is not None else f"{k} (was not set)" for k, v in info["unset"].items())
+    return (f"numpy {info.get('numpy')} with {b.get('internal_api', '?')} {b.get('version', '?')}, "
+            f"kernel {b.get('architecture', '?')} (threadpoolctl), {b.get('num_threads', '?')} "
+            f"threads, in a process started without {unset}")
 
