@@ -10,9 +10,11 @@ mascarpone/bench/suite/julia_kernels.py at their small sizes, or the paper's wit
 kernels, numpy/OpenBLAS as numpy_peers.py writes them, in a process of its own with the BLAS kernel of
 this CPU: the speed a library reaches on the same work). Each variant is compiled for the
 cpu target in this process and timed as the median of 15 calls (--rounds) after a warm-up, all variants of a kernel interleaved round by round
-(in a turning order); in each round a variant is called twice in a row and the second call is timed,
-as a program calling it in a loop would see it (the first may find the arrays in another core's
-cache, where the variant before left them, a cost of that other variant's threads).
+(in a turning order); in each round a variant is called CALLS times in a row and the last call is
+timed, as a program calling it in a loop would see it (the first calls may find the arrays in another
+core's cache, where the variant before left them, a cost of that other variant's threads, or in
+memory: a 27 MB gesummv needed two calls to be back in the caches after the other variants ran,
+0.59 ms timed after one against 0.36 ms after two and 0.35 after four).
 The autoscheduler's search runs with a fresh cache (a temporary folder) and its search time is
 reported. Ratios are times over the autoscheduled time (above 1: the autoscheduler is faster); the
 last row is the geometric mean of numba's time over the autoscheduled one for the Julia kernels run.
@@ -43,6 +45,8 @@ from mascarpone.middleend.autoschedule import cache, machine  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "julia_fixtures"
 ROUNDS = 15
+#: calls of a variant in a row in each round, the last one timed
+CALLS = 3
 #: seconds to wait after the numpy peer's calls, for its BLAS threads to stop polling (OpenBLAS keeps
 #: idle threads busy for a while after a call; OPENBLAS_THREAD_TIMEOUT)
 PEER_SETTLE_S = 0.3
@@ -51,7 +55,7 @@ PEER_SETTLE_S = 0.3
 def median_times(calls: dict, rounds=ROUNDS) -> dict:
     """{name: median seconds} of the zero-argument callables, interleaved round by round; the order
     turns each round, so that no variant always runs right after a parallel one (whose threads
-    may still be waking or spinning). Each round times the second of two calls in a row. A peer in a
+    may still be waking or spinning). Each round times the last of CALLS calls in a row. A peer in a
     process of its own (a `Call` with `burst`: numpy/OpenBLAS) is timed there, after the others'
     rounds: its BLAS threads spin on the cores for a while after each call, which would slow whatever
     ran next here."""
@@ -62,14 +66,15 @@ def median_times(calls: dict, rounds=ROUNDS) -> dict:
     names = list(local)
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            local[name]()
+            for _ in range(CALLS - 1):
+                local[name]()
             t0 = time.perf_counter()
             local[name]()
             times[name].append(time.perf_counter() - t0)
     for name, peer in calls.items():
         if name not in local:
             peer.burst(1)
-            times[name] = [peer.burst(2)[1] for _ in range(rounds)]
+            times[name] = [peer.burst(CALLS)[-1] for _ in range(rounds)]
     if len(local) < len(calls):
         time.sleep(PEER_SETTLE_S)
     return {name: statistics.median(ts) for name, ts in times.items()}
@@ -224,7 +229,7 @@ def main():
     load = max(load, os.getloadavg()[0])
     intro = (f"benchmarks/autoschedule.py, budget_s={args.budget:g} per kernel, Julia kernels at {args.sizes} sizes, "
              f"{ms.get_num_threads()} threads, {machine.simd_bytes() * 8}-bit SIMD; median of {args.rounds} interleaved "
-             f"calls (each the second of two in a row); load average up to "
+             f"calls (each the last of {CALLS} in a row); load average up to "
              f"{load:.1f} during the run (the machine is shared). Ratios: time / autoscheduled time "
              f"(above 1: the autoscheduler is faster). 'timed': schedules the search measured (compiled); "
              f"'screened': tile sizes it timed on one kernel with parametric tiles. numpy: {numpy_how(env) or 'not run'}.")
