@@ -364,7 +364,8 @@ class Applier:
         wants_registers = bool(shape) and not for_producer
         packed = wants_registers and self._pack(comp, stage, choice.get("pack", {}).get(comp.name))
         streams = choice.get("streams", {}).get(comp.name, model.STREAMS)
-        if not packed and not (wants_registers and self._register_tile(comp, stage, shape, streams)):
+        transpose = choice.get("transpose", {}).get(comp.name, True)
+        if not packed and not (wants_registers and self._register_tile(comp, stage, shape, streams, transpose)):
             level = self._tile(comp, stage, choice.get("tiles", {}).get(comp.name), origin, for_producer)
         vector_outer = None
         vector_var = origin.get(comp.loops[-1], comp.loops[-1])
@@ -458,6 +459,42 @@ class Applier:
             return True
         return False
 
+    def _transposed_broadcasts(self, comp, stage, v, a, reductions):
+        """For a reduction nest whose reductions run outside the loop `a` over the written columns
+        (model.streams_through_l1: mttkrp's A[i, j] += B[i, k, l] * C[k, j] * D[l, j], k and l outside
+        j): copy each array read the same in every lane of v but stepping along `a` by whole rows, being
+        stride-one along a reduction (C[k, j], D[l, j] in column-major order), once, before the nest,
+        with its two dimensions swapped, so that the loop over `a` reads consecutive elements instead
+        of one cache line (and often one page) each. Only where the nest runs TRANSPOSE_WORK iterations
+        per element copied."""
+        arrays = {x.name: x for x in list(self.function.inputs) + list(self.function.computations)}
+        copied = set()
+        for ref in stage.refs[1:]:
+            producer = arrays.get(ref.array)
+            if producer is None or ref.array in copied or ref.array == stage.refs[0].array or len(ref.dims) != 2 \
+                    or ref.touches(v) or not ref.touches(a) or ref.consecutive_in(a) \
+                    or not any(ref.consecutive_in(r) for r in reductions) \
+                    or stage.work() < TRANSPOSE_WORK * elements(stage, ref):
+                continue
+            if self.attempt(lambda: self._copy_transposed(comp, producer, arrays), layout=True):
+                copied.add(ref.array)
+                self.transposed.add(comp.name)
+
+    def _copy_transposed(self, comp, producer, arrays, panels=False):
+        """Commands: `comp` reads `producer` from a copy made at the root with its two dimensions
+        swapped (in panels of REDUCTION_BLOCK rows by one vector where `panels`, as a register tile reads
+        them)."""
+        copy = comp.cache_read(producer, at=sched.root)
+        rows, columns = copy.vars
+        taken = {b.name for b in self.function.buffers} | set(arrays)
+        row, column = rows - rows.lo, columns - columns.lo
+        shape, index = [columns.hi - columns.lo, rows.hi - rows.lo], [column, row]
+        if panels:
+            depth, lanes = model.REDUCTION_BLOCK, machine.vector_lanes(producer.dtype)
+            shape = [(shape[0] + depth - 1) // depth, (shape[1] + lanes - 1) // lanes, depth, lanes]
+            index = [column // depth, row // lanes, floormod(column, depth), floormod(row, lanes)]
+        copy.store_in(Buffer(sched.fresh_name(f"{producer.name}_T", taken), shape, producer.dtype), index)
+
     def _transposed_copies(self, comp, stage) -> Stage:
         """For a reduction nest whose written element is stride-one along a loop v but whose reads of an
         array step along v by whole rows, being stride-one only along a loop the write does not move
@@ -481,26 +518,13 @@ class Applier:
                     or stage.work() < TRANSPOSE_WORK * elements(stage, ref):
                 continue
 
-            def commands():
-                copy = comp.cache_read(producer, at=sched.root)
-                rows, columns = copy.vars
-                taken = {b.name for b in self.function.buffers} | set(arrays)
-                row, column = rows - rows.lo, columns - columns.lo
-                shape, index = [columns.hi - columns.lo, rows.hi - rows.lo], [column, row]
-                if panels:
-                    # as the register tile reads it: panels of REDUCTION_BLOCK rows by one vector
-                    depth, lanes = model.REDUCTION_BLOCK, machine.vector_lanes(producer.dtype)
-                    shape = [(shape[0] + depth - 1) // depth, (shape[1] + lanes - 1) // lanes, depth, lanes]
-                    index = [column // depth, row // lanes, floormod(column, depth),
-                             floormod(row, lanes)]
-                copy.store_in(Buffer(sched.fresh_name(f"{producer.name}_T", taken), shape, producer.dtype), index)
-            if self.attempt(commands, layout=True):
+            if self.attempt(lambda: self._copy_transposed(comp, producer, arrays, bool(panels)), layout=True):
                 copied.add(ref.array)
                 self.transposed.add(comp.name)
                 stage = Stage(comp, stage.extents, references(comp, stored=True))
         return stage
 
-    def _register_tile(self, comp, stage, shape, streams=0) -> bool:
+    def _register_tile(self, comp, stage, shape, streams=0, transpose=True) -> bool:
         """For a reduction nest (a, r..., v): v stride-one, the r loops ones the written element does not
         move with (one, as in a gemm, or several, as mttkrp's k and l), a one it does: keep a block of
         `shape` = (values of a, vectors of v) in registers across all of the r loops (unroll-and-jam), as
@@ -511,7 +535,8 @@ class Applier:
         (model.streams_through_l1), the reduction loops go outside a's blocks instead, and the tile's sums
         stream through L1. Where the write moves with v alone and `streams` > 0, v is cut into one block
         per core and, around each vector of a block, `streams` iterations of the reduction are unrolled
-        (`_stream_reduction`). True if applied."""
+        (`_stream_reduction`); and, where `transpose`, arrays read along `a` by whole rows are copied
+        transposed (`_transposed_broadcasts`). True if applied."""
         write = stage.refs[0]
         v = next((x for x in comp.loops if write.consecutive_in(x)), None)
         # v goes innermost, past loops the write does not move with (reductions kept in their order)
@@ -555,6 +580,8 @@ class Applier:
         streams = a is not None and model.streams_through_l1(stage, a, v, reductions, vectors * width)
         if streams:
             columns = model.STREAM_COLUMNS
+            if transpose:
+                self._transposed_broadcasts(comp, stage, v, a, reductions)
         blocked = a is not None and not streams and model.blocks_reduction(stage, reductions)
         block = [] if a is None else [a]
 

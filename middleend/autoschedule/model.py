@@ -29,7 +29,7 @@ MAX_ORDERS = 6
 REGISTER_TILES = ((8, 1), (4, 2), (6, 2))
 #: values of a stencil's loop around the vector loop computed together (unroll-and-jam), so that each
 #: vector loaded serves its neighbours too; the search tries the others. Jacobi's 5-point sweep, float64
-#: at 260^2 on one Zen 4 core: 0.36 ns a point without, 0.31 by 2, 0.28 by 4, 0.30 by 6.
+#: at 260^2 on one Zen 5 core: 0.36 ns a point without, 0.31 by 2, 0.28 by 4, 0.30 by 6.
 JAM, JAM_VARIANTS = 4, (2, 8)
 
 
@@ -190,7 +190,7 @@ def _round_up(n, m):
 
 def register_tile(packed=False) -> tuple:
     """The model's register tile of a reduction nest: (values of the outer loop a, vectors of the stride-one
-    loop v). With AVX-512's 32 registers, 8 values by one vector: on one Zen 4 core, a float64 gemm at
+    loop v). With AVX-512's 32 registers, 8 values by one vector: on one Zen 5 core, a float64 gemm at
     264^3 ran at 43 GFLOP/s, against 30 for 4 by two vectors and 26 for 6 by two; packed at 512^3, 42
     against 33 for 6 by two; a packed float32 gemm at 1024^3, 96 against 90. With AVX2's 16, 4 by two
     vectors, or 6 by two where packed blocks feed the tile."""
@@ -258,7 +258,7 @@ def pack_blocks(stage, a, r, v, lanes, elem_bytes) -> dict:
     `a` by nr of `v` (register_tile), kc values of `r` per block so that a kc x nr sliver of the packed
     right-hand array fills L1 (at most 256), mc = 16 mr rows of the left-hand array per block, and panels
     of nc columns so that a kc x nc block of the right-hand array fills half of L2, but no wider than one
-    panel per core (measured on a 2-core Zen 4 at 2048^3: kc 256 and nc 512, 192 GFLOP/s; kc 128 and nc
+    panel per core (measured on a 2-core Zen 5 at 2048^3: kc 256 and nc 512, 192 GFLOP/s; kc 128 and nc
     1024, 163; a quarter of L2, nc 256, 196 there but 133 at 1024^3, with 4 panels for 2 cores)."""
     mr, vectors = register_tile(packed=True)
     nr = vectors * lanes
