@@ -93,13 +93,16 @@ def test_a_register_tile_spans_several_reduction_loops():
 def test_a_register_tile_whose_other_reads_outgrow_l2_streams_its_sums_through_l1():
     """mttkrp at 400x300x150x160: B[i, k, l] over a block of i and all (k, l) is 1.5 MB, so a tile of a few
     columns j would read it from memory again for each block of j; the reductions go outside the columns
-    (blocks of model.STREAM_COLUMNS), and A's block of all j stays in L1 across k and l. C[k, j] and D[l, j],
+    (blocks of model.STREAM_COLUMNS), and A's block of all j stays in L1 across k and l, each A[i, j] in a
+    register over model.STREAM_JAM values of l unrolled inside the columns. C[k, j] and D[l, j],
     the same in every lane, step along j by whole columns: they are copied transposed, so that the loop
     over j reads consecutive elements. Values bit for bit the interpreter's, at a size where B's block
     fits L2 too (the schedule is the same commands); without the copies where the search turns them off."""
     f, report = _julia_model("mttkrp", dict(B_1=400, B_2=150, B_3=160, C_2=300))
     columns, lanes = model.STREAM_COLUMNS, machine.vector_lanes(ms.float64)
-    assert {f"s44.split(i, {lanes})", f"s44.split(j, {columns})", "s44.reorder(i0, k, l, j0, j1, i1)",
+    jam = model.STREAM_JAM
+    assert {f"s44.split(i, {lanes})", f"s44.split(j, {columns})", f"s44.split(l, {jam})",
+            "s44.reorder(i0, k, l0, j0, j1, l1, i1)", f"s44.unroll(l1, {jam})",
             f"s44.unroll(j1, {columns})", f"s44.vectorize(i1, {lanes})", "s44.cache_read(C, at=root)",
             "C_copy.store_in(C_T)", "s44.cache_read(D, at=root)", "D_copy.store_in(D_T)"} <= set(report.commands), \
         report.commands
@@ -108,7 +111,8 @@ def test_a_register_tile_whose_other_reads_outgrow_l2_streams_its_sums_through_l
     g = from_julia(*fixture("mttkrp"))
     sizes = complete_sizes(g, dict(B_1=400, B_2=150, B_3=160, C_2=300))
     Applier(g, analyze(g, g.context(sizes)), Checker(g)).apply({"transpose": {"s44": False}})
-    assert "s44.reorder(i0, k, l, j0, j1, i1)" in g.history() and not any(".cache_read(" in c for c in g.history())
+    assert "s44.reorder(i0, k, l0, j0, j1, l1, i1)" in g.history() and \
+        not any(".cache_read(" in c for c in g.history())
     _same_as_interpreter("mttkrp", g, [(37, 19), (37, 5, 6), (5, 19), (6, 19)])
     # at 80x60x30x32, B's block fits L2: the tile stays in registers and reads C and D in place
     _, small = _julia_model("mttkrp", dict(B_1=80, B_2=30, B_3=32, C_2=60))

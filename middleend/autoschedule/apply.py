@@ -598,7 +598,15 @@ class Applier:
             else:
                 a0, a1 = comp.split(a, columns)
                 if streams:
-                    comp.reorder(v0, *reductions, a0, a1, v1)
+                    # the innermost reduction's iterations unrolled inside the columns: each accumulator
+                    # in a register over them (the sums still add in the source's order)
+                    jam = model.STREAM_JAM if stage.trip(reductions[-1]) >= 2 * model.STREAM_JAM else 1
+                    if jam > 1:
+                        r0, r1 = comp.split(reductions[-1], jam)
+                        comp.reorder(v0, *reductions[:-1], r0, a0, a1, r1, v1)
+                        comp.unroll(r1, jam)
+                    else:
+                        comp.reorder(v0, *reductions, a0, a1, v1)
                 elif blocked:
                     r0, r1 = comp.split(reductions[0], model.REDUCTION_BLOCK)
                     comp.reorder(a0, r0, v0, r1, a1, v1)
