@@ -463,22 +463,46 @@ class Applier:
         """For a reduction nest whose reductions run outside the loop `a` over the written columns
         (model.streams_through_l1: mttkrp's A[i, j] += B[i, k, l] * C[k, j] * D[l, j], k and l outside
         j): copy each array read the same in every lane of v but stepping along `a` by whole rows, being
-        stride-one along a reduction (C[k, j], D[l, j] in column-major order), once, before the nest,
-        with its two dimensions swapped, so that the loop over `a` reads consecutive elements instead
-        of one cache line (and often one page) each. Only where the nest runs TRANSPOSE_WORK iterations
-        per element copied."""
+        stride-one along a reduction (C[k, j], D[l, j] in column-major order), transposed
+        (`_copy_reads_transposed`), so that the loop over `a` reads consecutive elements instead of one
+        cache line (and often one page) each."""
+        self._copy_reads_transposed(comp, stage, reductions, lambda ref: not ref.touches(v) and ref.touches(a)
+                                    and not ref.consecutive_in(a))
+
+    def _transposed_copies(self, comp, stage) -> Stage:
+        """For a reduction nest whose written element is stride-one along a loop v but whose reads of an
+        array step along v by whole rows, being stride-one only along a loop the write does not move
+        with (covariance's cov[i, j] += data[k, i] * data[k, j], a matrix's transpose times itself):
+        copy that array transposed (`_copy_reads_transposed`), as BLAS packs a transposed operand, so
+        that vectors along v load contiguous elements; laid out as the register tile reads it where the
+        reduction is blocked. Returns the stage as it reads now."""
+        write = stage.refs[0]
+        v = next((x for x in stage.vars if write.consecutive_in(x)), None)
+        reductions = [x for x in stage.vars if not write.touches(x)]
+        reads = [ref for ref in stage.refs[1:] if ref.array != write.array]
+        if v is None or not reductions or any(ref.consecutive_in(v) for ref in reads):
+            return stage
+        if self._copy_reads_transposed(comp, stage, reductions, lambda ref: ref.touches(v),
+                                       panels=model.blocks_reduction(stage, reductions)):
+            stage = Stage(comp, stage.extents, references(comp, stored=True))
+        return stage
+
+    def _copy_reads_transposed(self, comp, stage, reductions, wanted, panels=False) -> bool:
+        """Copy each 2-D array that `comp` reads where `wanted(ref)`, stride-one along one of
+        `reductions`, once, before the nest, with its two dimensions swapped (`_copy_transposed`); only
+        where the nest runs TRANSPOSE_WORK iterations per element copied. True if any was copied."""
         arrays = {x.name: x for x in list(self.function.inputs) + list(self.function.computations)}
-        copied = set()
+        copied = set()      # (a copy replaces every read of its array)
         for ref in stage.refs[1:]:
             producer = arrays.get(ref.array)
             if producer is None or ref.array in copied or ref.array == stage.refs[0].array or len(ref.dims) != 2 \
-                    or ref.touches(v) or not ref.touches(a) or ref.consecutive_in(a) \
-                    or not any(ref.consecutive_in(r) for r in reductions) \
+                    or not wanted(ref) or not any(ref.consecutive_in(r) for r in reductions) \
                     or stage.work() < TRANSPOSE_WORK * elements(stage, ref):
                 continue
-            if self.attempt(lambda: self._copy_transposed(comp, producer, arrays), layout=True):
+            if self.attempt(lambda: self._copy_transposed(comp, producer, arrays, panels), layout=True):
                 copied.add(ref.array)
                 self.transposed.add(comp.name)
+        return bool(copied)
 
     def _copy_transposed(self, comp, producer, arrays, panels=False):
         """Commands: `comp` reads `producer` from a copy made at the root with its two dimensions
@@ -494,35 +518,6 @@ class Applier:
             shape = [(shape[0] + depth - 1) // depth, (shape[1] + lanes - 1) // lanes, depth, lanes]
             index = [column // depth, row // lanes, floormod(column, depth), floormod(row, lanes)]
         copy.store_in(Buffer(sched.fresh_name(f"{producer.name}_T", taken), shape, producer.dtype), index)
-
-    def _transposed_copies(self, comp, stage) -> Stage:
-        """For a reduction nest whose written element is stride-one along a loop v but whose reads of an
-        array step along v by whole rows, being stride-one only along a loop the write does not move
-        with (covariance's cov[i, j] += data[k, i] * data[k, j], a matrix's transpose times itself):
-        copy that array once, before the nest, with its two dimensions swapped, as BLAS packs a
-        transposed operand, so that vectors along v load contiguous elements. Only where the nest
-        runs TRANSPOSE_WORK iterations per element copied. Returns the stage as it reads now."""
-        write = stage.refs[0]
-        v = next((x for x in stage.vars if write.consecutive_in(x)), None)
-        reductions = [x for x in stage.vars if not write.touches(x)]
-        reads = [ref for ref in stage.refs[1:] if ref.array != write.array]
-        if v is None or not reductions or any(ref.consecutive_in(v) for ref in reads):
-            return stage
-        arrays = {x.name: x for x in list(self.function.inputs) + list(self.function.computations)}
-        copied = set()      # (a copy replaces every read of its array)
-        panels = model.blocks_reduction(stage, reductions)
-        for ref in reads:
-            producer = arrays.get(ref.array)
-            if producer is None or ref.array in copied or len(ref.dims) != 2 or not ref.touches(v) \
-                    or not any(ref.consecutive_in(r) for r in reductions) \
-                    or stage.work() < TRANSPOSE_WORK * elements(stage, ref):
-                continue
-
-            if self.attempt(lambda: self._copy_transposed(comp, producer, arrays, bool(panels)), layout=True):
-                copied.add(ref.array)
-                self.transposed.add(comp.name)
-                stage = Stage(comp, stage.extents, references(comp, stored=True))
-        return stage
 
     def _register_tile(self, comp, stage, shape, streams=0, transpose=True) -> bool:
         """For a reduction nest (a, r..., v): v stride-one, the r loops ones the written element does not
