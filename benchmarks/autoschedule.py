@@ -80,6 +80,13 @@ def median_times(calls: dict, rounds=ROUNDS) -> dict:
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
+def milliseconds(seconds) -> str:
+    """Milliseconds to at least 3 significant digits, without an exponent (a small jacobi-1d takes 3 µs,
+    a naive gemm seconds)."""
+    ms_ = seconds * 1e3
+    return f"{ms_:.0f}" if ms_ >= 100 else f"{ms_:.3g}"
+
+
 def autoscheduled(function, sizes, budget):
     """Autoschedule `function` for `sizes`; returns (search seconds, the report)."""
     t0 = time.perf_counter()
@@ -218,7 +225,7 @@ def main():
         t = median_times(calls, args.rounds)
         if "numba" in t:
             over_numba[title] = t["numba"] / t["auto"]
-        fmt = lambda k: f"{t[k] * 1e3:.2f}" if k in t else "-"   # noqa: E731
+        fmt = lambda k: milliseconds(t[k]) if k in t else "-"   # noqa: E731
         ratio = lambda k: f"{t[k] / t['auto']:.2f}" if k in t else "-"   # noqa: E731
         rows.append(f"| {title} | {fmt('naive')} | {fmt('hand')} | {fmt('auto')} | {fmt('numba')} | {fmt('numpy')} | "
                     f"{ratio('naive')} | {ratio('hand')} | {ratio('numba')} | {ratio('numpy')} | {search_s:.1f} | "
