@@ -76,14 +76,16 @@ def gemm_packed(dtype=ms.float32, mr=6, nr=16):
 
 def gemm_register_tile(vector_bits=None):
     """`(mr, nr)` of the register tile for SIMD registers of `vector_bits` bits (None: this machine's):
-    mr rows of nr floats. With AVX-512, 8 x 16: 8 zmm accumulators, each row of A broadcast once per
-    vector of B (against numpy's OpenBLAS SkylakeX kernel on 2 Zen 4 cores, 2026-11-29, two runs: 0.97x
-    and 1.09x at 1024^3, 1.02x and 1.00x at 2048^3; 12 x 32, 24 accumulators, 0.89x to 0.98x and 0.91x
-    to 0.96x; 6 x 32 and 14 x 16 in between), else 6 x 16 (with AVX2's 16 ymm, 12 accumulators)."""
+    mr rows of nr floats. With AVX-512, 8 x 32: 16 zmm accumulators, each row of A broadcast once per
+    two vectors of B (2 cores of a quiet Zen 5, 2026-11-29, best of 7 calls: 447 GFLOP/s at 2048^3, 431
+    at 1024^3, 441 at 512^3, against 394-405, 375 and 390 by 8 x 16; 6 x 32 within 1% of 8 x 32, 14 x 16
+    403-408 at 2048^3; numpy's OpenBLAS SkylakeX kernel 425 at 2048^3 in the same hour. On the same
+    machine under other jobs' load, 8 x 16 had measured ahead), else 6 x 16 (with AVX2's 16 ymm, 12
+    accumulators)."""
     if vector_bits is None:
         from mascarpone.middleend.autoschedule.machine import simd_bytes
         vector_bits = 8 * simd_bytes()
-    return (8, 16) if vector_bits >= 512 else (6, 16)
+    return (8, 32) if vector_bits >= 512 else (6, 16)
 
 
 def gemm_packed_blocks(N, M, K, threads=None, vector_bits=None):

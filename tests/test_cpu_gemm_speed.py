@@ -153,15 +153,15 @@ def _packed_gemm(sizes, vector_bits=None):
 
 def test_register_tile_and_blocks_follow_the_machine():
     assert examples.gemm_register_tile(256) == (6, 16)
-    assert examples.gemm_register_tile(512) == (8, 16)
-    assert examples.gemm_register_tile() in ((6, 16), (8, 16))
+    assert examples.gemm_register_tile(512) == (8, 32)
+    assert examples.gemm_register_tile() in ((6, 16), (8, 32))
     b = examples.gemm_packed_blocks(2048, 2048, 2048, threads=2, vector_bits=256)
     assert b == dict(mc=96, kc=256, nc=1024, mr=6, nr=16)
     assert examples.gemm_packed_blocks(2048, 2048, 2048, threads=1, vector_bits=256)["nc"] == 2048
     assert examples.gemm_packed_blocks(2048, 2048, 2048, threads=2, vector_bits=512) == dict(
-        mc=128, kc=256, nc=1024, mr=8, nr=16)
+        mc=128, kc=128, nc=1024, mr=8, nr=32)
     # a panel per thread, a multiple of nr, never narrower than one tile
-    assert examples.gemm_packed_blocks(100, 200, 100, threads=3, vector_bits=512)["nc"] == 80
+    assert examples.gemm_packed_blocks(100, 200, 100, threads=3, vector_bits=512)["nc"] == 96
     assert examples.gemm_packed_blocks(8, 8, 8, threads=4, vector_bits=256)["nc"] == 16
 
 
@@ -201,17 +201,17 @@ def test_packed_gemm_inner_kernel_is_register_blocked():
 
 
 @pytest.mark.skipif(not X86, reason="x86 code")
-def test_packed_gemm_avx512_tile_is_8_zmm_accumulators():
-    """Compiled for an AVX-512 CPU (not run): the 8 x 16 tile's k loop holds 8 FMAs on zmm registers
-    fed by one load of B and 8 broadcasts of A (each a vbroadcastss, or folded into its FMA as an
-    embedded {1to16} broadcast), with nothing spilled."""
+def test_packed_gemm_avx512_tile_is_16_zmm_accumulators():
+    """Compiled for an AVX-512 CPU (not run): the 8 x 32 tile's k loop holds 16 FMAs on zmm registers
+    fed by two loads of B and 8 broadcasts of A (each a vbroadcastss feeding two FMAs, or folded into
+    them as an embedded {1to16} broadcast), with nothing spilled."""
     n = 384
     kern = _packed_gemm((n, n, n), 512).compile("cpu", fixed=dict(N=n, M=n, K=n), arch="skylake-avx512")
     body = max(_loops_with(kern.source("asm"), "vfmadd"), key=lambda b: sum("vfmadd" in x for x in b))
     fmas = [x for x in body if x.startswith("vfmadd")]
-    assert len(fmas) % 8 == 0 and all("zmm" in x for x in fmas)
+    assert len(fmas) % 16 == 0 and all("zmm" in x for x in fmas)
     broadcasts = sum(x.startswith("vbroadcastss") for x in body) + sum("{1to16}" in x for x in fmas)
-    assert broadcasts == len(fmas)
+    assert len(fmas) // 2 <= broadcasts <= len(fmas)
     assert not any("(%rsp)" in x for x in body)
 
 

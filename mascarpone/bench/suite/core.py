@@ -11,7 +11,7 @@ from . import halide_variants as H
 
 def sgemm_function(n):
     """BLIS-style packed gemm (examples.gemm_packed) at n x n x n with the register tile and blocks
-    examples.gemm_packed_blocks picks for this machine (6x16 with AVX2, 8x16 with AVX-512), column
+    examples.gemm_packed_blocks picks for this machine (6x16 with AVX2, 8x32 with AVX-512), column
     panels in parallel."""
     blocks = examples.gemm_packed_blocks(n, n, n)
     f, Ap, Bp, Ct, acc, C = examples.gemm_packed(mr=blocks["mr"], nr=blocks["nr"])
