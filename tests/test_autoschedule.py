@@ -17,6 +17,7 @@ from mascarpone.middleend.autoschedule import cache, complete_sizes, machine, mo
 from mascarpone.middleend.autoschedule.analysis import analyze
 from mascarpone.middleend.autoschedule.apply import Applier
 from mascarpone.middleend.autoschedule.legal import Checker
+from test_cpu_gemm_speed import X86, _loops_with
 from test_end_to_end import _row_scan, blur_reference, fibonacci, nb_fused, seidel
 
 rng = np.random.default_rng(3)
@@ -117,6 +118,29 @@ def test_a_register_tile_whose_other_reads_outgrow_l2_streams_its_sums_through_l
     # at 80x60x30x32, B's block fits L2: the tile stays in registers and reads C and D in place
     _, small = _julia_model("mttkrp", dict(B_1=80, B_2=30, B_3=32, C_2=60))
     assert not any(".cache_read(" in c for c in small.commands), small.commands
+
+
+def test_column_sums_read_blocks_of_rows_transposed_in_registers():
+    """bicg's s[j] += r[i] * A[i, j]: the lanes of a vector of j read A a column apart, stride-one along
+    i. The model unrolls as many values of i as there are lanes inside each vector of j, and the CPU
+    back-end loads those reads as one block of columns, transposed in registers (no load per lane in
+    the loop that adds them). Each s[j] still adds its i in order: bit for bit the interpreter's, with
+    tails in both loops. With the search's `transpose` off, the reads stay one per lane."""
+    from mascarpone.frontends.julia import from_julia
+    f, report = _julia_model("bicg", dict(A_1=420, A_2=380))
+    lanes = machine.vector_lanes(ms.float64)
+    assert {f"s39.split(i, {lanes})", "s39.reorder(j0, i0, j1, i1)", f"s39.unroll(i1, {lanes})",
+            f"s39.vectorize(j1, {lanes})"} <= set(report.commands), report.commands
+    _same_as_interpreter("bicg", f, [(37, 29), (29,), (37,), (29,), (37,)])
+    if machine.simd_bytes() >= 64 and X86:
+        asm = f.compile().kernel.source("asm")
+        adding = [b for b in _loops_with(asm, "vmulpd") if sum(x.startswith("vunpck") for x in b) >= lanes // 2]
+        assert adding and not any(x.startswith(("vmovhpd", "vmovsd", "vpinsrq")) for b in adding for x in b)
+    g = from_julia(*fixture("bicg"))
+    sizes = complete_sizes(g, dict(A_1=420, A_2=380))
+    Applier(g, analyze(g, g.context(sizes)), Checker(g)).apply({"transpose": {"s39": False}})
+    assert "s39.reorder(j0, i, j1)" in g.history() and f"s39.unroll(i1, {lanes})" not in g.history()
+    _same_as_interpreter("bicg", g, [(37, 29), (29,), (37,), (29,), (37,)])
 
 
 def test_a_vector_accumulator_moves_inside_its_reduction_loop():

@@ -4,16 +4,19 @@ schedule of mascarpone/examples.py. No timings are asserted; the code's shape an
 from __future__ import annotations
 
 import platform
+import re
 import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
+import mascarpone as ms
 from mascarpone import examples
 from mascarpone.backends.common.prefetch import MAX_LINES, Prefetch, line_offsets
 from mascarpone.backends.common.promote import promote_accumulators
 from mascarpone.backends.cpu.machine import masked_memory
+from mascarpone.middleend.autoschedule.machine import simd_bytes
 from mascarpone.backends.cpu.vectorize import explicit_simd
 from mascarpone.middleend.buffer import Buffer
 from mascarpone.middleend.expr import Const, Sym, floormod, pseudo_c
@@ -271,3 +274,36 @@ def _loops_with(asm, needle):
                         out.append(body)
                     break
     return out
+
+
+@pytest.mark.parametrize("dtype", [ms.float32, ms.float64])
+def test_reads_a_row_apart_are_transposed_blocks(dtype):
+    """s[j] += A[j, i] * r[i] with lanes over j (a row apart in A) and `lanes` values of i unrolled
+    inside each vector: the copies' reads are one block of rows of A, loaded as vectors and transposed
+    in registers (backends/cpu/transposed.py: 16 x 16 floats, 8 x 8 doubles). numpy's values at sizes
+    with tails in both loops; on AVX-512 the loop that adds them loads no lane on its own."""
+    lanes = 64 // dtype.bytes
+    N, M = ms.Param("N"), ms.Param("M")
+    j, i = ms.Var("j", 0, M), ms.Var("i", 0, N)
+    with ms.Function("colsum") as f:
+        A = ms.Input("A", [M, N], dtype)
+        r = ms.Input("r", [N], dtype)
+        s = ms.Computation("s", [j], ms.cast(dtype, 0))
+        acc = s.update([j, i], s[j] + A[j, i] * r[i])
+    j0, j1 = acc.split("j", lanes)
+    i0, i1 = acc.split("i", lanes)
+    acc.reorder(j0, i0, j1, i1)
+    acc.unroll(i1, lanes)
+    acc.vectorize(j1, lanes)
+    kern = f.compile("cpu")
+    rng_ = np.random.default_rng(5)
+    for m, n in ((3 * lanes, 4 * lanes), (3 * lanes + 5, 2 * lanes + 3)):
+        a = rng_.random((m, n)).astype(dtype.numpy)
+        v = rng_.random(n).astype(dtype.numpy)
+        np.testing.assert_allclose(kern(A=a, r=v), a @ v, rtol=1e-5)
+    if X86 and simd_bytes() >= 64:
+        # (lane by lane, the 16 x 16 blocks took 213 lane inserts and no shuffle; the tails still insert)
+        asm = kern.source("asm")
+        shuffles = len(re.findall(r"^\s*v(unpck|shuf|perm|align)", asm, re.M))
+        inserts = len(re.findall(r"^\s*(vinsert(ps|f32x4|f64x2|i32x4)|vpinsr|vmovhps|vmovhpd|vmovlps|vmovlpd)", asm, re.M))
+        assert shuffles >= lanes * (lanes.bit_length() - 1) // 2 and inserts < lanes * lanes // 2, (shuffles, inserts)

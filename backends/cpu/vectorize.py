@@ -42,7 +42,7 @@ from mascarpone.middleend.expr import Access, BinOp, Const, Sym, walk
 from mascarpone.middleend.loopir import Block, For, If, Store, stores, walk_exprs, walk_stmts
 from mascarpone.middleend.types import int64
 
-from . import memory
+from . import memory, transposed
 from mascarpone.backends.common.affine import constant_difference, linearize, mentions, stride_along
 from .exprgen import ExprEmitter
 from .llvm_types import I1, I32, I64, PTR, i64, is_vector, memory_type, type_suffix, value_type
@@ -248,8 +248,8 @@ class VectorEmitter(ExprEmitter):
             return
         groups = []     # [(first access, {offset: [accesses]})]
         for node in walk(e):
-            if not isinstance(node, Access) or not node.indices:
-                continue
+            if not isinstance(node, Access) or not node.indices or (id(node), False) in self._cache:
+                continue    # (or a value at hand: a transposed block's)
             strides = [stride_along(i, self.var) for i in node.indices]
             if None in strides or not _contiguous(strides):
                 continue
@@ -415,8 +415,9 @@ class VectorEmitter(ExprEmitter):
 class VectorBody:
     """Emits one chunk of a vector loop's body: statements under an optional lane mask."""
 
-    def __init__(self, fs, scope, var, width):
+    def __init__(self, fs, scope, var, width, given=None):
         self.fs, self.scope, self.var, self.width = fs, scope, var, width
+        self.given = given or {}     # {id(Access): (node, value)} of reads computed before (transposed)
 
     def emitter(self, mask):
         return VectorEmitter(self.fs, self.scope, self.var, self.width, mask)
@@ -442,13 +443,16 @@ class VectorBody:
         lo, hi = em.index(s.lo), em.index(s.hi)
         fs = self.fs
 
-        def body(v):
-            VectorBody(fs, self.scope.with_var(s.var, v), self.var, self.width).emit(s.body, mask)
+        def body(v, given=None):
+            VectorBody(fs, self.scope.with_var(s.var, v), self.var, self.width, given).emit(s.body, mask)
 
         trip = constant_difference(s.hi, s.lo)
         if s.kind == "unroll" and trip is not None and 0 <= trip <= max(s.factor, 1):
+            # copies that read across rows: one block loaded by rows and transposed (transposed.py)
+            given = transposed.blocks(s, self.scope, self.var, self.width, fs) \
+                if mask is None and trip == self.width else None
             for k in range(trip):
-                body(lo if k == 0 else fs.builder.add(lo, i64(k), flags=("nsw",)))
+                body(lo if k == 0 else fs.builder.add(lo, i64(k), flags=("nsw",)), given and given[k])
             return
         counted_loop(fs, lo, hi, body, name=s.var)
 
@@ -466,6 +470,8 @@ class VectorBody:
 
     def store(self, s, mask):
         em = self.emitter(mask)
+        for key, value in self.given.items():
+            em._cache[(key, False)] = value
         em.share_neighbour_loads(s.value)
         value = em.emit(s.value)
         view = self.scope.buf(s.buffer.name)

@@ -557,15 +557,22 @@ class Applier:
         columns, vectors = shape
         width = machine.vector_lanes(comp.dtype)
         counts = [vectors]
+        across = False      # (see below)
         if a is None:
             # no value of another loop to hold: the tile's registers hold vectors of v, each its own chain
             # of additions (one vector alone waits on the add's latency at every step: gesummv at 260^2,
             # 0.038 ms by one vector, 0.020 by 4 or 8). Not where a read along v is a gather, whose
             # throughput bounds the nest anyway (doitgen's C4[s, p]: 0.165 ms by one, 0.193 by 4). One
             # vector where more are refused (a computation fused with this one at v's vectors).
-            gathers = any(r.touches(v) and not r.consecutive_in(v) for r in stage.refs[1:])
+            gathered = [r for r in stage.refs[1:] if r.touches(v) and not r.consecutive_in(v)]
+            gathers = bool(gathered)
             if not gathers and streams and self._stream_reduction(comp, stage, v, reductions, outer, streams):
                 return True
+            # reads a row apart per lane but stride-one along the one reduction (bicg's A[i, j] for s[j]):
+            # `width` iterations of it unrolled inside each vector, whose reads the CPU back-end loads
+            # as a block of rows and transposes in registers (backends/cpu/transposed.py)
+            across = transpose and gathers and len(reductions) == 1 and \
+                all(r.consecutive_in(reductions[0]) for r in gathered) and stage.trip(reductions[0]) >= 2 * width
             widest = 1 if gathers else max(1, min(columns * vectors, stage.trip(v) // width))
             counts = [widest, 1] if widest > 1 else [1]
             if stage.trip(v) < 2 * width:
@@ -586,6 +593,12 @@ class Applier:
             self._start_at_zero(comp, (*block, *reductions, v))
             v0, v1 = comp.split(v, count * width)
             if a is None:
+                if across:
+                    r0, r1 = comp.split(reductions[0], width)
+                    comp.reorder(v0, r0, v1, r1)
+                    comp.unroll(r1, width)
+                    comp.vectorize(v1, width)
+                    return
                 comp.reorder(v0, *reductions, v1)
                 if count > 1:
                     comp.unroll(comp.vectorize(v1, width)[0], count)
@@ -612,6 +625,8 @@ class Applier:
         for count in counts:
             if self.attempt(lambda: commands(count)):
                 self.registers[comp.name] = tuple(shape)
+                if a is None and across:
+                    self.transposed.add(comp.name)     # (the search's "transpose" off reads lane by lane)
                 return True
         return False
 
