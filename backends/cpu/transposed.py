@@ -31,10 +31,10 @@ def _crosses_rows(node, lane_var, copy_var) -> bool:
     return sorted(lanes[:-1]) == [0] * (len(lanes) - 2) + [1]
 
 
-def blocks(loop, scope, lane_var, width, fs) -> list | None:
-    """For an unrolled loop `loop` of `width` iterations inside a chunk at `scope` (lanes over
-    lane_var): [{id(node): (node, vector)} for each copy] of its statements' reads that cross rows,
-    or None where there are none (or the body is not stores alone)."""
+def blocks(loop, first, scope, lane_var, width, fs) -> list | None:
+    """For an unrolled loop `loop` of `width` iterations from `first` (its lower bound's value) inside a
+    chunk at `scope` (lanes over lane_var): [{id(node): (node, vector)} for each copy] of its statements'
+    reads that cross rows, or None where there are none (or the body is not stores alone)."""
     body = loop.body.body if isinstance(loop.body, Block) else [loop.body]
     if not all(isinstance(st, Store) for st in body):
         return None
@@ -42,7 +42,6 @@ def blocks(loop, scope, lane_var, width, fs) -> list | None:
     if not nodes:
         return None
     B = fs.builder
-    first = ExprEmitter(fs, scope).index(loop.lo)
     out = [{} for _ in range(width)]
     done = {}    # the block of each distinct read (its text), loaded and transposed once
     for node in nodes:

@@ -449,7 +449,7 @@ class VectorBody:
         trip = constant_difference(s.hi, s.lo)
         if s.kind == "unroll" and trip is not None and 0 <= trip <= max(s.factor, 1):
             # copies that read across rows: one block loaded by rows and transposed (transposed.py)
-            given = transposed.blocks(s, self.scope, self.var, self.width, fs) \
+            given = transposed.blocks(s, lo, self.scope, self.var, self.width, fs) \
                 if mask is None and trip == self.width else None
             for k in range(trip):
                 body(lo if k == 0 else fs.builder.add(lo, i64(k), flags=("nsw",)), given and given[k])

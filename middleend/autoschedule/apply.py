@@ -565,15 +565,14 @@ class Applier:
             # throughput bounds the nest anyway (doitgen's C4[s, p]: 0.165 ms by one, 0.193 by 4). One
             # vector where more are refused (a computation fused with this one at v's vectors).
             gathered = [r for r in stage.refs[1:] if r.touches(v) and not r.consecutive_in(v)]
-            gathers = bool(gathered)
-            if not gathers and streams and self._stream_reduction(comp, stage, v, reductions, outer, streams):
+            if not gathered and streams and self._stream_reduction(comp, stage, v, reductions, outer, streams):
                 return True
             # reads a row apart per lane but stride-one along the one reduction (bicg's A[i, j] for s[j]):
             # `width` iterations of it unrolled inside each vector, whose reads the CPU back-end loads
             # as a block of rows and transposes in registers (backends/cpu/transposed.py)
-            across = transpose and gathers and len(reductions) == 1 and \
+            across = transpose and bool(gathered) and len(reductions) == 1 and \
                 all(r.consecutive_in(reductions[0]) for r in gathered) and stage.trip(reductions[0]) >= 2 * width
-            widest = 1 if gathers else max(1, min(columns * vectors, stage.trip(v) // width))
+            widest = 1 if gathered else max(1, min(columns * vectors, stage.trip(v) // width))
             counts = [widest, 1] if widest > 1 else [1]
             if stage.trip(v) < 2 * width:
                 return False
@@ -625,7 +624,7 @@ class Applier:
         for count in counts:
             if self.attempt(lambda: commands(count)):
                 self.registers[comp.name] = tuple(shape)
-                if a is None and across:
+                if across:
                     self.transposed.add(comp.name)     # (the search's "transpose" off reads lane by lane)
                 return True
         return False
