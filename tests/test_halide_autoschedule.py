@@ -6,7 +6,7 @@ import pytest
 
 import mascarpone as ms
 from mascarpone.bench.suite import halide_pipelines as pipelines
-from mascarpone.middleend.autoschedule import cache
+from mascarpone.middleend.autoschedule import cache, machine, model
 
 
 @pytest.fixture(autouse=True)
@@ -81,3 +81,25 @@ def test_autoscheduled_at_the_estimates_gives_halides_values(name):
         np.testing.assert_array_equal(ours, theirs)
     else:
         np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol)
+
+
+def test_bilateral_grid_scatter_vectorized_and_channels_inlined():
+    """The grid's histogram adds into bins the data chooses: its cells along x are vectorized (each lane
+    a cell of its own, the sums in the source's order), not its reduction, whose steps may hit one bin.
+    The interpolation, read once per channel (interp[x, y, 0] / interp[x, y, 1]), is inlined."""
+    w, h = 640, 384
+    spec = pipelines.bilateral_grid(w, h, np.random.default_rng(0), schedule=False)
+    pipeline = _estimated(spec, w, h)
+    for ip, arr in spec["images"].items():
+        ip.set(hl.Buffer(arr))
+    theirs = np.asarray(pipeline.realize(spec["sizes"]))
+    f = ms.from_halide(pipeline)
+    report = f.autoschedule(measure=False)
+    update = next(c.name for c in f.computations if c.name.startswith("grid") and c.name.endswith("_s1"))
+    interp = next(c.name for c in f.computations if c.name.startswith("interp"))
+    lanes = model.SCATTER_VECTORS * machine.vector_lanes(ms.float32)
+    assert f"{update}.vectorize(x, {lanes})" in report.commands
+    assert not any(c.startswith(f"{update}.unroll") for c in report.commands)
+    assert f"{interp}.inline()" in report.commands
+    ours = f.compile("cpu").realize(spec["sizes"], **{ip.name(): a for ip, a in spec["images"].items()})
+    np.testing.assert_allclose(ours, theirs, rtol=spec["tol"], atol=spec["tol"])

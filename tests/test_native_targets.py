@@ -179,6 +179,29 @@ def test_gathers_or_lane_loads_by_cpu(arch, gathers):
         np.testing.assert_array_equal(kern(v=V, idx=ix), V[ix] * np.float32(2))
 
 
+@pytest.mark.parametrize("arch, gathers", [("skylake", True), ("znver3", False)])
+def test_gathers_differing_in_terms_fixed_over_the_lanes_share_their_lane_offsets(arch, gathers):
+    """The corners of an interpolation, lut[i + k, idx[j] + c]: the lanes' offsets (idx[j]) are computed
+    and taken apart once, and each read adds its own base (row i + k, column c), so the loads per lane
+    are one extraction of an offset and not one per read."""
+    lut = Buffer("lut", [N + 2, N + 1], float32, "input")
+    idx = Buffer("idx", [N], int32, "input")
+    out = Buffer("out", [N, N], float32, "output")
+    col = cast(int64, idx[j])
+    val = lut[i, col] + lut[i + 1, col] * 2.0 + lut[i + 2, col + 1]
+    body = loop("i", 0, N, loop("j", 0, N, Store(out, (i, j), val), "vector", 8))
+    kern = build("cpu", LoweredFunction("corners", ["N"], [lut, idx], [out], body), arch=arch)
+    ir = kern.source("llvm")
+    if not gathers:
+        assert ir.count("extractelement <8 x i64>") == 8     # (24 when each read takes its own apart)
+    r = rng(5)
+    for n in (3, 8, 21):
+        L = r.standard_normal((n + 2, n + 1), dtype=np.float32)
+        ix = r.integers(0, n, n).astype(np.int32)
+        ref = L[:n, ix] + L[1:n + 1, ix] * np.float32(2) + L[2:, ix + 1]
+        np.testing.assert_array_equal(kern(lut=L, idx=ix), ref)
+
+
 @pytest.mark.parametrize("stride", [2, 3, 4, 5])
 @pytest.mark.parametrize("dt,width", [(uint8, 16), (float32, 8)])
 def test_vector_strided_loads_and_stores(target, stride, dt, width):

@@ -8,7 +8,8 @@ keyed by its printed form, so equal sub-expressions still cancel.
 """
 from __future__ import annotations
 
-from mascarpone.middleend.expr import BinOp, Const, Expr, Sym, UnOp, pseudo_c, walk
+from mascarpone.middleend.expr import BinOp, Const, Expr, Sym, UnOp, cast, pseudo_c, walk
+from mascarpone.middleend.types import int64
 
 
 class Affine:
@@ -147,3 +148,23 @@ def stride_along(e: Expr, name: str):
     if any(mentions(x, name) for x in a.atoms()):
         return None
     return a.coeff(name)
+
+
+def split_along(e: Expr, name: str):
+    """`(moving, fixed)`: the integer index `e` as the sum of its terms that mention the symbol `name` and
+    of those that do not (its constant among them), each an int64 expression, or None where there are
+    none. A gather's lanes share the address of their moving part; the fixed part is one offset."""
+    a = linearize(e)
+    moving, fixed = [], [] if a.const == 0 else [Const(a.const, int64)]
+    for key, coeff in a.terms.items():
+        term = Sym(key[1], int64) if key[0] == "sym" else cast(int64, a.exprs[key[1]])
+        if coeff != 1:
+            term = BinOp("mul", Const(coeff, int64), term)
+        (moving if mentions(term, name) else fixed).append(term)
+
+    def total(terms):
+        out = None
+        for t in terms:
+            out = t if out is None else BinOp("add", out, t)
+        return out
+    return total(moving), total(fixed)

@@ -43,7 +43,7 @@ from mascarpone.middleend.loopir import Block, For, If, Store, stores, walk_expr
 from mascarpone.middleend.types import int64
 
 from . import memory, transposed
-from mascarpone.backends.common.affine import constant_difference, linearize, mentions, stride_along
+from mascarpone.backends.common.affine import constant_difference, linearize, mentions, split_along, stride_along
 from .exprgen import ExprEmitter
 from .llvm_types import I1, I32, I64, PTR, i64, is_vector, memory_type, type_suffix, value_type
 from .loops import counted_loop, if_then_else, loop_metadata
@@ -226,17 +226,24 @@ class VectorEmitter(ExprEmitter):
             flat0 = memory.flat_index(B, view, [self.lane0.index(i) for i in indices])
             q, numerator, k = quotient
             return "quotient", (memory.element_ptr(B, view, flat0), self.lane0.index(numerator), k, q.op)
-        idx = [self.index(i) for i in indices]
-        flat = idx[0] if idx else i64(0)
-        for ext, ix in zip(view.extents[1:], idx[1:]):
-            flat = self.ops.binary("add", int64, self.ops.binary("mul", int64, flat, ext, index=True), ix,
-                                   index=True)
-        flat = self.ops.broadcast(flat, self.width)
-        # one address per lane as a vector of pointers, which LLVM loads with the CPU's gather where
-        # it has a fast one (AVX-512, AVX2) and one lane at a time elsewhere
-        ptrs = memory.element_ptr(B, view, flat, inb)
-        ptrs.type = ir.VectorType(PTR, self.width)   # (llvmlite types a GEP by its base)
-        return "gather", ptrs
+        # one element offset per lane from a base address: the terms of the indices that move with the
+        # lanes give the offsets, the others the base, so that reads whose indices differ in terms that
+        # do not move (the corners of an interpolation) share their offsets and only add their base
+        parts = [split_along(i, self.var) for i in indices]
+        base = memory.flat_index(B, view, [i64(0) if fixed is None else self.lane0.index(fixed)
+                                           for _, fixed in parts])
+        offsets, stride = None, None
+        for d in reversed(range(len(parts))):
+            moving = parts[d][0]
+            if moving is not None:
+                term = self.index(moving)
+                if stride is not None:
+                    term = self.ops.binary("mul", int64, term, stride, index=True)
+                offsets = term if offsets is None else self.ops.binary("add", int64, offsets, term, index=True)
+            if d:
+                stride = view.extents[d] if stride is None else B.mul(stride, view.extents[d], flags=("nsw",))
+        # (the base alone may lie outside the buffer: no `inbounds`)
+        return "gather", (memory.element_ptr(B, view, base, False), self.ops.broadcast(offsets, self.width))
 
     def share_neighbour_loads(self, e):
         """Before `e` is emitted: group its unmasked contiguous reads by array and by indices that differ
@@ -371,17 +378,25 @@ class VectorEmitter(ExprEmitter):
         phi.add_incoming(otherwise, before)
         return phi
 
-    def _gather(self, view, ptrs):
-        """The lanes at a vector of addresses (masked-off lanes are not read and give zero): one load per
-        lane where the CPU's gather instruction is the slower way (Options.lane_loads)."""
+    def gather_lanes(self, view, base_offsets):
+        """The address of each lane of a gather or scatter (`lane_pointers`' base and offsets)."""
+        base, offsets = base_offsets
+        return [self.B.gep(base, [self.B.extract_element(offsets, ir.Constant(I32, k))],
+                           source_etype=memory_type(view.dtype)) for k in range(self.width)]
+
+    def _gather(self, view, base_offsets):
+        """The lanes at a base address and a vector of offsets (masked-off lanes are not read and give
+        zero): one load per lane where the CPU's gather instruction is the slower way
+        (Options.lane_loads)."""
         mty = ir.VectorType(memory_type(view.dtype), self.width)
         if self.mask is None and self.fs.ms.options.lane_loads:
             v = ir.Constant(mty, None)
-            for k in range(self.width):
-                lane = ir.Constant(I32, k)
-                v = self.B.insert_element(v, self.B.load(self.B.extract_element(ptrs, lane), typ=mty.element),
-                                          lane)
+            for k, p in enumerate(self.gather_lanes(view, base_offsets)):
+                v = self.B.insert_element(v, self.B.load(p, typ=mty.element), ir.Constant(I32, k))
             return memory.to_register(self.B, view.dtype, v)
+        base, offsets = base_offsets
+        ptrs = self.B.gep(base, [offsets], source_etype=mty.element)
+        ptrs.type = ir.VectorType(PTR, self.width)   # (llvmlite types a GEP by its base)
         mask = self.mask if self.mask is not None else ir.Constant(ir.VectorType(I1, self.width), [1] * self.width)
         fn = declare(self.B.module, f"llvm.masked.gather.{type_suffix(mty)}.v{self.width}p0",
                      ir.FunctionType(mty, [ptrs.type, I32, mask.type, mty]))
@@ -481,7 +496,7 @@ class VectorBody:
         B = self.fs.builder
         ops = self.fs.ops
         if how == "gather":    # a scatter: lane by lane, so that lanes storing to one element keep their order
-            ptr = [B.extract_element(ptr, ir.Constant(I32, k)) for k in range(self.width)]
+            ptr = em.gather_lanes(view, ptr)
         if how == "strided":   # stored lane by lane: a dense store would write the elements in between
             ptr0, stride = ptr
             mty = memory_type(view.dtype)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from ..affine import affine_text
-from ..expr import Access, Cast, walk
+from ..expr import Access, Cast, Const, Sym, walk
 from ..layout import inline_reads, logical_read, logical_write, scheduled_read_index
 
 #: bytes of one cache line: a stride below it still reuses each line it touches
@@ -173,6 +173,23 @@ def constant_offsets(nodes, reader) -> bool:
             if coeffs is None or any(abs(c) > 1 for c in coeffs.values()) or len(coeffs) > 1:
                 return False
     return True
+
+
+def reads_each_element_once(nodes, reader) -> bool:
+    """Whether the accesses in `nodes` read no element twice over the reader's iterations: each indexes
+    its dimensions by the reader's variables, each variable once, or by constants; all put the variables
+    in the same dimensions, and no two have the same constants (the channels of a pixel:
+    `interp[x, y, 0] / interp[x, y, 1]`). Inlining such a producer computes nothing twice."""
+    names = {v.name for v in reader.vars}
+    layouts, constants = set(), set()
+    for n in nodes:
+        layout = tuple(i.name if isinstance(i, Sym) and i.name in names else None for i in n.indices)
+        fixed = tuple(i.value for i in n.indices if isinstance(i, Const))
+        if sorted(d for d in layout if d) != sorted(names) or len(names) + len(fixed) != len(n.indices):
+            return False
+        layouts.add(layout)
+        constants.add(fixed)
+    return len(layouts) == 1 and len(constants) == len(nodes)
 
 
 def _exprs(comp):

@@ -18,7 +18,7 @@ from ..expr import floormod
 from ..loopir import LoopKind
 from . import machine, model, timetile
 from .analysis import (Stage, constant_lower_bound, constant_offsets, elements, from_source, is_copy, readers,
-                       references, untouched)
+                       reads_each_element_once, references, untouched)
 from .state import restore, save
 
 #: a parallel loop must run at least this many iterations of its nest each time it starts, else it runs
@@ -64,6 +64,7 @@ class Applier:
         self.interleaved = {}  # stage name -> (the loops around its interleaved chains, the variables they
         #                        run over; see _interleave)
         self.parallel = set()  # stages with a parallel loop
+        self.scattered = set()  # stages whose scatter into data-chosen elements is vectorized (_vectorize_scatter)
         self.jammable = {}    # stencil stage name -> the factor its loop around the vector loop was jammed by
         #                       (0: none; see _jam)
         self.transposed = set()   # stages reading transposed copies (see _transposed_copies)
@@ -210,11 +211,11 @@ class Applier:
             reads = readers(self.function, comp)
             if not reads:
                 continue
-            read_once = len(reads) == 1 and len(reads[0][1]) == 1
+            consumer, nodes = reads[0]
+            read_once = len(reads) == 1 and (len(nodes) == 1 or reads_each_element_once(nodes, consumer))
             if (read_once or is_copy(comp)) and self.attempt(comp.inline, layout=True):
                 self.placements[comp.name] = "inline"
                 continue
-            consumer, nodes = reads[0]
             if (len(reads) == 1 and consumer in free and consumer.updated is None and not consumer.updates
                     and constant_offsets(nodes, consumer) and wanted.get(comp.name, "compute_at") == "compute_at"):
                 deferred[comp] = consumer
@@ -371,6 +372,9 @@ class Applier:
         vector_var = origin.get(comp.loops[-1], comp.loops[-1])
         if choice.get("vectorize", {}).get(comp.name, True):
             vector_outer = self._vectorize_innermost(stage.comp, stage, origin)
+            if vector_outer is None and comp.tags.get(comp.loops[-1]) is None and \
+                    self._vectorize_scatter(comp, stage, origin):
+                self.scattered.add(comp.name)
             if comp.tags.get(comp.loops[-1]) is not None:
                 self.vectorized.add(comp.name)
         if vector_outer is not None:
@@ -387,7 +391,9 @@ class Applier:
             self.unrollable.add(comp.name)
         if vector_outer is not None and factor > 1:
             self.attempt(lambda: comp.unroll(vector_outer, factor))
-        self._unroll_small_loops(comp)
+        if comp.name not in self.scattered:
+            # (copies of a scatter would each wait on the one before: its cells may be the next one's)
+            self._unroll_small_loops(comp)
         return level
 
     def _parallelize(self, comp, stage, vector_outer=(None, 0)) -> bool:
@@ -725,6 +731,31 @@ class Applier:
         if not self.attempt(commands, self.shared_storage):
             return None
         return comp.loops[-2] if len(comp.loops) > len(before) else None
+
+    def _vectorize_scatter(self, comp, stage, origin) -> bool:
+        """For a reduction into an element chosen by the data (a histogram's bin): successive iterations
+        of a reduction loop may add to one element, a chain through memory, while the values of a loop
+        the write moves with write distinct elements. The innermost such loop that carries no dependence
+        goes innermost, vectorized by model.SCATTER_VECTORS vectors: its lanes gather their reads and
+        scatter their sums, as Halide's vectorized histograms do, and each element still adds its terms
+        in the source's order. True if applied."""
+        write = stage.refs[0]
+        if all(coeffs is not None for coeffs in write.dims):
+            return False
+        lanes = model.SCATTER_VECTORS * machine.vector_lanes(comp.dtype)
+        for loop in reversed(comp.loops):
+            var = origin.get(loop, loop)
+            if comp.tags.get(loop) is not None or stage.trip(var) < 2 * lanes:
+                continue
+            if not any(coeffs and coeffs.get(var) for coeffs in write.dims) or not self._carries_nothing(comp, loop):
+                continue
+
+            def commands():
+                comp.reorder(*(x for x in comp.loops if x != loop), loop)
+                comp.vectorize(loop, lanes)
+            if self.attempt(commands):
+                return True
+        return False
 
     def _interleave(self, comp, stage, origin, factor) -> bool:
         """Where the innermost loop carries a dependence (a recurrence along it, as a Gauss-Seidel sweep):

@@ -21,6 +21,9 @@ SMALL_LOOP = 8
 #: independent chains a recurrence along the innermost loop is interleaved into (enough to cover the
 #: latency of a floating-point add several times over), and the variants the search tries
 CHAINS, CHAIN_VARIANTS = 8, (1, 4, 16)
+#: vectors a histogram's scatter is vectorized by across the cells it writes (the bilateral grid's, float32
+#: at 1536x2560 on 2 Zen 5 cores: 7.6 ms by 8 interleaved scalar chains, 4.5 by one vector, 4.2 by two)
+SCATTER_VECTORS = 2
 #: the largest skew factor tried to make a loop's values independent (a stencil's reach per step)
 MAX_SKEW = 3
 #: permutations tried, best first, before keeping the original order
