@@ -691,6 +691,26 @@ def test_split_tiles_of_a_2d_stencil_cut_its_rows(monkeypatch):
     _same_values(naive, g.compile(), argtypes, n=61, tsteps=9)
 
 
+@pytest.mark.parametrize("jam", [None, 0, 3])
+def test_split_tiles_jam_their_rows_around_the_vector_loop(jam):
+    """In split tiles, a stencil's rows are computed `jam` at a time in each vector chunk (the model's
+    JAM where the choice has none; 0: not), unrolled; trapezoids whose rows are no multiple of it give
+    the naive loops' values."""
+    make, argtypes = _julia("jacobi2d")
+    naive = make().compile()
+    g = make()
+    applier = Applier(g, analyze(g, g.context(dict(A_1=61, A_2=61, B_1=61, B_2=61, tsteps=9))), Checker(g))
+    choice = {"split": {"s39": [2, 12]}}
+    if jam is not None:
+        choice["jam"] = {"s39": jam, "s79": jam}
+    applier.apply(choice)
+    factor = model.JAM if jam is None else jam
+    assert applier.jammable == {"s39": factor, "s79": factor}
+    for name in ("s39", "s79"):
+        assert any(c.startswith(f"{name}.unroll(") for c in g.history()) == bool(factor)
+    _same_values(naive, g.compile(), argtypes, n=61, tsteps=9)
+
+
 def test_gauss_seidel_chains_are_interleaved():
     """seidel-2d: the row loop is skewed by 2 (the least factor that makes 8 consecutive rows
     independent at one column) and 8 rows are unrolled there; the values are the naive loops'."""
