@@ -173,6 +173,16 @@ def test_ctrl_c_keeps_the_benchmarks_that_finished():
     assert "**Interrupted** during second" in report.markdown(doc)
 
 
+def test_the_stamp_says_other_work_competed_only_above_the_core_count():
+    doc = report.load(DATA / "new.json")
+    cores = doc["stamp"]["machine"]["cores"]
+    for load, busy in (((0.4, cores - 0.1), False), ((0.4, cores + 0.5), True)):
+        doc["stamp"]["load"] = {"start": load[0], "end": load[1]}
+        text = report.stamp_text(doc)
+        assert f"{load[1]:.2f} at the end, for {cores} cores" in text
+        assert ("above the core count" in text) == busy
+
+
 def test_compare_two_stored_result_files(capsys):
     old, new = report.load(DATA / "old.json"), report.load(DATA / "new.json")
     c = mb.compare(old, new)

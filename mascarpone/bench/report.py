@@ -46,9 +46,10 @@ def stamp_text(doc) -> str:
              f"warm-up; {o['pause_s']} s pause before each burst."]
     load = s.get("load")
     if load:
+        busy = max(load["start"], load["end"]) > m["cores"]
         lines.append(f"Load average (1 min) of the machine: {load['start']:.2f} at the start, {load['end']:.2f} at the "
-                     f"end, for {m['cores']} cores: above the core count, other work competed for them and times "
-                     f"of multi-threaded kernels suffer most.")
+                     f"end, for {m['cores']} cores" + (": above the core count, other work competed for them and "
+                     "times of multi-threaded kernels suffer most." if busy else "."))
     if doc.get("interrupted"):
         lines.append(f"**Interrupted** during {doc['interrupted']}: the benchmarks from there on did not run.")
     return "\n".join(lines)
