@@ -103,3 +103,26 @@ def test_bilateral_grid_scatter_vectorized_and_channels_inlined():
     assert f"{interp}.inline()" in report.commands
     ours = f.compile("cpu").realize(spec["sizes"], **{ip.name(): a for ip, a in spec["images"].items()})
     np.testing.assert_allclose(ours, theirs, rtol=spec["tol"], atol=spec["tol"])
+
+
+@pytest.mark.parametrize("name, inlined", [("tuple_func", ("pair_0", "pair_1")), ("nb", ("f", "g"))])
+def test_unscheduled_producers_are_placed_by_the_autoscheduler(name, inlined):
+    """A Tuple's elements that nothing schedules are the autoscheduler's to place (not kept in one loop
+    nest at the root): read once each, they are inlined. nb's `f = 255 - img` and `g = 2 * img`, each read
+    by two outputs at their own point, are cheap enough to compute in each (as Adams2019 does)."""
+    w, h = 200, 120
+    spec = getattr(pipelines, name)(w, h, np.random.default_rng(0), schedule=False)
+    pipeline = _estimated(spec, w, h)
+    for ip, arr in spec["images"].items():
+        ip.set(hl.Buffer(arr))
+    theirs = pipeline.realize(spec["sizes"])
+    theirs = [np.asarray(b) for b in theirs] if len(spec["outputs"]) > 1 else [np.asarray(theirs)]
+    f = ms.from_halide(pipeline)
+    report = f.autoschedule(measure=False)
+    for producer in inlined:
+        assert f"{producer}.inline()" in report.commands
+    ours = f.compile("cpu").realize(spec["sizes"], **{ip.name(): a for ip, a in spec["images"].items()})
+    ours = ours if len(spec["outputs"]) > 1 else [ours]
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=spec.get("tol") or 0, atol=spec.get("tol") or 0)

@@ -37,7 +37,8 @@ from benchlog import append_results  # noqa: E402
 
 PIPELINES = {"cvtColor": HP.cvt_color, "conv3x3": HP.conv3x3, "gaussian": HP.gaussian, "warpAffine": HP.warp_affine,
              "rgbyuv420": HP.rgbyuv420, "blur repeat_edge": HP.blur_repeat_edge, "histogram": HP.histogram,
-             "iir": HP.iir, "bilateral grid": HP.bilateral_grid, "pyramid": HP.pyramid}
+             "iir": HP.iir, "bilateral grid": HP.bilateral_grid, "pyramid": HP.pyramid, "tuple": HP.tuple_func,
+             "nb": HP.nb, "heat2d": HP.heat2d}
 HALIDE_AUTOSCHEDULERS = {"Adams2019": "autoschedule_adams2019", "Mullapudi2016": "autoschedule_mullapudi2016"}
 _loaded = set()   # the autoscheduler plugins loaded in this process
 

@@ -317,7 +317,8 @@ def apply_placements(tr, context):
                         raise NotSupportedError(f"Func {info.name}: fold_storage({sd.var}) of a Func whose consumer "
                                                 f"computes beyond the region it requires (a RoundUp split)")
                     comp.storage_fold(var.name, factor)
-        if len(info.dtypes) > 1:
+        inlined = any(c is d for c in info.comps[0] for d in tr.default_inlines)
+        if len(info.dtypes) > 1 and not inlined:    # (inlined elements have no loops to share)
             _fuse_tuple_elements(info)
         for k, comps in enumerate(info.comps):
             fl = info.stages[k].stage_schedule.fuse_level if info.stages[k].stage_schedule else None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from ..affine import affine_text
-from ..expr import Access, Cast, Const, Sym, walk
+from ..expr import Access, BinOp, Call, Cast, Const, Select, Sym, UnOp, walk
 from ..layout import inline_reads, logical_read, logical_write, scheduled_read_index
 
 #: bytes of one cache line: a stride below it still reuses each line it touches
@@ -190,6 +190,31 @@ def reads_each_element_once(nodes, reader) -> bool:
         layouts.add(layout)
         constants.add(fixed)
     return len(layouts) == 1 and len(constants) == len(nodes)
+
+
+#: operations a producer's value may take for it to be inlined into several readers (recomputed by each)
+CHEAP_OPS = 4
+
+
+def recomputed_cheaply(comp, reads) -> bool:
+    """Whether inlining `comp` into each of its readers (`reads`: `readers`' list) costs less than storing
+    it: its value takes at most CHEAP_OPS operations, reads other arrays only at its own point, and each
+    reader reads it only at the reader's own point (nb's `f = 255 - img`, read by `h = f + g` and
+    `k = f - g`). Each value is then computed once per reader instead of stored and loaded back."""
+    if comp.predicate is not None:
+        return False
+    ops = 0
+    for n in walk(comp.expr):
+        if isinstance(n, Access) and not _at_own_point(n, comp):
+            return False
+        ops += isinstance(n, (BinOp, UnOp, Select, Call, Cast))
+    return ops <= CHEAP_OPS and all(_at_own_point(n, reader) for reader, nodes in reads for n in nodes)
+
+
+def _at_own_point(access, comp) -> bool:
+    """Whether `access` indexes each dimension by a variable of `comp`, each of them once."""
+    names = [i.name if isinstance(i, Sym) else None for i in access.indices]
+    return None not in names and sorted(names) == sorted(v.name for v in comp.vars)
 
 
 def _exprs(comp):

@@ -18,7 +18,7 @@ from ..expr import floormod
 from ..loopir import LoopKind
 from . import machine, model, timetile
 from .analysis import (Stage, constant_lower_bound, constant_offsets, elements, from_source, is_copy, readers,
-                       reads_each_element_once, references, untouched)
+                       reads_each_element_once, recomputed_cheaply, references, untouched)
 from .state import restore, save
 
 #: a parallel loop must run at least this many iterations of its nest each time it starts, else it runs
@@ -213,7 +213,7 @@ class Applier:
                 continue
             consumer, nodes = reads[0]
             read_once = len(reads) == 1 and (len(nodes) == 1 or reads_each_element_once(nodes, consumer))
-            if (read_once or is_copy(comp)) and self.attempt(comp.inline, layout=True):
+            if (read_once or is_copy(comp) or recomputed_cheaply(comp, reads)) and self.attempt(comp.inline, layout=True):
                 self.placements[comp.name] = "inline"
                 continue
             if (len(reads) == 1 and consumer in free and consumer.updated is None and not consumer.updates
