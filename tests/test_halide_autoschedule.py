@@ -1,5 +1,7 @@
 """Autoscheduling a Halide pipeline that has no schedule: the sizes come from the pipeline's own
 estimates (what Halide's autoschedulers read), and the values stay Halide's."""
+import re
+
 import halide as hl
 import numpy as np
 import pytest
@@ -105,7 +107,8 @@ def test_bilateral_grid_scatter_vectorized_and_channels_inlined():
     np.testing.assert_allclose(ours, theirs, rtol=spec["tol"], atol=spec["tol"])
 
 
-@pytest.mark.parametrize("name, inlined", [("tuple_func", ("pair_0", "pair_1")), ("nb", ("f", "g"))])
+@pytest.mark.parametrize("name, inlined", [("tuple_func", (r"pair(_\d+)?_0", r"pair(_\d+)?_1")),
+                                           ("nb", (r"f(_\d+)?", r"g(_\d+)?"))])
 def test_unscheduled_producers_are_placed_by_the_autoscheduler(name, inlined):
     """A Tuple's elements that nothing schedules are the autoscheduler's to place (not kept in one loop
     nest at the root): read once each, they are inlined. nb's `f = 255 - img` and `g = 2 * img`, each read
@@ -119,8 +122,8 @@ def test_unscheduled_producers_are_placed_by_the_autoscheduler(name, inlined):
     theirs = [np.asarray(b) for b in theirs] if len(spec["outputs"]) > 1 else [np.asarray(theirs)]
     f = ms.from_halide(pipeline)
     report = f.autoschedule(measure=False)
-    for producer in inlined:
-        assert f"{producer}.inline()" in report.commands
+    for producer in inlined:     # (Halide numbers a Func whose name another one took: pair_1_0)
+        assert any(re.fullmatch(producer + r"\.inline\(\)", c) for c in report.commands), report.commands
     ours = f.compile("cpu").realize(spec["sizes"], **{ip.name(): a for ip, a in spec["images"].items()})
     ours = ours if len(spec["outputs"]) > 1 else [ours]
     assert len(ours) == len(theirs)
