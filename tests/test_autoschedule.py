@@ -1126,3 +1126,20 @@ def test_isl_scheduler_proposal_is_a_measured_variant_with_the_naive_values():
     assert not any(".after(" in c for c in history) and any(c.endswith(".reorder(i, j, k)") for c in history)
     assert checker.legal()
     _same_values(naive, g.compile(), argtypes)
+
+
+def test_the_parallel_loop_runs_more_than_once_at_the_sizes_scheduled_for():
+    """A tile loop over a dimension shorter than its tile (4 channels in tiles of 8) runs once at the
+    sizes scheduled for: the loop after it is the parallel one (Halide's interpolate ran its two largest
+    levels serially)."""
+    C, H, W = ms.Param("C"), ms.Param("H"), ms.Param("W")
+    c, y, x = ms.Var("c", 0, C), ms.Var("y", 0, H), ms.Var("x", 0, W)
+    with ms.Function("channels") as f:
+        img = ms.Input("img", [C, H + 2, W], ms.float32)
+        out = ms.Computation("out", [c, y, x], img[c, y, x] + img[c, y + 1, x] + img[c, y + 2, x])
+    report = f.autoschedule("cpu", sizes=dict(C=4, H=1024, W=1024), measure=False)
+    tiles = [cmd for cmd in report.commands if cmd.startswith("out.tile(c, y, x, 8")]
+    parallel = [cmd for cmd in report.commands if cmd.startswith("out.parallelize(")]
+    assert tiles and parallel == ["out.parallelize(y0)"], report.commands
+    a = np.random.default_rng(0).random((4, 42, 40), dtype=np.float32)
+    np.testing.assert_allclose(f.compile("cpu")(img=a), a[:, :-2] + a[:, 1:-1] + a[:, 2:], rtol=1e-6)

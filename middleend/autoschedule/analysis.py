@@ -55,6 +55,7 @@ class Stage:
     comp: object
     extents: dict                 # variable -> trip count for the sizes scheduled for (None: unbounded)
     refs: list = field(default_factory=list)
+    context: object = None        # the sizes scheduled for (an isl parameter set), where known
 
     @property
     def name(self):
@@ -68,6 +69,17 @@ class Stage:
         """The trip count of `var`, or `default` where it is unknown."""
         e = self.extents.get(var)
         return default if e is None else e
+
+    def loop_trip(self, k):
+        """The most iterations loop k of the computation's current schedule runs at the sizes scheduled
+        for (a tile loop over a dimension shorter than its tile runs once), or None where unbounded."""
+        comp = self.comp
+        domain = comp.domain if self.context is None else comp.domain.intersect_params(self.context)
+        rng = comp.loop_map.intersect_domain(domain).range()
+        if rng.is_empty():
+            return 0
+        most = rng.dim_max(k).sub(rng.dim_min(k)).max_val()
+        return most.to_python() + 1 if most.is_int() else None
 
     def work(self) -> int:
         """Iterations of the whole nest (the stage's weight in the search)."""
@@ -101,7 +113,7 @@ def analyze(function, context) -> dict:
     for comp in function.computations:
         if comp.inlined:
             continue
-        stages[comp.name] = Stage(comp, _extents(comp, context), references(comp))
+        stages[comp.name] = Stage(comp, _extents(comp, context), references(comp), context)
     return stages
 
 

@@ -409,8 +409,8 @@ class Applier:
         if stage.work() < MIN_PARALLEL_WORK:
             return False
         for k, loop in enumerate(comp.loops[:2]):
-            if comp._loop_extent_bound(k) == 1 or comp.tags.get(loop) is not None:
-                continue      # one iteration (nothing to share out), or tagged already
+            if stage.loop_trip(k) == 1 or comp.tags.get(loop) is not None:
+                continue      # one iteration at these sizes (nothing to share out), or tagged already
             outer = comp.loops[:k]
 
             def strips():
@@ -493,7 +493,7 @@ class Applier:
             return stage
         if self._copy_reads_transposed(comp, stage, reductions, lambda ref: ref.touches(v),
                                        panels=model.blocks_reduction(stage, reductions)):
-            stage = Stage(comp, stage.extents, references(comp, stored=True))
+            stage = Stage(comp, stage.extents, references(comp, stored=True), stage.context)
         return stage
 
     def _copy_reads_transposed(self, comp, stage, reductions, wanted, panels=False) -> bool:
