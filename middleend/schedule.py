@@ -385,9 +385,11 @@ class Schedulable:
             return vals[1] - vals[0] + 1
         return None
 
-    def _loop_extent_bound(self, k):
-        """The most iterations loop k runs for any sizes, when that is a constant, else None."""
-        rng = self.loop_map.intersect_domain(self.domain).range()
+    def _loop_extent_bound(self, k, context=None):
+        """The most iterations loop k runs for any sizes (for those of the isl parameter set `context`,
+        where given), when that is a constant, else None."""
+        domain = self.domain if context is None else self.domain.intersect_params(context)
+        rng = self.loop_map.intersect_domain(domain).range()
         if rng.is_empty():
             return None
         most = rng.dim_max(k).sub(rng.dim_min(k)).max_val()   # over every value of the sizes

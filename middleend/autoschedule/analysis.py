@@ -70,17 +70,6 @@ class Stage:
         e = self.extents.get(var)
         return default if e is None else e
 
-    def loop_trip(self, k):
-        """The most iterations loop k of the computation's current schedule runs at the sizes scheduled
-        for (a tile loop over a dimension shorter than its tile runs once), or None where unbounded."""
-        comp = self.comp
-        domain = comp.domain if self.context is None else comp.domain.intersect_params(self.context)
-        rng = comp.loop_map.intersect_domain(domain).range()
-        if rng.is_empty():
-            return 0
-        most = rng.dim_max(k).sub(rng.dim_min(k)).max_val()
-        return most.to_python() + 1 if most.is_int() else None
-
     def work(self) -> int:
         """Iterations of the whole nest (the stage's weight in the search)."""
         n = 1

@@ -213,7 +213,8 @@ class Applier:
                 continue
             consumer, nodes = reads[0]
             read_once = len(reads) == 1 and (len(nodes) == 1 or reads_each_element_once(nodes, consumer))
-            if (read_once or is_copy(comp) or recomputed_cheaply(comp, reads)) and self.attempt(comp.inline, layout=True):
+            inline = read_once or is_copy(comp) or recomputed_cheaply(comp, reads)
+            if inline and self.attempt(comp.inline, layout=True):
                 self.placements[comp.name] = "inline"
                 continue
             if (len(reads) == 1 and consumer in free and consumer.updated is None and not consumer.updates
@@ -409,7 +410,7 @@ class Applier:
         if stage.work() < MIN_PARALLEL_WORK:
             return False
         for k, loop in enumerate(comp.loops[:2]):
-            if stage.loop_trip(k) == 1 or comp.tags.get(loop) is not None:
+            if comp._loop_extent_bound(k, stage.context) == 1 or comp.tags.get(loop) is not None:
                 continue      # one iteration at these sizes (nothing to share out), or tagged already
             outer = comp.loops[:k]
 
