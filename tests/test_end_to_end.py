@@ -77,6 +77,7 @@ def test_blur_with_shifted_tiles_anchored_per_tile():
     bx.set_schedule("[lo, hi] -> { bx[y, x] -> [yo, yi, x] : 0 <= yi < 4 and 0 <= 4*yo <= hi - lo and "
                     "y = lo + min(4*yo, hi - lo + 1 - 4) + yi }", names=["yo", "yi", "x"],
                     bounds={"y": ("lo", "hi")})
+    assert f.history()[-1].endswith(", bounds={y: (lo, hi)})")    # the line says the whole command
     bx.compute_at(by, "yo")
     f.assume("H >= 8")   # the code may rely on it: every tile is whole
     text = str(f.lower())

@@ -233,6 +233,11 @@ def test_set_schedule_takes_a_raw_isl_map():
     by.set_schedule("[H, W] -> { by[y, x] -> [x, y] }", names=["xx", "yy"])
     assert by.loops == ["xx", "yy"]
     assert "for (xx" in str(f.lower())
+    # the history line says the names the map does not (isl prints an output equal to an input by its
+    # value), so that a user reading it can write the command again
+    assert f.history()[-1] == "by.set_schedule([H, W] -> { by[y, x] -> [x, y] }, names=[xx, yy])"
+    by.set_schedule("[H, W] -> { by[y, x] -> [yy = y, xx = x] }")
+    assert f.history()[-1] == "by.set_schedule([H, W] -> { by[y, x] -> [yy = y, xx = x] })"
     with pytest.raises(ms.ScheduleError, match="distinct times"):
         by.set_schedule("[H, W] -> { by[y, x] -> [x] }")
 
