@@ -336,7 +336,7 @@ class Schedulable:
         self.bound_params = bounds
         self.loops = names
         self.tags = {}
-        self._record(f"{cmd[:-1]}{_schedule_options(m if tile_map is None else tile_map, names, bounds, root_bounds)})")
+        self._record(f"{cmd[:-1]}{_schedule_options(m if tile_map is None else tile_map, names, bounds)})")
         return tuple(LoopVar(x) for x in names)
 
     def _root_bounds(self, given, bounds, cmd):
@@ -847,14 +847,13 @@ def _is_param(value) -> bool:
     return isinstance(value, Param)
 
 
-def _schedule_options(m, names, bounds, root_bounds):
-    """The options of a set_schedule command as its history line shows them after the map, so that
-    the line says the whole command: the loop names the map does not give, and the bounds."""
+def _schedule_options(m, names, bounds):
+    """The options of a set_schedule command as its history line shows them after the map: the loop
+    names the map does not give, and the bounds (root bounds, which a front-end derives, are left out)."""
     shown = [m.get_dim_name(isl.dim_type.out, i) for i in range(len(names))]
     text = f", names=[{', '.join(names)}]" if shown != names else ""
-    for option, pairs in (("bounds", bounds), ("root_bounds", root_bounds)):
-        if pairs:
-            text += f", {option}={{" + ", ".join(f"{v}: ({lo}, {hi})" for v, (lo, hi) in pairs.items()) + "}"
+    if bounds:
+        text += ", bounds={" + ", ".join(f"{v}: ({lo}, {hi})" for v, (lo, hi) in bounds.items()) + "}"
     return text
 
 
