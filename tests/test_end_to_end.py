@@ -171,6 +171,23 @@ def test_partial_tiles_inside_unrolled_copies_stay_loops():
         np.testing.assert_allclose(k(A=a), a * 2 + 1, rtol=1e-6)
 
 
+def test_an_unrolled_loop_around_a_loop_of_run_time_trips_is_one_loop():
+    """Rows of 8 unrolled around a whole row each: the copies would run their rows one after another,
+    nothing interleaved, so the back-end emits one plain loop (the code of one row, not 8 + 9)."""
+    N, M = ms.Param("N"), ms.Param("M")
+    i, j = ms.Var("i", 0, N), ms.Var("j", 0, M)
+    with ms.Function("rows") as f:
+        A = ms.Input("A", [N, M], ms.float32)
+        C = ms.Computation("C", [i, j], A[i, j] * ms.f32(2) + ms.f32(1))
+    i0, i1 = C.split("i", 8)
+    C.unroll(i1, 8)
+    k = f.compile("cpu")
+    assert k.source("llvm-unoptimized").count("store float") == 1 + 1     # whole tiles, then i's tail
+    for n, m in ((19, 23), (8, 8), (3, 5)):
+        a = rng.random((n, m), dtype=np.float32)
+        np.testing.assert_allclose(k(A=a), a * 2 + 1, rtol=1e-6)
+
+
 def test_conv2d():
     N, H, W, CI, CO = (ms.Param(p) for p in ("N", "H", "W", "CI", "CO"))
     n, co, y, x = ms.Var("n", 0, N), ms.Var("co", 0, CO), ms.Var("y", 0, H), ms.Var("x", 0, W)

@@ -6,7 +6,7 @@ from mascarpone.middleend.loopir import Allocate, Block, For, If, Store, walk_st
 from mascarpone.backends.common.prefetch import Prefetch, line_offsets
 
 from . import blocks, memory
-from mascarpone.backends.common.affine import constant_difference
+from mascarpone.backends.common.affine import constant_difference, value_range
 from .exprgen import ExprEmitter
 from .llvm_types import i64
 from .loops import counted_loop, if_then_else
@@ -96,6 +96,11 @@ class StmtEmitter:
         f = s.factor
         lo, hi = self.bounds(s, fs, scope)
         trip = constant_difference(s.hi, s.lo)
+        if _runtime_loop_inside(s):
+            # a loop whose trip count is known only at run time runs inside: the copies would each run
+            # it on their own, one after another (no iterations interleave), so unrolling only
+            # repeats the code
+            return self.serial(s, fs, scope, lo, hi)
         if trip is not None and _partial_unroll_inside(s):
             # a loop asked to unroll whose trip count varies runs inside: a partial tile, where isl's
             # separation repeats the nest once per case of its bounds; its copies would each hold a
@@ -126,6 +131,20 @@ class StmtEmitter:
         if_then_else(fs, exact, lambda: self.copies(s, fs, scope, lo, f),
                      lambda: self.serial(s, fs, scope, lo, hi), name=f"{s.var}.unroll")
 
+
+
+def _runtime_loop_inside(s) -> bool:
+    """Whether a loop that stays a loop runs inside loop `s`: one of a trip count that is not a constant,
+    not asked to unroll (`_partial_unroll_inside` sees to those), and not a vector loop of at most one
+    chunk (the partial chunk of a tile's edge, run once)."""
+    return any(isinstance(t, For) and t is not s and t.kind != "unroll" and constant_difference(t.hi, t.lo) is None
+               and not (t.kind == "vector" and _at_most(t, t.factor)) for t in walk_stmts(s.body))
+
+
+def _at_most(loop, trips) -> bool:
+    """Whether `loop` runs at most `trips` iterations, as the forms of its bounds show."""
+    hi, lo = value_range(loop.hi), value_range(loop.lo)
+    return hi is not None and lo is not None and None not in (hi[1], lo[0]) and hi[1] - lo[0] <= trips
 
 
 def _partial_unroll_inside(s) -> bool:
