@@ -92,7 +92,8 @@ class StmtEmitter:
 
     def unrolled(self, s, fs, scope):
         """Full unrolling when the trip count is a constant, else versioned on `hi - lo == factor`
-        (a plain loop when already inside copies of another unrolled loop)."""
+        (a plain loop when already inside copies of another unrolled loop, or around a loop that stays
+        a loop: `_runtime_loop_inside`)."""
         f = s.factor
         lo, hi = self.bounds(s, fs, scope)
         trip = constant_difference(s.hi, s.lo)
@@ -130,7 +131,6 @@ class StmtEmitter:
         exact = B.icmp_signed("==", B.sub(hi, lo, flags=("nsw",)), i64(f))
         if_then_else(fs, exact, lambda: self.copies(s, fs, scope, lo, f),
                      lambda: self.serial(s, fs, scope, lo, hi), name=f"{s.var}.unroll")
-
 
 
 def _runtime_loop_inside(s) -> bool:
