@@ -101,6 +101,16 @@ class Function:
         """The scheduling commands applied so far, in order."""
         return [text for text, _, _ in self._history]
 
+    def replay(self, lines):
+        """Apply scheduling commands written as `history()` prints them (a line, or several in order):
+        a schedule saved or edited, or the autoscheduler's, given to a function built the same way.
+        Each command checks as when called; a line that cannot be read raises ScheduleError naming
+        it. (A front-end's own lines, such as the Halide front-end's `set_schedule`, are given when
+        the function is built and are not replayed.)"""
+        from .replay import replay
+        replay(self, [lines] if isinstance(lines, str) else list(lines))
+        return self
+
     def _culprit(self, violated, context):
         """The first command after which `violated(statements)` holds, by replaying the history
         (statements built under `context`)."""

@@ -771,7 +771,7 @@ class Schedulable:
         no value may be overwritten before a read that needs it (`ms.LayoutError`). A ring is written
         in the index (`[ms.floormod(t, 2), x]`)."""
         from .buffer import Buffer
-        from .expr import lift
+        from .expr import lift, simplify
         owner = self.storage_owner
         cmd = f"store_in({getattr(buffer, 'name', buffer)})"
         if not isinstance(buffer, Buffer):
@@ -794,7 +794,9 @@ class Schedulable:
             buffers[:] = saved
             raise
         owner.user_buffer, owner.user_store_index = buffer, index
-        self._record(cmd)
+        shown = [str(simplify(i)) for i in index]
+        default = shown == [v.name for v in owner.vars]
+        self._record(cmd if default else f"{cmd[:-1]}, index=[{', '.join(shown)}])")
 
     def partition(self, dim, factor=None, kind="cyclic"):
         """Partition dimension `dim` (an index, or a variable of the storage) of this computation's

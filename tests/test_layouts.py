@@ -151,7 +151,7 @@ def test_a_row_buffer_for_a_producer_read_by_later_rows_is_refused():
     p.store_in(ms.Buffer("r", [W], ms.float32), [p.vars[1]])
     with pytest.raises(ms.OverwriteError, match=r"reads p\[\d+, \d+\] from buffer r, but p\[") as err:
         f.lower()
-    assert err.value.buffer == "r" and err.value.command == "p.store_in(r)"
+    assert err.value.buffer == "r" and err.value.command == "p.store_in(r, index=[x])"
 
 
 def test_a_row_buffer_holds_the_row_being_read_when_the_loops_are_fused():
