@@ -3,16 +3,21 @@
 A line is `target.method(arguments)` (a computation's or an array's command) or `method(arguments)`
 (the function's own: `assume`, `dataflow`). Arguments are written as the history writes them: loop
 names and computation names bare, numbers, `True`/`False`/`None`, quoted strings, lists `[a, b]`,
-isl text (`{ s[i] -> [i] }`, `[N] -> { ... }`) and a bounds dictionary `{y: (lo, hi)}`; `root` is
-`ms.root`. Each line runs the command it names, so every check a command makes applies, and a line
+isl text (`{ s[i] -> [i] }`, `[N] -> { ... }`), a bounds dictionary `{y: (lo, hi)}`, and for
+`store_in` an array new to the function, `Buffer(name, [extents], dtype)`, and an `index` of integer
+expressions of the computation's variables; `root` is `ms.root`. Each line runs the command it names, so every check a command makes applies, and a line
 that cannot be read raises `ScheduleError` naming it.
 """
 from __future__ import annotations
 
 import ast
+import operator
 import re
 
+from .algorithm import Param
+from .buffer import Buffer
 from .errors import ScheduleError
+from .expr import floormod, max_, min_
 from .schedule import root
 
 #: commands whose first argument names another computation or an array (by its name on the line)
@@ -35,8 +40,12 @@ def replay(function, lines) -> None:
         positional, keywords = [], {}
         for k, text in enumerate(_split(match["args"], line)):
             keyword = _KEYWORD.match(text) if not text.startswith(("{", "[")) else None
-            if keyword:
+            if keyword and match["method"] == "store_in" and keyword[1] == "index":
+                keywords["index"] = keyword[2].strip()      # expressions: read once the computation is known
+            elif keyword:
                 keywords[keyword[1]] = _value(function, keyword[2].strip(), line)
+            elif k == 0 and match["method"] == "store_in" and text.startswith("Buffer("):
+                positional.append(_buffer(function, text, line))
             elif k == 0 and match["method"] in _RELATIVE:
                 positional.append(_target(function, text, line))
             elif k == 0 and match["method"] == "set_schedule":
@@ -52,19 +61,58 @@ def _target(function, name, line):
     for thing in function.computations + function.buffers + function.inputs:
         if thing.name == name:
             return thing
-    hint = (": the line does not say the array's shape; create it (ms.Buffer), call store_in, and replay "
-            "the lines after" if ".store_in(" in line else "")
+    hint = (" (an array new to the function is written `Buffer(name, [extents], dtype)`, as history() "
+            "prints it)" if ".store_in(" in line else "")
     raise ScheduleError(f"replay: {line!r}: function {function.name} has no computation or array {name!r}{hint}")
 
 
-def _index(comp, names, line):
-    """store_in's index: the storage owner's variables, named."""
+def _index(comp, text, line):
+    """store_in's index, `[e, ...]`: integer expressions of the storage owner's variables."""
     owner = comp.storage_owner
-    variables = {v.name: v for v in owner.vars}
-    if not isinstance(names, list) or any(n not in variables for n in names):
-        raise ScheduleError(f"replay: {line!r}: an index other than {owner.name}'s variables is not read back; "
-                            f"call store_in with it, and replay the lines after")
-    return [variables[n] for n in names]
+    if not (text.startswith("[") and text.endswith("]")):
+        raise ScheduleError(f"replay: {line!r}: the index must be a list `[e, ...]`")
+    return [_expr(t, {v.name: v for v in owner.vars}, line) for t in _split(text[1:-1], line)]
+
+
+def _buffer(function, text, line):
+    """A new array `Buffer(name, [extents], dtype)`, its extents expressions of the sizes."""
+    parts = _split(text[len("Buffer("):-1], line)
+    if len(parts) != 3 or not (parts[1].startswith("[") and parts[1].endswith("]")):
+        raise ScheduleError(f"replay: {line!r}: cannot read {text!r} as Buffer(name, [extents], dtype)")
+    sizes = {p: Param(p) for p in function.param_names}
+    extents = [_expr(e, sizes, line) for e in _split(parts[1][1:-1], line)]
+    try:
+        return Buffer(parts[0], extents, parts[2])
+    except (TypeError, ValueError) as err:
+        raise ScheduleError(f"replay: {line!r}: {err}") from None
+
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+_CALLS = {"floormod": floormod, "min": min_, "max": max_}
+
+
+def _expr(text, names, line):
+    """An integer expression as the history prints it (`(x // 8)`, `floormod(x, 8)`, `min(a, b)`), its
+    names those of `names`."""
+    def build(node):
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name) and node.id in names:
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](build(node.left), build(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -build(node.operand)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS \
+                and len(node.args) == 2 and not node.keywords:
+            return _CALLS[node.func.id](*(build(a) for a in node.args))
+        raise ScheduleError(f"replay: {line!r}: cannot read {ast.unparse(node)!r} in the expression {text!r} "
+                            f"(integers, {', '.join(sorted(names))}, + - * //, floormod, min, max)")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise ScheduleError(f"replay: {line!r}: cannot read the expression {text!r}") from None
+    return build(tree.body)
 
 
 def _split(text, line) -> list:

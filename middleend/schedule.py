@@ -794,9 +794,12 @@ class Schedulable:
             buffers[:] = saved
             raise
         owner.user_buffer, owner.user_store_index = buffer, index
+        # the line declares an array new to the function, and gives an index other than the owner's own
+        declared = (f"Buffer({buffer.name}, [{', '.join(str(simplify(lift(d))) for d in buffer.shape)}], "
+                    f"{buffer.dtype})" if buffer not in saved else buffer.name)
         shown = [str(simplify(i)) for i in index]
-        default = shown == [v.name for v in owner.vars]
-        self._record(cmd if default else f"{cmd[:-1]}, index=[{', '.join(shown)}])")
+        given = "" if shown == [v.name for v in owner.vars] else f", index=[{', '.join(shown)}]"
+        self._record(f"store_in({declared}{given})")
 
     def partition(self, dim, factor=None, kind="cyclic"):
         """Partition dimension `dim` (an index, or a variable of the storage) of this computation's
