@@ -5,8 +5,9 @@ A line is `target.method(arguments)` (a computation's or an array's command) or 
 names and computation names bare, numbers, `True`/`False`/`None`, quoted strings, lists `[a, b]`,
 isl text (`{ s[i] -> [i] }`, `[N] -> { ... }`), a bounds dictionary `{y: (lo, hi)}`, and for
 `store_in` an array new to the function, `Buffer(name, [extents], dtype)`, and an `index` of integer
-expressions of the computation's variables; `root` is `ms.root`. Each line runs the command it names, so every check a command makes applies, and a line
-that cannot be read raises `ScheduleError` naming it.
+expressions of the computation's variables; `root` is `ms.root`. Each line runs the command it names,
+so every check a command makes applies; a line that cannot be read, or names something other than a
+scheduling command, raises `ScheduleError` naming it.
 """
 from __future__ import annotations
 
@@ -20,8 +21,15 @@ from .errors import ScheduleError
 from .expr import floormod, max_, min_
 from .schedule import root
 
+#: the scheduling commands a line may name: a computation's or an array's, and the function's own
+COMMANDS = frozenset({
+    "split", "interchange", "reorder", "tile", "shift", "skew", "reverse", "set_schedule", "vectorize", "unroll",
+    "parallelize", "gpu", "gpu_tile", "gpu_constant", "distribute", "pipeline", "after", "before", "then",
+    "compute_at", "store_root", "store_at", "inline", "cache_shared", "cache_read", "send_receive", "store_in",
+    "partition", "storage_fold", "expand"})
+FUNCTION_COMMANDS = frozenset({"assume", "dataflow"})
 #: commands whose first argument names another computation or an array (by its name on the line)
-_RELATIVE = ("after", "before", "then", "compute_at", "cache_read", "send_receive", "store_in")
+_RELATIVE = ("after", "before", "then", "compute_at", "cache_shared", "cache_read", "send_receive", "store_in")
 _LINE = re.compile(r"^\s*(?:(?P<target>[A-Za-z_]\w*)\.)?(?P<method>[A-Za-z_]\w*)\((?P<args>.*)\)\s*$", re.S)
 _KEYWORD = re.compile(r"^([A-Za-z_]\w*)=(?!=)(.*)$", re.S)
 
@@ -33,8 +41,9 @@ def replay(function, lines) -> None:
         if match is None:
             raise ScheduleError(f"replay: {line!r} is not a command line `name.command(arguments)`")
         target = _target(function, match["target"], line) if match["target"] else function
-        method = getattr(target, match["method"], None)
-        if match["method"].startswith("_") or not callable(method):
+        allowed = COMMANDS if match["target"] else FUNCTION_COMMANDS
+        method = getattr(target, match["method"], None) if match["method"] in allowed else None
+        if not callable(method):
             raise ScheduleError(f"replay: {line!r}: {match['target'] or function.name} has no command "
                                 f"{match['method']!r}")
         positional, keywords = [], {}

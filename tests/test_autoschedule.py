@@ -1172,6 +1172,8 @@ def test_replay_names_the_line_it_cannot_read():
     assert f.history() == ["s26.vectorize(i, 8)"]       # the lines before it were applied
     with pytest.raises(ms.ScheduleError, match="no command 'vectorise'"):
         f.replay("s26.vectorise(i, 8)")
+    with pytest.raises(ms.ScheduleError, match="no command 'compile'"):    # scheduling commands only
+        f.replay("compile()")
     with pytest.raises(ms.ScheduleError, match="unbalanced"):
         f.replay("s26.tile(t, i, [4, 8)")
     with pytest.raises(ms.ScheduleError, match=r"no computation or array 'B_T' \(an array new"):
