@@ -12,6 +12,7 @@ scheduling command, raises `ScheduleError` naming it.
 from __future__ import annotations
 
 import ast
+import inspect
 import operator
 import re
 
@@ -50,7 +51,7 @@ def replay(function, lines) -> None:
         for k, text in enumerate(_split(match["args"], line)):
             keyword = _KEYWORD.match(text) if not text.startswith(("{", "[")) else None
             if keyword and match["method"] == "store_in" and keyword[1] == "index":
-                keywords["index"] = keyword[2].strip()      # expressions: read once the computation is known
+                keywords["index"] = _index(target, keyword[2].strip(), line)
             elif keyword:
                 keywords[keyword[1]] = _value(function, keyword[2].strip(), line)
             elif k == 0 and match["method"] == "store_in" and text.startswith("Buffer("):
@@ -61,8 +62,10 @@ def replay(function, lines) -> None:
                 positional.append(text)     # isl text, as given
             else:
                 positional.append(_value(function, text, line))
-        if match["method"] == "store_in" and "index" in keywords:
-            keywords["index"] = _index(target, keywords["index"], line)
+        try:    # (the arguments' number and names; a command's own errors are its own)
+            inspect.signature(method).bind(*positional, **keywords)
+        except TypeError as err:
+            raise ScheduleError(f"replay: {line!r}: {err}") from None
         method(*positional, **keywords)
 
 
@@ -150,7 +153,10 @@ def _split(text, line) -> list:
 def _value(function, text, line):
     """A Python value for an argument written as the history writes it."""
     if text in ("True", "False", "None") or re.fullmatch(r"-?\d+", text) or text[:1] in "'\"":
-        return ast.literal_eval(text)
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise ScheduleError(f"replay: {line!r}: cannot read the argument {text!r}") from None
     if text == "root":
         return root
     if re.fullmatch(r"[A-Za-z_]\w*", text):

@@ -1176,6 +1176,12 @@ def test_replay_names_the_line_it_cannot_read():
         f.replay("compile()")
     with pytest.raises(ms.ScheduleError, match="unbalanced"):
         f.replay("s26.tile(t, i, [4, 8)")
+    with pytest.raises(ms.ScheduleError, match=r"'s26.split\(i\)': missing a required argument"):
+        f.replay("s26.split(i)")
+    with pytest.raises(ms.ScheduleError, match="unexpected keyword argument 'foo'"):
+        f.replay("s26.tile(t, i, 4, 8, foo=3)")
+    with pytest.raises(ms.ScheduleError, match="cannot read the argument"):
+        f.replay("s26.split(i, '\\x')")
     with pytest.raises(ms.ScheduleError, match=r"no computation or array 'B_T' \(an array new"):
         f.replay("s26.store_in(B_T)")
     with pytest.raises(ms.ScheduleError, match=r"cannot read 'B_1 / 2' in the expression"):
