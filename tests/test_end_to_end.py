@@ -1,5 +1,7 @@
 """Scheduled programs compiled for the CPU and compared with numpy."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -39,12 +41,13 @@ def test_blur(schedule):
         np.testing.assert_allclose(out, blur_reference(img), rtol=1e-6)
 
 
-def test_neighbouring_reads_share_vector_loads_and_the_last_chunk_is_masked():
-    """bx reads img at x, x + 1 and x + 2: in a vector loop of 8 lanes the back-end loads the vectors at
-    x and x + 2 and shuffles the one at x + 1 out of them (by's three reads are rows apart: three
-    loads). A row's last iterations, fewer than 8, run as one chunk under a lane mask where the CPU
-    masks loads and stores (AVX-512), else one at a time. The values are numpy's at widths with every
-    remainder, with the loops split by 8 and left whole."""
+def test_neighbouring_reads_are_a_sliding_window_and_the_last_chunk_is_masked():
+    """bx reads img at x, x + 1 and x + 2: in a loop of 8-lane chunks each chunk loads the vector at
+    x + 2 only and shuffles the other two out of it and the one the chunk before loaded, which it
+    carries (the first chunk's from a load at x); by's three reads are rows apart: three loads. The
+    loop split by 8 carries the window the same way across its outer loop. A row's last iterations,
+    fewer than 8, run as one chunk under a lane mask where the CPU masks loads and stores (AVX-512),
+    else one at a time. The values are numpy's at widths with every remainder."""
     from mascarpone.backends.cpu.machine import masked_memory
     for split in (True, False):
         f, bx, by = examples.blur()
@@ -57,13 +60,50 @@ def test_neighbouring_reads_share_vector_loads_and_the_last_chunk_is_masked():
             assert bx.loops == ["y", "x"] and "x0" not in str(f.lower())
         k = f.compile("cpu")
         code = k.source("llvm-unoptimized")
-        # each piece's chunk: 2 loads and a shuffle for bx, 3 loads for by (the split loops' pieces: two)
+        # each loop of chunks: 2 loads and 3 shuffles for bx (one of each before the loop), 3 loads for
+        # by; split, a second piece (the columns past the last 8) has the same
         loads, shuffles = code.count("load <8 x float>"), code.count("shufflevector <8 x float>")
-        assert shuffles == (2 if split else 1) and loads == 5 * shuffles, (loads, shuffles)
+        carried = len(re.findall(r"phi +<8 x float>", code))
+        pieces = 2 if split else 1
+        assert (loads, shuffles, carried) == (5 * pieces, 3 * pieces, pieces), (loads, shuffles, carried)
         assert ("llvm.masked.load" in code) == masked_memory()
         for W in range(17, 25):
             img = rng.random((11, W + 2), dtype=np.float32)
             np.testing.assert_allclose(k(img=img, H=9, W=W), blur_reference(img), rtol=1e-6)
+
+
+def test_a_window_spans_up_to_a_vector_and_is_not_carried_over_an_array_the_loop_writes():
+    """Reads at x, x + 1, x + 2 and x + 8 (a vector apart): one load a chunk, at x + 8; the values are
+    numpy's for every number of chunks from none to four, with and without a tail. An update of c's
+    row y that reads row y - 1 at x - 1 and x + 1 keeps its loads (the loop stores to c: a window
+    could hold what a store replaced), and gives numpy's values."""
+    N = ms.Param("N")
+    x = ms.Var("x", 0, N)
+    with ms.Function("span") as f:
+        a = ms.Input("a", [N + 8], ms.float64)
+        s = ms.Computation("s", [x], a[x] + 2 * a[x + 1] - a[x + 2] + 0.5 * a[x + 8])
+    s.vectorize("x", 8, split=False)
+    k = f.compile("cpu")
+    code = k.source("llvm-unoptimized")
+    assert len(re.findall(r"phi +<8 x double>", code)) == 1 and code.count("load <8 x double>") == 2
+    for n in range(0, 36):
+        av = rng.random(n + 8)
+        ref = av[:n] + 2 * av[1:n + 1] - av[2:n + 2] + 0.5 * av[8:n + 8]
+        np.testing.assert_array_equal(k(a=av, N=n), ref)
+
+    y, x = ms.Var("y", 1, N), ms.Var("x", 1, N - 1)
+    with ms.Function("rows") as g:
+        a = ms.Input("a", [N, N], ms.float64)
+        ya, xa = ms.Var("y", 0, N), ms.Var("x", 0, N)
+        c = ms.Computation("c", [ya, xa], a[ya, xa])
+        c.update([y, x], c[y, x] + c[y - 1, x - 1] + c[y - 1, x + 1]).vectorize("x", 8, split=False)
+    k = g.compile("cpu")
+    assert not re.findall(r"phi +<8 x double>", k.source("llvm-unoptimized"))
+    av = rng.random((20, 20))
+    ref = av.copy()
+    for row in range(1, 20):
+        ref[row, 1:19] = ref[row, 1:19] + ref[row - 1, 0:18] + ref[row - 1, 2:20]
+    np.testing.assert_array_equal(k(a=av, N=20), ref)
 
 
 def test_blur_with_shifted_tiles_anchored_per_tile():

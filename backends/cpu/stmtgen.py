@@ -12,7 +12,7 @@ from .llvm_types import i64
 from .loops import counted_loop, if_then_else
 from .memory import BufView
 from .parallel import emit_parallel_loop
-from .vectorize import emit_vector_loop
+from .vectorize import emit_chunk_loop, emit_vector_loop
 
 
 class StmtEmitter:
@@ -77,6 +77,8 @@ class StmtEmitter:
     def serial(self, s, fs, scope, lo=None, hi=None, metadata=None):
         """A plain loop (also how GPU/distribution tags run on the CPU)."""
         if lo is None:
+            if metadata is None and emit_chunk_loop(self, s, fs, scope):
+                return
             lo, hi = self.bounds(s, fs, scope)
         counted_loop(fs, lo, hi, lambda v: self.emit(s.body, fs, scope.with_var(s.var, v)),
                      name=s.var, metadata=metadata)

@@ -43,6 +43,7 @@ from mascarpone.middleend.loopir import Block, For, If, Store, stores, walk_expr
 from mascarpone.middleend.types import int64
 
 from . import memory, transposed
+from .windows import carried_groups, chunk_loop_groups, contiguous, neighbour_groups, windowed_loop
 from mascarpone.backends.common.affine import constant_difference, linearize, mentions, split_along, stride_along
 from .exprgen import ExprEmitter
 from .llvm_types import I1, I32, I64, PTR, i64, is_vector, memory_type, type_suffix, value_type
@@ -102,8 +103,19 @@ def emit_vector_loop(se, s, fs, scope):
     lo, hi = se.bounds(s, fs, scope)
     B = fs.builder
 
-    def chunk(v0):
-        VectorBody(fs, scope.with_var(s.var, v0), s.var, width).emit(s.body, None)
+    def chunk(v0, given=None):
+        VectorBody(fs, scope.with_var(s.var, v0), s.var, width, given).emit(s.body, None)
+
+    windows = carried_groups(s.body, s.var, width)
+
+    def main_loop(end):
+        """The whole chunks from `lo` to `end`, with the reads of `windows` carried from chunk to chunk."""
+        if windows:
+            windowed_loop(fs, lo, end, width, width, windows,
+                          lambda v, node: VectorEmitter(fs, scope.with_var(s.var, v), s.var, width, None).emit(node),
+                          chunk, name=f"{s.var}.vec")
+        else:
+            counted_loop(fs, lo, end, chunk, step=width, name=f"{s.var}.vec")
 
     no_vectorize = loop_metadata(fs.ms.module, vectorize=False, unroll=False)  # fewer than `width` trips
 
@@ -137,30 +149,38 @@ def emit_vector_loop(se, s, fs, scope):
         if full == 1:
             chunk(lo)
         elif full > 1:
-            counted_loop(fs, lo, B.add(lo, i64(full * width), flags=("nsw",)), chunk, step=width,
-                         name=f"{s.var}.vec")
+            main_loop(B.add(lo, i64(full * width), flags=("nsw",)))
         if trip > full * width:
             tail(lo if full == 0 else B.add(lo, i64(full * width), flags=("nsw",)))
         return
     n = B.sub(hi, lo, flags=("nsw",))
     n = B.select(B.icmp_signed("<", n, i64(0)), i64(0), n)
     main_end = B.add(lo, B.mul(B.udiv(n, i64(width)), i64(width), flags=("nsw",)), flags=("nsw",))
-    counted_loop(fs, lo, main_end, chunk, step=width, name=f"{s.var}.vec")
+    main_loop(main_end)
     tail(main_end)
 
 
-def _contiguous(strides):
-    return strides[-1] == 1 and all(st == 0 for st in strides[:-1])
+def emit_chunk_loop(se, s, fs, scope) -> bool:
+    """Emit a plain loop around one vector loop of exactly its lanes (`chunk_loop_groups`) with its
+    reads carried as windows from one iteration to the next; False (nothing emitted) where none are."""
+    windows = chunk_loop_groups(s, explicit_simd)
+    if not windows:
+        return False
+    inner = s.body.body[0] if isinstance(s.body, Block) else s.body
+    lo, hi = se.bounds(s, fs, scope)
 
+    def at(v):
+        """The scope of the chunk at `v`: its first lane's inner variable."""
+        outer = scope.with_var(s.var, v)
+        return outer.with_var(inner.var, ExprEmitter(fs, outer).index(inner.lo))
 
-def _offset_from(first, other):
-    """How many elements `other` reads after `first` when both read one array at the same indices but
-    for a constant difference in the last one, else None."""
-    if other.target.name != first.target.name or len(other.indices) != len(first.indices):
-        return None
-    if any(constant_difference(a, b) != 0 for a, b in zip(other.indices[:-1], first.indices[:-1])):
-        return None
-    return constant_difference(other.indices[-1], first.indices[-1])
+    def load(v, node):
+        return VectorEmitter(fs, at(v), inner.var, inner.factor, None).emit(node)
+
+    def chunk(v, given):
+        VectorBody(fs, at(v), inner.var, inner.factor, given).emit(inner.body, None)
+    windowed_loop(fs, lo, hi, 1, inner.factor, windows, load, chunk, name=s.var)
+    return True
 
 
 def _anchors(offsets, width) -> list:
@@ -206,7 +226,7 @@ class VectorEmitter(ExprEmitter):
         if None not in strides:
             flat0 = memory.flat_index(B, view, [self.lane0.index(i) for i in indices])
             ptr0 = memory.element_ptr(B, view, flat0, inb)
-            if _contiguous(strides):
+            if contiguous(strides):
                 return "contiguous", ptr0
             if self.mask is None and all(st == 0 for st in strides[:-1]) and 2 <= strides[-1] <= MAX_DENSE_STRIDE:
                 return "strided", (ptr0, strides[-1])
@@ -253,20 +273,9 @@ class VectorEmitter(ExprEmitter):
         are loaded, so no element is read that the scalar iterations would not read."""
         if self.mask is not None:
             return
-        groups = []     # [(first access, {offset: [accesses]})]
-        for node in walk(e):
-            if not isinstance(node, Access) or not node.indices or (id(node), False) in self._cache:
-                continue    # (or a value at hand: a transposed block's)
-            strides = [stride_along(i, self.var) for i in node.indices]
-            if None in strides or not _contiguous(strides):
-                continue
-            for first, offsets in groups:
-                d = _offset_from(first, node)
-                if d is not None:
-                    offsets.setdefault(d, []).append(node)
-                    break
-            else:
-                groups.append((node, {0: [node]}))
+        # (a value at hand is left out: a transposed block's, a window's)
+        groups = neighbour_groups([n for n in walk(e) if isinstance(n, Access) and n.indices
+                                   and (id(n), False) not in self._cache], self.var)
         for first, offsets in groups:
             anchors = _anchors(sorted(offsets), self.width)
             if len(anchors) == len(offsets):
