@@ -695,9 +695,10 @@ def test_split_tiles_of_a_2d_stencil_cut_its_rows(monkeypatch):
 
 @pytest.mark.parametrize("jam", [None, 0, 3])
 def test_split_tiles_jam_their_rows_around_the_vector_loop(jam):
-    """In split tiles, a stencil's rows are computed `jam` at a time in each vector chunk (the model's
-    JAM where the choice has none; 0: not), unrolled; trapezoids whose rows are no multiple of it give
-    the naive loops' values."""
+    """In split tiles, a stencil's rows are computed `jam` at a time in each vector chunk (0: not), unrolled,
+    as the choice says; the model's (no choice) jams none, as jacobi-2d reads along the vector loop too
+    (a window the back-end carries: model.jam_factor). Trapezoids whose rows are no multiple of the
+    factor give the naive loops' values."""
     make, argtypes = _julia("jacobi2d")
     naive = make().compile()
     g = make()
@@ -706,7 +707,7 @@ def test_split_tiles_jam_their_rows_around_the_vector_loop(jam):
     if jam is not None:
         choice["jam"] = {"s39": jam, "s79": jam}
     applier.apply(choice)
-    factor = model.JAM if jam is None else jam
+    factor = 0 if jam is None else jam
     assert applier.jammable == {"s39": factor, "s79": factor}
     for name in ("s39", "s79"):
         assert any(c.startswith(f"{name}.unroll(") for c in g.history()) == bool(factor)
@@ -1002,9 +1003,11 @@ def test_measurements_fill_the_outputs_of_the_first_call():
 
 
 def test_stencil_rows_are_unrolled_and_jammed_around_the_vector_loop():
-    """jacobi-2d where the arrays fit the caches (no time tiles): each sweep computes JAM columns together
-    inside the vector loop, since its 5-point reads share their column loads; the values are the naive
-    loops' for every factor the search tries, and for sizes that leave a partial group of columns."""
+    """jacobi-2d where the arrays fit the caches (no time tiles): a sweep computes `factor` columns together
+    inside the vector loop, as the search may try, since its 5-point reads share their column loads;
+    the model jams none, since its reads along the vector loop are a window the back-end carries
+    (model.jam_factor). The values are the naive loops' for every factor the search tries, and for
+    sizes that leave a partial group of columns."""
     make, argtypes = _julia("jacobi2d")
     naive = make().compile()
     small = {"tsteps": 4, "A_1": 60, "A_2": 60, "B_1": 60, "B_2": 60}
@@ -1015,7 +1018,7 @@ def test_stencil_rows_are_unrolled_and_jammed_around_the_vector_loop():
         applier.apply({} if factor is None else {"jam": {name: factor for name in stages}})
         stencils = sorted(applier.jammable)
         assert len(stencils) == 2, g.history()
-        want = model.JAM if factor is None else factor
+        want = 0 if factor is None else factor
         assert all(applier.jammable[s] == want for s in stencils)
         jammed = [c for c in g.history() if c.startswith(tuple(f"{s}.unroll(j1, " for s in stencils))]
         assert len(jammed) == (2 if want else 0), g.history()

@@ -43,7 +43,7 @@ from mascarpone.middleend.loopir import Block, For, If, Store, stores, walk_expr
 from mascarpone.middleend.types import int64
 
 from . import memory, transposed
-from .windows import carried_groups, chunk_loop_groups, contiguous, neighbour_groups, windowed_loop
+from .windows import anchors_of, carried_groups, chunk_loop_groups, contiguous, neighbour_groups, windowed_loop
 from mascarpone.backends.common.affine import constant_difference, linearize, mentions, split_along, stride_along
 from .exprgen import ExprEmitter
 from .llvm_types import I1, I32, I64, PTR, i64, is_vector, memory_type, type_suffix, value_type
@@ -183,20 +183,6 @@ def emit_chunk_loop(se, s, fs, scope) -> bool:
     return True
 
 
-def _anchors(offsets, width) -> list:
-    """The offsets (sorted) to load as vectors so that every other offset lies between two loaded ones
-    less than a vector apart: the least, then each time the furthest within `width` of the last."""
-    anchors = [offsets[0]]
-    for k, o in enumerate(offsets[1:], 1):
-        if o - anchors[-1] > width:
-            anchors.append(offsets[k - 1] if offsets[k - 1] != anchors[-1] else o)
-            if o - anchors[-1] > width:
-                anchors.append(o)
-    if anchors[-1] != offsets[-1]:
-        anchors.append(offsets[-1])
-    return anchors
-
-
 class VectorEmitter(ExprEmitter):
     """Evaluates expressions for `width` consecutive values of `var`, starting at its scope value."""
 
@@ -277,7 +263,7 @@ class VectorEmitter(ExprEmitter):
         groups = neighbour_groups([n for n in walk(e) if isinstance(n, Access) and n.indices
                                    and (id(n), False) not in self._cache], self.var)
         for first, offsets in groups:
-            anchors = _anchors(sorted(offsets), self.width)
+            anchors = anchors_of(sorted(offsets), self.width)
             if len(anchors) == len(offsets):
                 continue        # nothing between two loads: nothing to share
             loaded = {o: self.emit(offsets[o][0]) for o in anchors}

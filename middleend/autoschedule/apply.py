@@ -300,8 +300,8 @@ class Applier:
         """Run a time-stepped stencil in split tiles (see timetile): of the sizes `wanted` ([steps per
         block, width]; False: none), else the model's where one step's sweep is short (SPLIT_SWEEP), at
         the least reach (1, then 2) that is legal; the tiles run in parallel and each row, the innermost
-        loop, in whole vectors from its first element, with rows jammed by `jams`' factor (`_jam`; jacobi-2d
-        at 260^2 on 2 Zen 5 cores: 140 us without, 127 by 4 or 8). True if applied."""
+        loop, in whole vectors from its first element, with rows jammed by `jams`' factor (`_jam`; the
+        model's: `model.jam_factor`). True if applied."""
         key = members[0].name
         model_sizes = timetile.split_sizes(self.stages, members, machine.cores())
         if model_sizes is not None:
@@ -342,7 +342,9 @@ class Applier:
                 for comp in members:     # (a trapezoid's rows start anywhere: whole vectors from each one's first)
                     if self._vectorize_innermost(comp, self.stages[comp.name], split=False) is None and \
                             comp.tags.get(comp.loops[-1]) is not None:
-                        self._jam(comp, self.stages[comp.name], {}, comp.loops[-1], jams.get(comp.name, model.JAM))
+                        stage = self.stages[comp.name]
+                        self._jam(comp, stage, {}, comp.loops[-1],
+                                  jams.get(comp.name, model.jam_factor(stage, comp.loops[-1])))
                 return True
         return False
 
@@ -382,7 +384,8 @@ class Applier:
             if comp.tags.get(comp.loops[-1]) is not None:
                 self.vectorized.add(comp.name)
         if vector_outer is not None:
-            self._jam(comp, stage, origin, vector_outer, choice.get("jam", {}).get(comp.name, model.JAM))
+            self._jam(comp, stage, origin, vector_outer,
+                      choice.get("jam", {}).get(comp.name, model.jam_factor(stage, vector_var)))
         if vector_outer is None and comp.tags.get(comp.loops[-1]) is None and comp.name not in self.tile_params:
             factor = choice.get("interleave", {}).get(comp.name, model.CHAINS)
             if self._interleave(comp, stage, origin, factor) and choice.get("parallel", {}).get(comp.name, True):
