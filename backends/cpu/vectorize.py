@@ -22,7 +22,8 @@ Contiguous reads of one array at offsets less than a vector apart (a stencil's
 `in[x - 1] + in[x] + in[x + 1]`) share their loads: the outermost offsets are
 loaded and those between them shuffled out of the two, as a sliding window, so
 a stencil whose loads bound it (two cores' load ports, an L1-resident sweep)
-issues fewer of them (`share_neighbour_loads`).
+issues fewer of them (`share_neighbour_loads`). Where loads bound a loop of whole chunks, such a
+group is carried from chunk to chunk instead, one load a chunk (`windows`).
 
 Inner loops (with bounds independent of the vectorized variable) run once
 per chunk with vector values in their body, as Halide vectorizes an outer

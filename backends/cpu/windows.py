@@ -5,8 +5,10 @@ A stencil reads one array at offsets a few elements apart along the vectorized l
 cache line at most offsets, and the loads bound the loop. Where the offsets lie at most a
 vector apart, each chunk loads only the vector at the furthest offset and keeps it for the
 next chunk: every other read is a shuffle of that vector and the one the chunk before loaded.
-On two Zen 5 cores, a column of jacobi-2d (five reads, three of them along the column) runs at
-9.1 us a sweep this way against 13.0 with a load per read (hand-written C, 260^2 doubles).
+On one Zen 5 core, a sweep of jacobi-2d (five reads a point, three of them along the column)
+takes 9.1 us this way against 13.0 with a load per read (hand-written C, 260^2 doubles). Such a
+window trades a load for a shuffle, so it is taken only where loads bound the chunk
+(`carried_groups`).
 
 The window may only hold what memory holds: the loop's body must not store to the array it
 reads (buffers are distinct objects: `noalias`), and it must be straight-line code (stores
