@@ -107,10 +107,10 @@ def emit_vector_loop(se, s, fs, scope):
     def chunk(v0, given=None):
         VectorBody(fs, scope.with_var(s.var, v0), s.var, width, given).emit(s.body, None)
 
-    windows = carried_groups(s.body, s.var, width)
-
     def main_loop(end):
-        """The whole chunks from `lo` to `end`, with the reads of `windows` carried from chunk to chunk."""
+        """The whole chunks from `lo` to `end`, with the reads `carried_groups` picks carried from chunk
+        to chunk."""
+        windows = carried_groups(s.body, s.var, width)
         if windows:
             windowed_loop(fs, lo, end, width, width, windows,
                           lambda v, node: VectorEmitter(fs, scope.with_var(s.var, v), s.var, width, None).emit(node),
@@ -164,10 +164,9 @@ def emit_vector_loop(se, s, fs, scope):
 def emit_chunk_loop(se, s, fs, scope) -> bool:
     """Emit a plain loop around one vector loop of exactly its lanes (`chunk_loop_groups`) with its
     reads carried as windows from one iteration to the next; False (nothing emitted) where none are."""
-    windows = chunk_loop_groups(s, explicit_simd)
+    inner, windows = chunk_loop_groups(s, explicit_simd)
     if not windows:
         return False
-    inner = s.body.body[0] if isinstance(s.body, Block) else s.body
     lo, hi = se.bounds(s, fs, scope)
 
     def at(v):

@@ -168,21 +168,21 @@ def windowed_loop(fs, lo, hi, step, width, groups, load, chunk, *, name="x"):
     B.position_at_end(done)
 
 
-def chunk_loop_groups(s, explicit) -> list:
-    """`carried_groups` of a loop `s` whose body is one vector loop of exactly its `factor` lanes
-    (`vectorize(x, 8)`'s split: `for x0 { for x1 in 0..8: vector }`) whose reads move by a whole
-    vector per iteration of `s`: its chunks follow one another as a vector loop's do. [] where
-    `s` is not such a loop; `explicit(loop)` says whether a vector loop becomes SIMD code."""
+def chunk_loop_groups(s, explicit) -> tuple:
+    """(the vector loop, its `carried_groups`) of a loop `s` whose body is one vector loop of exactly its
+    `factor` lanes (`vectorize(x, 8)`'s split: `for x0 { for x1 in 0..8: vector }`) whose reads move by a
+    whole vector per iteration of `s`: its chunks follow one another as a vector loop's do. (None, [])
+    where `s` is not such a loop; `explicit(loop)` says whether a vector loop becomes SIMD code."""
     inner = s.body.body[0] if isinstance(s.body, Block) and len(s.body.body) == 1 else s.body
     if not (isinstance(inner, For) and inner.kind == "vector" and explicit(inner)
             and constant_difference(inner.hi, inner.lo) == inner.factor
             and not mentions(inner.lo, s.var) and not mentions(inner.hi, s.var)):
-        return []
+        return None, []
     width = inner.factor
-    return [offsets for offsets in carried_groups(inner.body, inner.var, width)
-            if all(stride_along(n.indices[-1], s.var) == width
-                   and all(stride_along(i, s.var) == 0 for i in n.indices[:-1])
-                   for nodes in offsets.values() for n in nodes)]
+    return inner, [offsets for offsets in carried_groups(inner.body, inner.var, width)
+                   if all(stride_along(n.indices[-1], s.var) == width
+                          and all(stride_along(i, s.var) == 0 for i in n.indices[:-1])
+                          for nodes in offsets.values() for n in nodes)]
 
 
 def _lanes(indices):
