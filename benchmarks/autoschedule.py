@@ -23,6 +23,7 @@ Results are appended to benchmarks/RESULTS.md unless --no-append.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -52,13 +53,45 @@ CALLS = 3
 PEER_SETTLE_S = 0.3
 
 
+#: placements of a Julia kernel's arrays, each variant timed on each in turn (one a round): the time of a
+#: short stencil moves by a third with where its two arrays lie modulo 4 KB (jacobi-1d at 2000 points:
+#: 86 to 120 us ours, 149 to 245 us numba's), so that one placement each would rank them by chance
+PLACEMENTS = 5
+
+
+def placed(arrays, offsets) -> list:
+    """Copies of the numpy arrays among `arrays` (the others as they are), the k-th starting `offsets[k]`
+    bytes past a 4 KB boundary."""
+    out = []
+    for a, offset in zip(arrays, offsets):
+        if not isinstance(a, np.ndarray):
+            out.append(a)
+            continue
+        buf = np.empty(a.nbytes + 2 * 4096, dtype=np.uint8)
+        start = -buf.ctypes.data % 4096 + offset
+        copy = buf[start:start + a.nbytes].view(a.dtype).reshape(a.shape, order="F" if a.flags.f_contiguous else "C")
+        copy[...] = a
+        out.append(copy)
+    return out
+
+
+class Rotating:
+    """A variant's call on one of several argument sets, the set chosen by the round (`median_times`)."""
+
+    def __init__(self, fn, sets):
+        self.fn, self.sets = fn, sets
+
+    def __call__(self, round_=0):
+        return self.fn(*self.sets[round_ % len(self.sets)])
+
+
 def median_times(calls: dict, rounds=ROUNDS) -> dict:
     """{name: median seconds} of the zero-argument callables, interleaved round by round; the order
     turns each round, so that no variant always runs right after a parallel one (whose threads
     may still be waking or spinning). Each round times the last of CALLS calls in a row. A peer in a
     process of its own (a `Call` with `burst`: numpy/OpenBLAS) is timed there, after the others'
     rounds: its BLAS threads spin on the cores for a while after each call, which would slow whatever
-    ran next here."""
+    ran next here. A `Rotating` call is told the round, and takes that round's arguments."""
     local = {name: fn for name, fn in calls.items() if not hasattr(fn, "burst")}
     for fn in local.values():
         fn()
@@ -66,10 +99,11 @@ def median_times(calls: dict, rounds=ROUNDS) -> dict:
     names = list(local)
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
+            call = functools.partial(local[name], r) if isinstance(local[name], Rotating) else local[name]
             for _ in range(CALLS - 1):
-                local[name]()
+                call()
             t0 = time.perf_counter()
-            local[name]()
+            call()
             times[name].append(time.perf_counter() - t0)
     for name, peer in calls.items():
         if name not in local:
@@ -165,10 +199,13 @@ def julia_case(name, budget, size="small", env=None):
         for x, y in zip(outs["naive"], outs[label]):
             if isinstance(x, np.ndarray):
                 np.testing.assert_allclose(y, x, rtol=1e-9)
-    # each timed call starts from the same arguments (kernels that update in place drift otherwise)
-    work = {label: jk.arrays(spec[size]) for label in ("naive", "hand", "auto", "numba")}
-    calls = {"naive": lambda: naive(*work["naive"]), "hand": lambda: hand(*work["hand"]),
-             "auto": lambda: auto(*work["auto"]), "numba": lambda: spec["numba"](*work["numba"])}
+    # every variant is timed on the same placements of the arguments, its own copy of each (kernels that
+    # update in place drift otherwise)
+    # (at random multiples of 16 bytes, numpy's own alignment, past a 4 KB boundary)
+    rng = np.random.default_rng(0)
+    where = [16 * rng.integers(0, 4096 // 16, len(spec[size])) for _ in range(PLACEMENTS)]
+    calls = {label: Rotating(fn, [placed(jk.arrays(spec[size]), offsets) for offsets in where])
+             for label, fn in (("naive", naive), ("hand", hand), ("auto", auto), ("numba", spec["numba"]))}
     if env is not None and spec["numpy"]:
         call = numpy_peer(spec["numpy"]).bind(jk.arrays(spec[size]), size, env)
         call.run()

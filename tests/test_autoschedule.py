@@ -17,6 +17,8 @@ from mascarpone.middleend.autoschedule import cache, complete_sizes, machine, mo
 from mascarpone.middleend.autoschedule.analysis import analyze
 from mascarpone.middleend.autoschedule.apply import Applier
 from mascarpone.middleend.autoschedule.legal import Checker
+from mascarpone.backends.common.affine import constant_difference
+from mascarpone.middleend.loopir import For, LoopKind, walk_stmts
 from test_cpu_gemm_speed import X86, _loops_with
 from test_end_to_end import _row_scan, blur_reference, fibonacci, nb_fused, seidel
 
@@ -622,8 +624,9 @@ def test_short_sweeps_run_in_split_tiles_on_every_thread(monkeypatch):
     the model runs the steps in split tiles. Per block of steps, one trapezoid per thread narrowing by the
     stencil's reach at each statement, then the trapezoids between them widening, each phase in
     parallel and each row one vector loop from its first element. At 400 points and 50 steps a phase is
-    too short and the loops stay as they are. The values are the naive loops', for tiles of several
-    sizes with partial blocks and tiles."""
+    too short and the loops stay as they are. The line's ends cut the first and last widening trapezoids
+    in half, and the two halves run in one iteration: both parallel loops run one tile per thread. The
+    values are the naive loops', for tiles of several sizes with partial blocks and tiles."""
     monkeypatch.setattr(machine, "cores", lambda: 2)
     make, argtypes = _julia("jacobi1d")
     naive = make().compile()
@@ -639,6 +642,9 @@ def test_short_sweeps_run_in_split_tiles_on_every_thread(monkeypatch):
         assert mine[0].startswith("set_schedule({ ") and "i_phase = 0" in mine[0] and "i_phase = 1" in mine[0]
         assert mine[1:] == (["parallelize(i_tile)"] if s == "s26" else
                             ["parallelize(i_tile)", "after(s26, t_step)"]) + [f"vectorize(i, {lanes}, split=False)"]
+    lowered = f.lower(fixed=dict(A_1=2000, B_1=2000, tsteps=500))
+    parallel = [s for s in walk_stmts(lowered.body) if isinstance(s, For) and s.kind == LoopKind.PARALLEL]
+    assert [(s.var, constant_difference(s.hi, s.lo)) for s in parallel] == [("i_tile", 2)] * 2
     _same_values(naive, f.compile(), argtypes, n=2000, tsteps=500)
     for sizes in ([3, 40], [1, 5], [7, 64]):
         g = make()

@@ -324,19 +324,21 @@ class Applier:
         origin = constant_lower_bound(members[0], x) or 0
         taken = {v for c in members for v in c.loops}
         names = [sched.fresh_name(n, taken) for n in (f"{stage.vars[0]}_block", f"{x}_phase", f"{x}_tile",
-                                                     f"{stage.vars[0]}_step")]
+                                                     f"{x}_piece", f"{stage.vars[0]}_step")]
         levels = len(members)
+        tiles = -(-stage.trip(x) // width)     # narrowing tiles at these sizes: the widening ones wrap there
         for reach in range(1, timetile.MAX_REACH + 1):
             if width < 2 * reach * (levels * steps - 1) + 1:
                 break       # the trapezoids of a block would overlap
 
             def commands():
                 for k, comp in enumerate(members):
-                    comp.set_schedule(timetile.split_tile_map(comp, k, levels, sizes, reach, origin, names),
+                    comp.set_schedule(timetile.split_tile_map(comp, k, levels, sizes, reach, origin, names,
+                                                              wrap=tiles),
                                       names=names + [v.name for v in comp.vars[1:]])
                     comp.parallelize(names[2])
                 for prev, comp in zip(members, members[1:]):
-                    comp.after(prev, names[3])
+                    comp.after(prev, names[4])
             if self.attempt(commands, self.shared_storage):
                 self.split_tiled[key] = list(sizes)
                 for comp in members:     # (a trapezoid's rows start anywhere: whole vectors from each one's first)

@@ -16,7 +16,9 @@ step) on all threads with two barriers per block of steps. Each statement of a s
 width W holds, at level l, a trapezoid narrowing by the stencil's reach r per level on both sides
 ([W j + r l, W j + W - 1 - r l]: its own points only, so the tiles run in parallel), then the
 trapezoids between them, widening ([W j - r l, W j + r l - 1]), run in parallel as well. Their union
-at each level is the whole line, each point once (W > 2 r (levels - 1)).
+at each level is the whole line, each point once (W > 2 r (levels - 1)). The line's ends cut the
+first and last widening trapezoids in half; the last runs with the first (`split_tile_map`'s wrap),
+so that with one tile per thread each thread's widening work is a whole trapezoid.
 """
 from __future__ import annotations
 
@@ -168,18 +170,32 @@ def split_variants(model_sizes, stages, members) -> list:
     return [v for k, v in enumerate(out) if v not in out[:k] and v != model_sizes]
 
 
-def split_tile_map(comp, k, levels, sizes, reach, origin, names) -> str:
+def split_tile_map(comp, k, levels, sizes, reach, origin, names, wrap=None) -> str:
     """The isl text of statement `k` (of `levels` per step) of a split-tiled step: its instances
-    [t, x, ...] sent to [block, phase, tile, step, x, ...] (`names`), the tiles of `sizes` = [steps,
-    width] along x counted from `origin`."""
+    [t, x, ...] sent to [block, phase, tile, piece, step, x, ...] (`names`), the tiles of `sizes` =
+    [steps, width] along x counted from `origin`.
+
+    `wrap` (the number of narrowing tiles at the sizes scheduled for) numbers the widening tiles modulo
+    it, `piece` counting the wraps: the one past the last narrowing tile, the right half of a trapezoid
+    the line's end cuts, runs in the iteration of tile 0, after the left half the line's start cuts, so
+    that each of the `wrap` widening tiles holds as many points and the threads finish together (the
+    widening tiles are independent of each other, so any grouping of them is legal). Without `wrap`,
+    piece is 0."""
     steps, width = sizes
     variables = [v.name for v in comp.vars]
     t, x = variables[:2]
-    block, phase, tile, step = names[:4]
+    block, phase, tile, piece, step = names[:5]
     level = f"({levels}*{step} + {k})"
     low, high = f"{width}*{tile} - {x} + {origin}", f"{width}*{tile} - {x} + {origin} + {width - 1}"
-    narrowing = (f"{phase} = 0 and {low} + {reach}*{level} <= 0 and {high} - {reach}*{level} >= 0")
-    widening = (f"{phase} = 1 and {low} - {reach}*{level} <= 0 and {low} + {reach}*{level} - 1 >= 0")
+    narrowing = (f"{phase} = 0 and {piece} = 0 and {low} + {reach}*{level} <= 0 and "
+                 f"{high} - {reach}*{level} >= 0")
+    if wrap:
+        low = f"{width}*{tile} + {width * wrap}*{piece} - {x} + {origin}"
+        pieces = f"0 <= {tile} < {wrap} and {piece} >= 0"
+    else:
+        pieces = f"{piece} = 0"
+    widening = (f"{phase} = 1 and {pieces} and {low} - {reach}*{level} <= 0 and "
+                f"{low} + {reach}*{level} - 1 >= 0")
     inner = ", ".join(variables[1:])
-    return (f"{{ {comp.name}[{', '.join(variables)}] -> [{block}, {phase}, {tile}, {step}, {inner}] : "
+    return (f"{{ {comp.name}[{', '.join(variables)}] -> [{block}, {phase}, {tile}, {piece}, {step}, {inner}] : "
             f"{t} = {steps}*{block} + {step} and 0 <= {step} < {steps} and (({narrowing}) or ({widening})) }}")
