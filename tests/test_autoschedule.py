@@ -520,6 +520,37 @@ def test_the_fastest_calls_are_the_minimum_of_interleaved_rounds():
     assert fastest[0] < fastest[1] and medians[0] > medians[1]
 
 
+def test_kernels_whose_arrays_fit_the_caches_are_timed_on_several_placements_of_them():
+    """A measurement's rounds take PLACEMENTS placements of the arguments in turn where the arrays fit
+    the cores' L2 caches: copies at other offsets from a 4 KB boundary (multiples of 16 bytes), the same
+    for a seed, on which the kernel computes as on the first (outputs kept included); a gemm of 12 MB is
+    timed on its own arrays."""
+    from mascarpone.middleend.autoschedule import measure
+    f = examples.gemm()[0]
+    sizes = dict(N=16, M=16, K=16)
+    timer = measure.Timer(f, "cpu", sizes, 0)
+    assert timer._placements() == measure.PLACEMENTS > 1
+    kernel = timer.kernel()
+    timer.medians([kernel])
+    assert "C" in timer.arguments     # the output of the first call, passed to later calls
+    placed = [timer._arguments(k) for k in range(1, measure.PLACEMENTS)]
+    for arguments in placed:
+        assert arguments.keys() == timer.arguments.keys()
+        for name in ("A", "B", "C"):
+            mine, first = arguments[name], timer.arguments[name]
+            assert not np.shares_memory(mine, first) and mine.ctypes.data % 16 == 0
+            np.testing.assert_array_equal(mine, first)
+        arguments["C"][...] = 0
+    timer.medians([kernel])
+    for arguments in placed:
+        np.testing.assert_array_equal(arguments["C"], timer.arguments["C"])
+    again = measure.Timer(f, "cpu", sizes, 0)
+    again.arguments = dict(timer.arguments)
+    assert [again._arguments(k)["A"].ctypes.data % 4096 for k in range(1, measure.PLACEMENTS)] == \
+        [arguments["A"].ctypes.data % 4096 for arguments in placed]
+    assert measure.Timer(f, "cpu", dict(N=1024, M=1024, K=1024), 0)._placements() == 1
+
+
 def test_bad_arguments_are_refused_by_name():
     f, _, _ = examples.blur()
     with pytest.raises(ms.DomainError, match="no size parameter"):
@@ -657,6 +688,8 @@ def test_short_sweeps_run_in_split_tiles_on_every_thread(monkeypatch):
     applier.apply({})
     assert applier.split_groups == {"s26": [24, 199]} and not applier.split_tiled
     assert not any("set_schedule" in c or "parallelize" in c for c in small.history())
+    # its loops of chunks carry windows (the reads at i - 1, i, i + 1): no unroll factor is offered
+    assert {"s26", "s48"} <= applier.vectorized and not {"s26", "s48"} & applier.unrollable
 
 
 @pytest.mark.parametrize("target", ["c", "opencl", "hls", "mpi"])

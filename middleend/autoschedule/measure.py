@@ -17,10 +17,16 @@ from ..affine import affine_text
 from ..errors import DomainError
 from ..loopir import For, LoopKind, walk_stmts
 from ..targets import get_target
+from . import machine
 
 #: runs per measurement: at least MIN_RUNS, more (up to MAX_RUNS) while under ENOUGH_S seconds, so
 #: that the median of a short kernel rests on many calls (the machine may be shared)
 MIN_RUNS, MAX_RUNS, ENOUGH_S = 5, 51, 0.3
+#: placements of the arguments the rounds of a measurement take in turn, where the arrays fit the
+#: cores' L2 caches: a short kernel's time moves with where its arrays lie modulo 4 KB (jacobi-1d at
+#: 400 points and 50 steps, one schedule, 12 placements: 2.55 to 3.67 us a call), and a search that
+#: timed one placement kept schedules that were slower at most others
+PLACEMENTS = 3
 
 
 def input_values(function, sizes, seed) -> dict:
@@ -63,7 +69,9 @@ class Timer:
         self.sizes = dict(sizes)
         self.arguments = {**input_values(function, sizes, seed), **self.sizes}
         self.count = 0
-        self._calls = weakref.WeakKeyDictionary()     # a kernel -> its call on the arguments (`_call`)
+        self._calls = weakref.WeakKeyDictionary()     # a kernel -> {placement: its call there} (`_call`)
+        self._seed = seed
+        self._placed = {}    # placement k > 0 -> the arguments copied there (`_arguments`)
 
     def kernel(self):
         """The function as scheduled now, compiled as `Function.compile` compiles it for this target."""
@@ -166,26 +174,61 @@ class Timer:
         if limit_s is not None and time.perf_counter() - start >= limit_s:
             return [[t] for t in firsts]
         times = [[] for _ in kernels]
-        calls = [self._call(kernel) for kernel in kernels]
+        places = self._placements()
+        calls = [[self._call(kernel, k) for k in range(places)] for kernel in kernels]
         while len(times[0]) < MIN_RUNS or (len(times[0]) < MAX_RUNS and
                                            time.perf_counter() - start < ENOUGH_S * len(kernels)):
-            for call, ts in zip(calls, times):
-                # (the call after another kernel's finds the data where that one left it)
-                ts.append(_second_of_two(call) if len(kernels) > 1 else _seconds(call))
+            for at, ts in zip(calls, times):
+                call = at[len(ts) % places]
+                # (the call after another kernel's, or on other arrays, finds the data elsewhere)
+                ts.append(_second_of_two(call) if len(kernels) > 1 or places > 1 else _seconds(call))
             if limit_s is not None and time.perf_counter() - start >= limit_s:
                 break
         return times
 
-    def _call(self, kernel):
-        """A call of `kernel` on the arguments (those of the first call ever, its outputs kept), through
-        the target's cheapest call (`repeat_call`, made once, before any call is timed): a keyword
-        call's microseconds would be much of a short kernel's time and blur the ranking."""
+    def _placements(self) -> int:
+        """How many placements of the arguments the rounds take in turn: PLACEMENTS where the arrays fit
+        the cores' L2 caches together, else one (a large kernel's time moves little with placement,
+        and its copies would cost memory and leave the caches cold)."""
+        nbytes = sum(a.nbytes for a in self.arguments.values() if isinstance(a, np.ndarray))
+        return PLACEMENTS if nbytes <= machine.cache_bytes(2) * machine.cores() else 1
+
+    def _arguments(self, k) -> dict:
+        """The arguments at placement `k`: 0 the first call's own, others a copy of each array starting
+        at a random multiple of 16 bytes (numpy's alignment) past a 4 KB boundary, the same each time
+        for a seed (made again where outputs were kept since)."""
+        if k == 0:
+            return self.arguments
+        placed = self._placed.get(k)
+        if placed is None or placed.keys() != self.arguments.keys():
+            rng = np.random.default_rng([self._seed, k])
+            placed = {name: _placed_copy(v, 16 * int(rng.integers(0, 4096 // 16)))
+                      if isinstance(v, np.ndarray) else v for name, v in self.arguments.items()}
+            self._placed[k] = placed
+        return placed
+
+    def _call(self, kernel, k=0):
+        """A call of `kernel` on the arguments at placement `k` (0: those of the first call ever, its
+        outputs kept), through the target's cheapest call (`repeat_call`, made once, before any call is
+        timed): a keyword call's microseconds would be much of a short kernel's time and blur the
+        ranking."""
+        arguments = self._arguments(k)
         if not hasattr(kernel, "repeat_call"):
-            return functools.partial(kernel, **self.arguments)
-        call = self._calls.get(kernel)
-        if call is None:
-            self._calls[kernel] = call = kernel.repeat_call(**self.arguments)
-        return call
+            return functools.partial(kernel, **arguments)
+        calls = self._calls.setdefault(kernel, {})
+        if k not in calls:
+            calls[k] = kernel.repeat_call(**arguments)
+        return calls[k]
+
+
+def _placed_copy(array, offset):
+    """A copy of `array` (its order kept) whose first element lies `offset` bytes past a 4 KB boundary."""
+    buf = np.empty(array.nbytes + 2 * 4096, dtype=np.uint8)
+    start = -buf.ctypes.data % 4096 + offset
+    order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+    copy = buf[start:start + array.nbytes].view(array.dtype).reshape(array.shape, order=order)
+    copy[...] = array
+    return copy
 
 
 def _starts_threads(kernel) -> bool:

@@ -26,8 +26,8 @@ def variants(applier, stages, seed) -> list:
     numbers of interleaved chains, split tiles of other sizes (or none, or the model's where it had none) of
     a stencil not time-tiled, an interleaved sweep's tiles in wavefronts of other sizes (or none),
     other unroll-and-jam factors of a stencil, serial loops for parallel ones, the innermost loop left to
-    the compiler's vectorizer, unroll factors around the vector loop, root for producers computed at
-    tiles."""
+    the compiler's vectorizer, unroll factors around the vector loop (where it carries no window), root
+    for producers computed at tiles."""
     # isl's scheduler's fusion and loop orders, where they differ from the model's
     out = [("*", "isl", True)] if applier.differs else []
     if applier.fused:
