@@ -43,6 +43,7 @@ from mascarpone.bench.runner import RunEnv, numpy_how  # noqa: E402
 from mascarpone.bench.suite import julia_kernels as jk  # noqa: E402
 from mascarpone.bench.suite.julia import TOL as JULIA_TOL, numpy_peer  # noqa: E402
 from mascarpone.middleend.autoschedule import cache, machine  # noqa: E402
+from mascarpone.middleend.autoschedule.measure import placed_copy  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "julia_fixtures"
 ROUNDS = 15
@@ -62,17 +63,7 @@ PLACEMENTS = 5
 def placed(arrays, offsets) -> list:
     """Copies of the numpy arrays among `arrays` (the others as they are), the k-th starting `offsets[k]`
     bytes past a 4 KB boundary."""
-    out = []
-    for a, offset in zip(arrays, offsets):
-        if not isinstance(a, np.ndarray):
-            out.append(a)
-            continue
-        buf = np.empty(a.nbytes + 2 * 4096, dtype=np.uint8)
-        start = -buf.ctypes.data % 4096 + offset
-        copy = buf[start:start + a.nbytes].view(a.dtype).reshape(a.shape, order="F" if a.flags.f_contiguous else "C")
-        copy[...] = a
-        out.append(copy)
-    return out
+    return [placed_copy(a, offset) if isinstance(a, np.ndarray) else a for a, offset in zip(arrays, offsets)]
 
 
 class Rotating:

@@ -202,7 +202,7 @@ class Timer:
         placed = self._placed.get(k)
         if placed is None or placed.keys() != self.arguments.keys():
             rng = np.random.default_rng([self._seed, k])
-            placed = {name: _placed_copy(v, 16 * int(rng.integers(0, 4096 // 16)))
+            placed = {name: placed_copy(v, 16 * int(rng.integers(0, 4096 // 16)))
                       if isinstance(v, np.ndarray) else v for name, v in self.arguments.items()}
             self._placed[k] = placed
         return placed
@@ -221,7 +221,7 @@ class Timer:
         return calls[k]
 
 
-def _placed_copy(array, offset):
+def placed_copy(array, offset):
     """A copy of `array` (its order kept) whose first element lies `offset` bytes past a 4 KB boundary."""
     buf = np.empty(array.nbytes + 2 * 4096, dtype=np.uint8)
     start = -buf.ctypes.data % 4096 + offset
