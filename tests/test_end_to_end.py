@@ -90,14 +90,17 @@ def test_a_stencil_bound_by_its_loads_carries_a_window_from_chunk_to_chunk():
     reads are carried as a window: each chunk loads the vector at x + 2 only and shuffles the others
     out of it and the one the chunk before loaded (a phi; the first chunk's made from a load at x).
     So with a read at x + 8 too (a vector from x), in a loop of whole chunks and split by 8 (the outer loop
-    carries it). The values are numpy's for every number of chunks from none to four, with every
-    remainder."""
+    carries it). A loop of whole chunks whose trip count is known at run time only is unrolled by
+    WINDOW_UNROLL, the window passed from copy to copy (LLVM leaves such a loop as it is). The values are
+    numpy's for every number of chunks from none to four, with every remainder."""
+    from mascarpone.backends.cpu.vectorize import WINDOW_UNROLL
     for far in (False, True):
         for split in (False, True):
             f, s = _five_point(far)
             s.vectorize("x", 8, split=split)
             k = f.compile("cpu")
             code = k.source("llvm-unoptimized")
+            assert f'!"llvm.loop.unroll.count", i32 {WINDOW_UNROLL}' in code
             assert len(re.findall(r"phi +<8 x double>", code)) == (2 if split else 1), (far, split)
             for W in range(0, 36, 5 if far else 1):
                 a = rng.random((5, W + 8))

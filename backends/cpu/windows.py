@@ -123,11 +123,11 @@ def carried_groups(body, var, width) -> list:
     return out
 
 
-def windowed_loop(fs, lo, hi, step, width, groups, load, chunk, *, name="x"):
+def windowed_loop(fs, lo, hi, step, width, groups, load, chunk, *, name="x", metadata=None):
     """`for (v = lo; v < hi; v += step) chunk(v, given)`, each iteration a chunk of `width` lanes whose
     reads lie `width` elements after the chunk before's, with the reads of `groups` (see
     `carried_groups`) given as windows: `load(v, access)` emits the vector `access` reads in the
-    chunk at `v`; `given` maps id(access) to (access, its window)."""
+    chunk at `v`; `given` maps id(access) to (access, its window). `metadata`: the loop's hints."""
     B = fs.builder
     preheader, header = fs.new_block(f"{name}.win.pre"), fs.new_block(f"{name}.win")
     done = fs.new_block(f"{name}.win.done")
@@ -167,7 +167,9 @@ def windowed_loop(fs, lo, hi, step, width, groups, load, chunk, *, name="x"):
     v.add_incoming(nxt, latch)
     for phi, last in zip(carried, loaded):
         phi.add_incoming(last, latch)
-    B.cbranch(B.icmp_signed("<", nxt, hi), header, done)
+    branch = B.cbranch(B.icmp_signed("<", nxt, hi), header, done)
+    if metadata is not None:
+        branch.set_metadata("llvm.loop", metadata)
     B.position_at_end(done)
 
 
