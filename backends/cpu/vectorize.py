@@ -55,7 +55,7 @@ from .ops import declare
 #: strides up to this many elements are loaded as contiguous vectors and shuffled (a gather beyond)
 MAX_DENSE_STRIDE = 4
 #: copies of a chunk per iteration of a loop of whole chunks carrying windows, of a run-time trip count
-#: (jacobi-1d's split tiles at 2000 points, 500 steps, four placements: 82-85 us a call against 86-95)
+#: (jacobi-1d's split tiles at 2000 points, 500 steps, one process, four placements: 80-82 us a call against 84-88)
 WINDOW_UNROLL = 4
 
 
