@@ -15,6 +15,7 @@ timed, as a program calling it in a loop would see it (the first calls may find 
 core's cache, where the variant before left them, a cost of that other variant's threads, or in
 memory: a 27 MB gesummv needed two calls to be back in the caches after the other variants ran,
 0.59 ms timed after one against 0.36 ms after two and 0.35 after four).
+A Julia kernel's variants all run on the same PLACEMENTS placements of its arrays, one a round in turn.
 The autoscheduler's search runs with a fresh cache (a temporary folder) and its search time is
 reported. Ratios are times over the autoscheduled time (above 1: the autoscheduler is faster); the
 last row is the geometric mean of numba's time over the autoscheduled one for the Julia kernels run.
