@@ -44,7 +44,7 @@ from mascarpone.bench.runner import RunEnv, numpy_how  # noqa: E402
 from mascarpone.bench.suite import julia_kernels as jk  # noqa: E402
 from mascarpone.bench.suite.julia import TOL as JULIA_TOL, numpy_peer  # noqa: E402
 from mascarpone.middleend.autoschedule import cache, machine  # noqa: E402
-from mascarpone.middleend.autoschedule.measure import placed_copy  # noqa: E402
+from mascarpone.middleend.autoschedule.measure import placed_copy, random_offset  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "julia_fixtures"
 ROUNDS = 15
@@ -191,11 +191,10 @@ def julia_case(name, budget, size="small", env=None):
         for x, y in zip(outs["naive"], outs[label]):
             if isinstance(x, np.ndarray):
                 np.testing.assert_allclose(y, x, rtol=1e-9)
-    # every variant is timed on the same placements of the arguments, its own copy of each (kernels that
-    # update in place drift otherwise)
-    # (at random multiples of 16 bytes, numpy's own alignment, past a 4 KB boundary)
+    # every variant is timed on the same placements of the arguments (`random_offset`), its own copy of
+    # each (kernels that update in place drift otherwise)
     rng = np.random.default_rng(0)
-    where = [16 * rng.integers(0, 4096 // 16, len(spec[size])) for _ in range(PLACEMENTS)]
+    where = [[random_offset(rng) for _ in spec[size]] for _ in range(PLACEMENTS)]
     calls = {label: Rotating(fn, [placed(jk.arrays(spec[size]), offsets) for offsets in where])
              for label, fn in (("naive", naive), ("hand", hand), ("auto", auto), ("numba", spec["numba"]))}
     if env is not None and spec["numpy"]:

@@ -202,7 +202,7 @@ class Timer:
         placed = self._placed.get(k)
         if placed is None or placed.keys() != self.arguments.keys():
             rng = np.random.default_rng([self._seed, k])
-            placed = {name: placed_copy(v, 16 * int(rng.integers(0, 4096 // 16)))
+            placed = {name: placed_copy(v, random_offset(rng))
                       if isinstance(v, np.ndarray) else v for name, v in self.arguments.items()}
             self._placed[k] = placed
         return placed
@@ -221,10 +221,20 @@ class Timer:
         return calls[k]
 
 
+#: the span where an array's placement moves a kernel's time (loads and stores alias modulo 4 KB), and
+#: the step of the offsets tried in it (numpy's own alignment)
+PAGE_BYTES, ALIGN_BYTES = 4096, 16
+
+
+def random_offset(rng) -> int:
+    """A random offset from a 4 KB boundary, a multiple of numpy's alignment, for `placed_copy`."""
+    return ALIGN_BYTES * int(rng.integers(0, PAGE_BYTES // ALIGN_BYTES))
+
+
 def placed_copy(array, offset):
     """A copy of `array` (its order kept) whose first element lies `offset` bytes past a 4 KB boundary."""
-    buf = np.empty(array.nbytes + 2 * 4096, dtype=np.uint8)
-    start = -buf.ctypes.data % 4096 + offset
+    buf = np.empty(array.nbytes + 2 * PAGE_BYTES, dtype=np.uint8)
+    start = -buf.ctypes.data % PAGE_BYTES + offset
     order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
     copy = buf[start:start + array.nbytes].view(array.dtype).reshape(array.shape, order=order)
     copy[...] = array
