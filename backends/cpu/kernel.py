@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import weakref
 
 from mascarpone.backends.common.kernel import NativeKernel
 
@@ -17,15 +18,15 @@ class CpuKernel(NativeKernel):
         super().__init__(lowered, jit.function_address(lowered.name),
                          jit.global_address(f"{lowered.name}.num_threads"), num_threads=num_threads, code=jit)
         self._release = ctypes.CFUNCTYPE(None)(jit.function_address(f"{lowered.name}_release_memory"))
+        # the heap temporaries are freed when the kernel goes, by a finalizer that holds the engine: a
+        # kernel caught in a reference cycle (a traceback of one of its calls) is collected with
+        # everything only it reaches, in no set order, so its own __del__ could run after the engine's
+        # had freed the code it calls
+        weakref.finalize(self, _release_with, self._release, jit)
 
     def release_memory(self):
         """Free the heap temporaries the kernel keeps for its next call (it takes them again then)."""
         self._release()
-
-    def __del__(self):
-        release = getattr(self, "_release", None)
-        if release is not None:
-            release()   # (the engine holding the code is this object's: still there)
 
     def source(self, kind: str = "llvm") -> str:
         """The generated code: 'llvm' (optimized IR), 'llvm-unoptimized' or 'asm'."""
@@ -36,3 +37,8 @@ class CpuKernel(NativeKernel):
         if kind == "asm":
             return self._jit.assembly()
         raise ValueError(f"unknown source kind {kind!r}; use 'llvm', 'llvm-unoptimized' or 'asm'")
+
+
+def _release_with(release, code):
+    """Call `release` (a function of `code`, which the caller keeps loaded until then)."""
+    release()
