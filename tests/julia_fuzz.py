@@ -9,7 +9,8 @@ Every outcome is one of:
 * ``accepted, equal``      the kernel's results equal the interpreter's (or both refused the call)
 * ``Julia throws``         the interpreter raised what Julia would throw (DivideError, InexactError,
                            DomainError) where the kernel returned a value
-* ``interpreter limit``    the interpreter hit its step limit (a very long loop): not compared
+* ``interpreter limit``    the interpreter hit its step limit (a very long loop), or cannot evaluate an
+                           operation the kernel compiled (`x ^ n` of a float by a variable): not compared
 * ``accepted, different``  a wrong result: a bug
 * ``raw exception``        a Python exception that is not a MascarponeError: a bug
 * ``crash`` / ``hang``     the worker process died, or a case ran past its time limit: a bug
@@ -189,7 +190,7 @@ def mutant(seed, index, pool):
 
 def run_one(text, argtypes, make_args, seed=0, static_parameters=None, max_steps=300_000):
     """(outcome, detail) of one mutant, run in this process."""
-    from mascarpone.frontends.julia import JuliaRuntimeError, StepLimitError, from_julia, interpret
+    from mascarpone.frontends.julia import JuliaNotSupportedError, JuliaRuntimeError, StepLimitError, from_julia, interpret
     from mascarpone.middleend.errors import MascarponeError
     try:
         f = from_julia(text, argtypes, static_parameters=static_parameters)
@@ -221,6 +222,8 @@ def run_one(text, argtypes, make_args, seed=0, static_parameters=None, max_steps
     if ref_err is not None and got_err is not None:
         return "accepted, equal", f"both refuse the call: {type(ref_err).__name__} / {type(got_err).__name__}"
     if ref_err is not None:
+        if isinstance(ref_err, JuliaNotSupportedError):
+            return "interpreter limit", str(ref_err)[:200]
         if isinstance(ref_err, JuliaRuntimeError) and ref_err.kind != "BoundsError":
             return "Julia throws", str(ref_err)[:200]
         return "accepted, different", f"the interpreter refused ({type(ref_err).__name__}: {ref_err}); the " \

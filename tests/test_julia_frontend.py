@@ -382,6 +382,31 @@ def test_bounds_error_instead_of_out_of_bounds_access():
         kernel(C, A, B, 1.0, 1.0)
 
 
+def test_a_read_whose_value_nobody_uses_is_bounds_checked_as_in_julia():
+    """Julia checks the bounds of every getindex, used or not. In edge's loop, `%49 = %30 / 8` leaves the
+    sum %48 and six of its reads unused: the kernel keeps none of them, but a call where one would fall
+    outside img (`img[i, ny + 2, c]`) is refused with a BoundsError naming that statement, where the
+    interpreter throws; with the reads inside img, the kernel runs and gives the interpreter's values."""
+    text, argtypes = fixture("edge")
+    unused = text.replace("%49  = %48 / 8.0f0", "%49  = %30 / 8.0f0")
+    outside = unused.replace("%40  = j + 2", "%40  = ny + 2")
+    assert outside.count("ny + 2") == 1 and unused != text
+    for source, bad in ((unused, False), (outside, True)):
+        kernel = from_julia(source, argtypes).compile()
+        args = random_args(argtypes, seed=4)
+        ours = copy.deepcopy(args)
+        if bad:
+            with pytest.raises(JuliaRuntimeError, match="BoundsError"):
+                interpret(source, argtypes, *args)
+            with pytest.raises(ms.ArgumentError, match=r"BoundsError: .*statement %41 .*accesses img outside"):
+                kernel(*ours)
+        else:
+            interpret(source, argtypes, *args)
+            kernel(*ours)
+            for a, b in zip(args, ours):
+                np.testing.assert_array_equal(a, b)
+
+
 def test_wrong_argument_types():
     text, argtypes = fixture("trmv")
     kernel = from_julia(text, argtypes).compile()

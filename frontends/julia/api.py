@@ -8,6 +8,7 @@ import islpy as isl
 import numpy as np
 
 from mascarpone.middleend.affine import affine_text
+from mascarpone.middleend.algorithm import iteration_domain
 from mascarpone.middleend.buffer import as_index_expr
 from mascarpone.middleend.errors import ArgumentError
 from mascarpone.middleend.expr import Access, walk
@@ -79,7 +80,7 @@ def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFuncti
     f.julia_return = next((c for c in f.computations if c.name.startswith("ret") and c.is_output and not c.vars),
                           None) if tr.returned is not None and not _is_array(tr.returned) else None
     f.julia_returns_array = tr.returned.name if _is_array(tr.returned) else None
-    f.bounds_violations = _bounds_violations(f)
+    f.bounds_violations = _bounds_violations(f, tr.affine_reads)
     f.checks_input_reads_at_call = True     # (the kernel's BoundsError, from bounds_violations)
     f.julia_bounds_flags = [(comp.name, what) for comp, what in tr.bounds_flags]
     f.julia_broadcast_sizes = tr.broadcast_sizes
@@ -101,10 +102,12 @@ def _function_name(text):
     return raw if raw.isidentifier() else None
 
 
-def _bounds_violations(f):
-    """isl sets of parameter values for which some access falls outside its array (Julia's BoundsError)."""
+def _bounds_violations(f, reads=()):
+    """isl sets of parameter values for which some access falls outside its array (Julia's BoundsError):
+    the accesses of the computations, and the `reads` (access, loop variables, guard, statement) that none
+    of them keeps (a value nobody uses, which Julia reads all the same)."""
     params = sorted(f.param_names)
-    bad = []
+    bad, kept = [], set()
     for comp in f.computations:
         accesses = []
         if comp.updated is not None:
@@ -113,24 +116,37 @@ def _bounds_violations(f):
         for e in exprs:
             for n in walk(e):
                 if isinstance(n, Access):
+                    kept.add(id(n))
                     accesses.append((n.target, n.indices))
         for target, idx in accesses:
-            shape = _julia_shape(f, target)
-            if shape is None:
-                continue
-            texts = [affine_text(as_index_expr(i)) for i in idx]
-            if any(t is None for t in texts):
-                continue
-            dims = [v.name for v in comp.vars]
-            conds = " or ".join(f"({t}) < 0 or ({t}) >= ({affine_text(as_index_expr(d))})"
-                                for t, d in zip(texts, shape))
-            if not conds:
-                continue
-            s = isl.Set(f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(dims)}] : {conds} }}")
-            s = s.intersect(comp.domain).params()
-            if not s.is_empty():
-                bad.append((comp.name, target.name, s))
+            outside = _outside(f, params, target, idx, comp.vars, comp.domain)
+            if outside is not None:
+                bad.append((comp.name, target.name, outside))
+    for access, loop_vars, guard, statement in reads:
+        if id(access) not in kept:
+            domain, _ = iteration_domain(f, "read", loop_vars, guard)
+            outside = _outside(f, params, access.target, access.indices, loop_vars, domain)
+            if outside is not None:
+                bad.append((statement, access.target.name, outside))
     return bad
+
+
+def _outside(f, params, target, idx, loop_vars, domain):
+    """The parameter values for which `target[idx]` falls outside the array at some point of `domain`,
+    or None where it cannot (or the array's shape or the indices are not affine)."""
+    shape = _julia_shape(f, target)
+    if shape is None:
+        return None
+    texts = [affine_text(as_index_expr(i)) for i in idx]
+    if any(t is None for t in texts):
+        return None
+    conds = " or ".join(f"({t}) < 0 or ({t}) >= ({affine_text(as_index_expr(d))})" for t, d in zip(texts, shape))
+    if not conds:
+        return None
+    s = isl.Set(f"[{', '.join(params)}] -> {{ {domain.get_tuple_name()}[{', '.join(v.name for v in loop_vars)}] : "
+                f"{conds} }}")
+    s = s.intersect(domain).params()
+    return None if s.is_empty() else s
 
 
 def _julia_shape(f, target):

@@ -171,6 +171,7 @@ class Translator:
         self._current_reads = set()
         self._g = G.TRUE                  # the path condition of the statement being translated
         self.bounds_flags = []            # (computation, description): accesses checked while running
+        self.affine_reads = []            # (access, loop variables, guard, statement): reads checked at the call
         self._declare_arguments()
 
     # pre-scan --------------------------------------------------------------------------------
@@ -1132,7 +1133,11 @@ class Translator:
             self._current_reads.add(target)
         ok = self._runtime_bounds(name, at, s, "reads")
         if ok is None:
-            return Access(target, at)
+            access = Access(target, at)
+            # (Julia checks a read whose value nobody uses too, which no computation keeps)
+            self.affine_reads.append((access, [c.var for c in self.loops], self._guard_expr(self._g),
+                                      f"statement %{s.number} (line {s.line}: `{s.text}`)"))
+            return access
         # read only where the index is inside the array; a flag tells the kernel's caller otherwise
         guard = self._guard_expr(self._g)
         comp = Computation(self._name(f"g{s.number}"), [c.var for c in self.loops], Access(target, at),
