@@ -735,9 +735,9 @@ def test_split_tiles_of_a_2d_stencil_cut_its_rows(monkeypatch):
 @pytest.mark.parametrize("jam", [None, 0, 3])
 def test_split_tiles_jam_their_rows_around_the_vector_loop(jam):
     """In split tiles, a stencil's rows are computed `jam` at a time in each vector chunk (0: not), unrolled,
-    as the choice says; the model's (no choice) jams none, as jacobi-2d reads along the vector loop too
-    (a window the back-end carries: model.jam_factor). Trapezoids whose rows are no multiple of the
-    factor give the naive loops' values."""
+    as the choice says; the model's (no choice) jams WINDOW_JAM, as the arrays stay in the caches and
+    jacobi-2d's reads along the vector loop are windows that the jammed rows share (model.jam_factor).
+    Trapezoids whose rows are no multiple of the factor give the naive loops' values."""
     make, argtypes = _julia("jacobi2d")
     naive = make().compile()
     g = make()
@@ -746,7 +746,7 @@ def test_split_tiles_jam_their_rows_around_the_vector_loop(jam):
     if jam is not None:
         choice["jam"] = {"s39": jam, "s79": jam}
     applier.apply(choice)
-    factor = 0 if jam is None else jam
+    factor = model.WINDOW_JAM if jam is None else jam
     assert applier.jammable == {"s39": factor, "s79": factor}
     for name in ("s39", "s79"):
         assert any(c.startswith(f"{name}.unroll(") for c in g.history()) == bool(factor)
@@ -1044,7 +1044,7 @@ def test_measurements_fill_the_outputs_of_the_first_call():
 def test_stencil_rows_are_unrolled_and_jammed_around_the_vector_loop():
     """jacobi-2d where the arrays fit the caches (no time tiles): a sweep computes `factor` columns together
     inside the vector loop, as the search may try, since its 5-point reads share their column loads;
-    the model jams none, since its reads along the vector loop are a window the back-end carries
+    the model jams none, since its sweeps stream from memory once the arrays outgrow the caches
     (model.jam_factor). The values are the naive loops' for every factor the search tries, and for
     sizes that leave a partial group of columns."""
     make, argtypes = _julia("jacobi2d")

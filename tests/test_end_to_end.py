@@ -110,6 +110,37 @@ def test_a_stencil_bound_by_its_loads_carries_a_window_from_chunk_to_chunk():
                 np.testing.assert_array_equal(k(a=a, H=3, W=W), ref)
 
 
+def test_rows_unrolled_inside_the_vector_loop_share_their_windows():
+    """Unroll and jam: `unroll(y, 2)` then `interchange(y1, x)` runs two rows of the 5-point stencil in
+    each chunk of x. The copies are written out before the windows are chosen, so row y + 1 of `a`, the
+    middle row of the first copy, is one window that also gives the second copy its row above (and row
+    y + 2 the other way round): two windows in the loop of row pairs, and one in the last row's loop of
+    an odd H (split by 8, the partial chunk of a row pair carries two more). So with the rows unrolled
+    between the loop of chunks and the lanes (`vectorize(x, 8)` first: `for x0 { for y1 { for x1 } }`),
+    which runs the same vector operations in the same order. The values are numpy's for every H up to 5
+    and widths with every remainder."""
+    for form in ("whole", "split", "around"):
+        f, s = _five_point()
+        if form == "around":
+            s.vectorize("x", 8)
+            s.unroll("y", 2)
+            s.interchange("y1", "x0")
+        else:
+            s.unroll("y", 2)
+            s.interchange("y1", "x")
+            s.vectorize("x", 8, split=form == "split")
+        k = f.compile("cpu")
+        windows = len(re.findall(r"phi +<8 x double>", k.source("llvm-unoptimized")))
+        # (split by 8, the loop of chunks and the partial chunk of a row pair carry two each)
+        assert windows == {"whole": 2 + 1, "split": 2 + 2 + 1, "around": 2 + 2 + 1}[form], form
+        for H in range(6):
+            for W in (0, 5, 8, 13, 24, 29):
+                a = rng.random((H + 2, W + 8))
+                ref = (a[1:H + 1, :W] + 2 * a[1:H + 1, 1:W + 1] - a[1:H + 1, 2:W + 2] + a[:H, 1:W + 1]
+                       + a[2:H + 2, 1:W + 1])
+                np.testing.assert_array_equal(k(a=a, H=H, W=W), ref)
+
+
 def test_no_window_is_carried_over_an_array_the_loop_writes():
     """An update of c's row y that reads row y - 1 at x - 1, x and x + 1 keeps its loads: the loop stores
     to c, and a window could hold what a store replaced. The three reads share two loads instead (at

@@ -44,7 +44,7 @@ from mascarpone.middleend.loopir import Block, For, If, Store, stores, walk_expr
 from mascarpone.middleend.types import int64
 
 from . import memory, transposed
-from .windows import anchors_of, carried_groups, chunk_loop_groups, contiguous, neighbour_groups, windowed_loop
+from .windows import anchors_of, carried_groups, chunk_loop_groups, contiguous, jammed, neighbour_groups, windowed_loop
 from mascarpone.backends.common.affine import constant_difference, linearize, mentions, split_along, stride_along
 from .exprgen import ExprEmitter
 from .llvm_types import I1, I32, I64, PTR, i64, is_vector, memory_type, type_suffix, value_type
@@ -114,12 +114,14 @@ def emit_vector_loop(se, s, fs, scope):
         """The whole chunks from `lo` to `end`, with the reads `carried_groups` picks carried from chunk
         to chunk (unrolled where the trip count is known at run time only: LLVM leaves such a loop that
         carries vectors as it is, and each iteration's branch and step then weigh on a few instructions)."""
-        windows = carried_groups(s.body, s.var, width)
+        body = jammed(s.body, s.var)
+        windows = carried_groups(body, s.var, width)
         if windows:
             hint = loop_metadata(fs.ms.module, unroll_count=WINDOW_UNROLL) if runtime_trip else None
             windowed_loop(fs, lo, end, width, width, windows,
                           lambda v, node: VectorEmitter(fs, scope.with_var(s.var, v), s.var, width, None).emit(node),
-                          chunk, name=f"{s.var}.vec", metadata=hint)
+                          lambda v, given: VectorBody(fs, scope.with_var(s.var, v), s.var, width, given).emit(body, None),
+                          name=f"{s.var}.vec", metadata=hint)
         else:
             counted_loop(fs, lo, end, chunk, step=width, name=f"{s.var}.vec")
 
@@ -169,7 +171,7 @@ def emit_vector_loop(se, s, fs, scope):
 def emit_chunk_loop(se, s, fs, scope) -> bool:
     """Emit a plain loop around one vector loop of exactly its lanes (`chunk_loop_groups`) with its
     reads carried as windows from one iteration to the next; False (nothing emitted) where none are."""
-    inner, windows = chunk_loop_groups(s, explicit_simd)
+    inner, body, windows = chunk_loop_groups(s, explicit_simd)
     if not windows:
         return False
     lo, hi = se.bounds(s, fs, scope)
@@ -183,7 +185,7 @@ def emit_chunk_loop(se, s, fs, scope) -> bool:
         return VectorEmitter(fs, at(v), inner.var, inner.factor, None).emit(node)
 
     def chunk(v, given):
-        VectorBody(fs, at(v), inner.var, inner.factor, given).emit(inner.body, None)
+        VectorBody(fs, at(v), inner.var, inner.factor, given).emit(body, None)
     windowed_loop(fs, lo, hi, 1, inner.factor, windows, load, chunk, name=s.var)
     return True
 

@@ -12,7 +12,9 @@ window trades a load for a shuffle, so it is taken only where loads outnumber sh
 
 The window may only hold what memory holds: the loop's body must not store to the array it
 reads (buffers are distinct objects: `noalias`), and it must be straight-line code (stores
-only), so that every chunk reads at the same offsets. The first chunk's previous vector is made
+only), so that every chunk reads at the same offsets; an unrolled loop of constant trip count inside
+(unroll and jam: rows computed together in each chunk) is written out as its copies first (`jammed`),
+so that one window serves a row and the rows beside it. The first chunk's previous vector is made
 from a load at the least offset, which that chunk reads anyway, so no element is read that the
 scalar loop would not read.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from mascarpone.middleend.expr import Access, walk
+from mascarpone.middleend.expr import Access, substitute, walk
 from mascarpone.middleend.loopir import Block, For, Store
 
 from mascarpone.backends.common.affine import constant_difference, mentions, stride_along
@@ -88,6 +90,41 @@ def _straight_stores(s) -> list | None:
             out += inner
         return out
     return None
+
+
+#: the most copies of an unrolled loop inside a vector loop that `jammed` writes out
+MAX_JAM = 8
+
+
+def _copies(s, var):
+    """The copies of a straight-line loop `s` tagged unroll, of a constant trip count up to MAX_JAM and
+    bounds that do not move with `var`, with its variable replaced by each of its values; else None."""
+    trip = constant_difference(s.hi, s.lo)
+    if s.kind != "unroll" or trip is None or not 0 <= trip <= MAX_JAM or mentions(s.lo, var):
+        return None
+    body = jammed(s.body, var)
+    if _straight_stores(body) is None:
+        return None
+    out = []
+    for k in range(trip):
+        value = {s.var: s.lo + k if k else s.lo}
+        out += [Store(st.buffer, tuple(substitute(i, value) for i in st.indices), substitute(st.value, value))
+                for st in _straight_stores(body)]
+    return Block(out)
+
+
+def jammed(body, var):
+    """`body` of a vector loop over `var` with its unrolled inner loops of constant trip count written out
+    as straight-line copies (unroll and jam: `for x { for r in 0..2 unrolled { out[r][x] = ... } }`), so
+    that reads the copies share along `var` become one window (a row's neighbour below is the next row's
+    centre), or `body` itself where it holds no such loop."""
+    if isinstance(body, For):
+        copies = _copies(body, var)
+        return body if copies is None else copies
+    if isinstance(body, Block):
+        parts = [jammed(c, var) for c in body.body]
+        return body if all(a is b for a, b in zip(parts, body.body)) else Block(parts)
+    return body
 
 
 def carried_groups(body, var, width) -> list:
@@ -173,21 +210,43 @@ def windowed_loop(fs, lo, hi, step, width, groups, load, chunk, *, name="x", met
     B.position_at_end(done)
 
 
+def _only(body):
+    """The one statement of `body` (a Block of one, or the statement itself)."""
+    return body.body[0] if isinstance(body, Block) and len(body.body) == 1 else body
+
+
+def _lanes_inside(s):
+    """Loop `s` tagged unroll around one vector loop, as that vector loop with `s` inside it: the same
+    vector operations in the same order (a vector loop runs its body one statement at a time over all
+    its lanes); else `s`."""
+    if not isinstance(s, For) or s.kind != "unroll":
+        return s
+    inner = _only(s.body)
+    if not isinstance(inner, For) or inner.kind != "vector" \
+            or mentions(inner.lo, s.var) or mentions(inner.hi, s.var):
+        return s
+    return For(inner.var, inner.lo, inner.hi, For(s.var, s.lo, s.hi, inner.body, s.kind, s.factor, s.origin),
+               inner.kind, inner.factor, inner.origin)
+
+
 def chunk_loop_groups(s, explicit) -> tuple:
-    """(the vector loop, its `carried_groups`) of a loop `s` whose body is one vector loop of exactly its
-    `factor` lanes (`vectorize(x, 8)`'s split: `for x0 { for x1 in 0..8: vector }`) whose reads move by a
-    whole vector per iteration of `s`: its chunks follow one another as a vector loop's do. (None, [])
-    where `s` is not such a loop; `explicit(loop)` says whether a vector loop becomes SIMD code."""
-    inner = s.body.body[0] if isinstance(s.body, Block) and len(s.body.body) == 1 else s.body
+    """(the vector loop, its body `jammed`, the body's `carried_groups`) of a loop `s` whose body is one
+    vector loop of exactly its `factor` lanes (`vectorize(x, 8)`'s split: `for x0 { for x1 in 0..8: vector
+    }`, or rows jammed around it: `for x0 { for r unrolled { for x1 in 0..8: vector } }`) whose reads
+    move by a whole vector per iteration of `s`: its chunks follow one another as a vector loop's do.
+    (None, None, []) where `s` is not such a loop; `explicit(loop)` says whether a vector loop becomes
+    SIMD code."""
+    inner = _lanes_inside(_only(s.body))
     if not (isinstance(inner, For) and inner.kind == "vector" and explicit(inner)
             and constant_difference(inner.hi, inner.lo) == inner.factor
             and not mentions(inner.lo, s.var) and not mentions(inner.hi, s.var)):
-        return None, []
+        return None, None, []
     width = inner.factor
-    return inner, [offsets for offsets in carried_groups(inner.body, inner.var, width)
-                   if all(stride_along(n.indices[-1], s.var) == width
-                          and all(stride_along(i, s.var) == 0 for i in n.indices[:-1])
-                          for nodes in offsets.values() for n in nodes)]
+    body = jammed(inner.body, inner.var)
+    return inner, body, [offsets for offsets in carried_groups(body, inner.var, width)
+                         if all(stride_along(n.indices[-1], s.var) == width
+                                and all(stride_along(i, s.var) == 0 for i in n.indices[:-1])
+                                for nodes in offsets.values() for n in nodes)]
 
 
 def _lanes(indices):

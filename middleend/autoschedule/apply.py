@@ -346,7 +346,7 @@ class Applier:
                             comp.tags.get(comp.loops[-1]) is not None:
                         stage = self.stages[comp.name]
                         self._jam(comp, stage, {}, comp.loops[-1],
-                                  jams.get(comp.name, model.jam_factor(stage, comp.loops[-1])))
+                                  jams.get(comp.name, model.jam_factor(stage, comp.loops[-1], resident=True)))
                 return True
         return False
 

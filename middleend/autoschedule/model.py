@@ -34,6 +34,12 @@ REGISTER_TILES = ((8, 1), (4, 2), (6, 2))
 #: vector loaded serves its neighbours too; the search tries the others. Jacobi's 5-point sweep, float64
 #: at 260^2 on one Zen 5 core: 0.36 ns a point without, 0.31 by 2, 0.28 by 4, 0.30 by 6.
 JAM, JAM_VARIANTS = 4, (2, 8)
+#: the factor for a stencil that reads neighbours along the lanes too and whose arrays stay in the
+#: caches from sweep to sweep (split tiles): the jammed rows share the CPU back-end's sliding windows (a
+#: row's centre is the row above's neighbour below). jacobi-2d's split tiles, 260^2 on 2 Zen 5 cores, one
+#: process: 0.108-0.116 ms by 2, 0.108-0.121 by 4, 0.14 by 8, 0.120-0.126 without. A sweep that streams
+#: from memory gains nothing (Halide's heat2d at 1536x2560: 0.96-1.19 of the time without).
+WINDOW_JAM = 2
 
 
 def reference_cost(ref, var, trip) -> float:
@@ -107,12 +113,14 @@ def reuses_along(stage, var) -> bool:
     return False
 
 
-def jam_factor(stage, vector_var) -> int:
-    """The model's unroll-and-jam factor (JAM) for a stencil vectorized along `vector_var`, or none where
-    it reads an array at neighbouring offsets along the lanes too: the CPU back-end carries those reads
-    from chunk to chunk as a sliding window, which jammed copies would lose (jacobi-2d's split tiles,
-    260^2 on 2 Zen 5 cores: 0.124 ms windowed against 0.143 jammed by 4, same process)."""
-    return 0 if reuses_along(stage, vector_var) else JAM
+def jam_factor(stage, vector_var, resident=False) -> int:
+    """The model's unroll-and-jam factor for a stencil vectorized along `vector_var`: JAM, or where it
+    reads an array at neighbouring offsets along the lanes too (carried from chunk to chunk as sliding
+    windows, which the jammed copies share), WINDOW_JAM if its arrays stay `resident` in the caches over
+    its sweeps, else none."""
+    if not reuses_along(stage, vector_var):
+        return JAM
+    return WINDOW_JAM if resident else 0
 
 
 def footprint_bytes(stage, band, sizes, refs=None) -> int:
