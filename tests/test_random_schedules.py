@@ -54,3 +54,13 @@ def test_condition_that_isl_writes_as_constant_true():
     for cmd in [("split", "p", 0, 0, 2), ("vectorize", "c", 1, 0, 2), ("vectorize", "c", 0, 0, 2)]:
         apply(comps, *cmd)
     np.testing.assert_allclose(f.compile("cpu")(img=IMG), reference(), rtol=1e-5)
+
+
+def test_rows_unrolled_inside_lanes_of_a_width_that_is_no_power_of_two():
+    """p vectorized by 3 lanes with an unrolled loop of 3 inside each chunk whose copies read across
+    rows (lanes a row apart): the cpu target transposes such a block in registers only for a power of
+    two of lanes (its rounds halve the block) and loads the others lane by lane; it once failed with an
+    IndexError (found by tests/fuzz/layouts.py, seed 11291)."""
+    case = [("vectorize", "p", 2, 3, 3), ("split", "c", 2, 0, 3), ("tile", "r", 0, 2, 2), ("unroll", "p", 2, 0, 3),
+            ("reverse", "r", 0, 1, 8), ("store_at", "p", 1, 1, 1), ("split", "r", 0, 1, 3)]
+    assert run_case(case) == "equal"

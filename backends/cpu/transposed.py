@@ -34,7 +34,10 @@ def _crosses_rows(node, lane_var, copy_var) -> bool:
 def blocks(loop, first, scope, lane_var, width, fs) -> list | None:
     """For an unrolled loop `loop` of `width` iterations from `first` (its lower bound's value) inside a
     chunk at `scope` (lanes over lane_var): [{id(node): (node, vector)} for each copy] of its statements'
-    reads that cross rows, or None where there are none (or the body is not stores alone)."""
+    reads that cross rows, or None where there are none, the body is not stores alone, or `width` is not a
+    power of two (the transposition's rounds halve the block)."""
+    if width & (width - 1):
+        return None
     body = loop.body.body if isinstance(loop.body, Block) else [loop.body]
     if not all(isinstance(st, Store) for st in body):
         return None
