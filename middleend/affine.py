@@ -171,14 +171,49 @@ _AST_BINOPS = {
 
 
 def from_ast_expr(e: isl.AstExpr, names: dict | None = None) -> Expr:
-    """Convert an isl AST expression to an int64 expression; `names` renames identifiers."""
-    return simplify(_from_ast(e, names or {}))
+    """Convert an isl AST expression to an int64 expression; `names` renames identifiers. isl computes
+    with unbounded integers: a comparison of a variable with a constant beyond Int64 (`n >= 2^63`, from a
+    program's `n > typemax(Int)`) is decided here, as no Int64 value reaches it; any other use of such a
+    constant is refused (NotSupportedError), since the code would compute with it wrapped around."""
+    out = _from_ast(e, names or {})
+    if isinstance(out, _BeyondInt64):
+        _refuse_beyond(out, e)
+    return simplify(out)
+
+
+class _BeyondInt64:
+    """An integer of an isl AST expression that Int64 cannot hold."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _refuse_beyond(big, e):
+    from .errors import NotSupportedError
+    raise NotSupportedError(f"the loops need the constant {big.value}, beyond Int64, in `{e.to_C_str()}` "
+                            f"(sizes or offsets near typemax(Int))")
+
+
+#: each comparison with its operands swapped
+_MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq"}
+
+
+def _beyond_int64(kind, a, b):
+    """`a kind b` decided where one side is a variable and the other a constant beyond Int64 (which no
+    variable's value reaches), else None."""
+    if isinstance(a, _BeyondInt64) and isinstance(b, Sym):
+        a, b, kind = b, a, _MIRRORED[kind]
+    if not (isinstance(a, Sym) and isinstance(b, _BeyondInt64)):
+        return None
+    above = b.value > 0        # every value of `a` lies below the constant
+    return Const(kind in ("lt", "le") if above else kind in ("gt", "ge"), bool_)
 
 
 def _from_ast(e, names):
     t = e.get_type()
     if t == isl.ast_expr_type.int:
-        return Const(e.get_val().to_python(), int64)
+        value = e.get_val().to_python()
+        return Const(value, int64) if -2 ** 63 <= value < 2 ** 63 else _BeyondInt64(value)
     if t == isl.ast_expr_type.id:
         name = e.get_id().name
         return names.get(name) or Sym(name, int64)
@@ -186,6 +221,14 @@ def _from_ast(e, names):
         raise TypeError(f"unexpected isl AST expression {e.to_C_str()}")
     op = e.get_op_type()
     args = [_from_ast(e.get_op_arg(i), names) for i in range(e.get_op_n_arg())]
+    kind = _AST_BINOPS.get(op)
+    if kind in _MIRRORED:
+        decided = _beyond_int64(kind, args[0], args[1])
+        if decided is not None:
+            return decided
+    big = next((a for a in args if isinstance(a, _BeyondInt64)), None)
+    if big is not None:
+        _refuse_beyond(big, e)
     if op == isl.ast_expr_op_type.minus:
         return UnOp("neg", args[0])
     if op == isl.ast_expr_op_type.select or op == isl.ast_expr_op_type.cond:

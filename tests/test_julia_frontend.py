@@ -751,6 +751,37 @@ def test_zip_of_a_matrix_is_refused_by_name():
         from_julia(text, {"a": "Matrix{Float64}", "b": "Vector{Float64}"})
 
 
+def test_a_test_against_typemax_int_is_decided_as_julia_decides_it():
+    """`n > 9223372036854775807` (the corpus's bcast_when with its test mutated) never holds for an Int64
+    n: isl writes the guard as `n >= 2^63`, a constant beyond Int64, which the loops decide rather than
+    wrap around to -2^63 (where the kernel once ran the body). An offset that large anywhere else is
+    refused by name."""
+    from julia_corpus import HERE
+    text = (HERE / "bcast_when.v1_10.lowered.txt").read_text()
+    argtypes = {"y": "Vector{Float64}", "a": "Float64", "x": "Vector{Float64}", "n": "Int64"}
+    never = text.replace("%1 = n > 0", "%1 = n > 9223372036854775807")
+    assert never != text
+    rng = np.random.default_rng(5)
+    for n in (1, 2 ** 62, 9223372036854775807):
+        y, x = rng.random(6), rng.random(6)
+        ours, ref = y.copy(), y.copy()
+        from_julia(never, argtypes).compile("cpu")(ours, 2.0, x, n)
+        interpret(never, argtypes, ref, 2.0, x, n)
+        np.testing.assert_array_equal(ours, y)
+        np.testing.assert_array_equal(ref, y)
+
+
+def test_a_local_number_that_becomes_a_tuple_is_refused():
+    """`m = tuple(m, a)` in the loop of the corpus's matrix_max_elements (mutated from `max(m, a)`): m
+    holds a number before the loop and a tuple in it, which no array of numbers can hold; the kernel once
+    returned the number. Refused, naming the statement."""
+    from julia_corpus import HERE
+    text = (HERE / "matrix_max_elements.v1_6.lowered.txt").read_text().replace("Main.max(m, a)", "Main.tuple(m, a)")
+    assert "Main.tuple(m, a)" in text
+    with pytest.raises(JuliaNotSupportedError, match=r"statement %10 .*m holds a number, then a 2-tuple"):
+        from_julia(text, {"A": "Matrix{Float64}"})
+
+
 # linear indices of N-d arrays ---------------------------------------------------------------------
 
 def _corpus_text(name):

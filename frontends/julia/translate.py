@@ -814,6 +814,9 @@ class Translator:
                 return
             value = number(value)           # a local assigned again holds the number
         if isinstance(value, ALIASES):
+            if name in self.owners:
+                # (a local that a computation holds as a number cannot become a range, array or tuple)
+                raise JuliaNotSupportedError(f"{name} holds a number, then {describe(value)}", s)
             self.bindings[name] = value     # an alias: `r = 1:n`, `B = A`, `t = (a, b)`
             return
         if name in self.destructure_states:
