@@ -11,6 +11,7 @@ import functools
 
 import islpy as isl
 
+from .errors import NotSupportedError
 from .expr import BinOp, Cast, Const, Expr, Sym, UnOp, binop, simplify, transform
 from .types import bool_, int64
 
@@ -189,7 +190,6 @@ class _BeyondInt64:
 
 
 def _refuse_beyond(big, e):
-    from .errors import NotSupportedError
     raise NotSupportedError(f"the loops need the constant {big.value}, beyond Int64, in `{e.to_C_str()}` "
                             f"(sizes or offsets near typemax(Int))")
 
@@ -213,7 +213,7 @@ def _from_ast(e, names):
     t = e.get_type()
     if t == isl.ast_expr_type.int:
         value = e.get_val().to_python()
-        return Const(value, int64) if -2 ** 63 <= value < 2 ** 63 else _BeyondInt64(value)
+        return Const(value, int64) if int64.min_value() <= value <= int64.max_value() else _BeyondInt64(value)
     if t == isl.ast_expr_type.id:
         name = e.get_id().name
         return names.get(name) or Sym(name, int64)

@@ -107,8 +107,8 @@ def emit_vector_loop(se, s, fs, scope):
     lo, hi = se.bounds(s, fs, scope)
     B = fs.builder
 
-    def chunk(v0, given=None):
-        VectorBody(fs, scope.with_var(s.var, v0), s.var, width, given).emit(s.body, None)
+    def chunk(v0, given=None, body=s.body):
+        VectorBody(fs, scope.with_var(s.var, v0), s.var, width, given).emit(body, None)
 
     def main_loop(end, runtime_trip=False):
         """The whole chunks from `lo` to `end`, with the reads `carried_groups` picks carried from chunk
@@ -120,7 +120,7 @@ def emit_vector_loop(se, s, fs, scope):
             hint = loop_metadata(fs.ms.module, unroll_count=WINDOW_UNROLL) if runtime_trip else None
             windowed_loop(fs, lo, end, width, width, windows,
                           lambda v, node: VectorEmitter(fs, scope.with_var(s.var, v), s.var, width, None).emit(node),
-                          lambda v, given: VectorBody(fs, scope.with_var(s.var, v), s.var, width, given).emit(body, None),
+                          lambda v, given: chunk(v, given, body),
                           name=f"{s.var}.vec", metadata=hint)
         else:
             counted_loop(fs, lo, end, chunk, step=width, name=f"{s.var}.vec")

@@ -102,14 +102,14 @@ def _copies(s, var):
     trip = constant_difference(s.hi, s.lo)
     if s.kind != "unroll" or trip is None or not 0 <= trip <= MAX_JAM or mentions(s.lo, var):
         return None
-    body = jammed(s.body, var)
-    if _straight_stores(body) is None:
+    body = _straight_stores(jammed(s.body, var))
+    if body is None:
         return None
     out = []
     for k in range(trip):
         value = {s.var: s.lo + k if k else s.lo}
         out += [Store(st.buffer, tuple(substitute(i, value) for i in st.indices), substitute(st.value, value))
-                for st in _straight_stores(body)]
+                for st in body]
     return Block(out)
 
 

@@ -74,7 +74,7 @@ def variants(applier, stages, seed) -> list:
         if stage.name in applier.parallel:
             mine.append((stage.name, "parallel", False))
         if stage.name in applier.jammable:
-            mine += [(stage.name, "jam", f) for f in dict.fromkeys((0, model.JAM) + model.JAM_VARIANTS)
+            mine += [(stage.name, "jam", f) for f in (0, model.JAM) + model.JAM_VARIANTS
                      if f != applier.jammable[stage.name]]
         if stage.name in applier.vectorized:
             mine.append((stage.name, "vectorize", False))
