@@ -208,6 +208,29 @@ def test_a_long_reduction_is_blocked_and_its_transposed_copy_laid_out_in_panels(
     assert [c for c in report.commands if c.startswith("s84.after(")] == ["s84.after(s57, root)"]
 
 
+def test_a_transposed_copy_runs_in_blocks_transposed_in_registers():
+    """covariance's copy of data, transposed for its register tile, runs in square blocks of one vector
+    a side (lanes along data's rows, its columns unrolled inside them), its rows of blocks in parallel
+    where it is long enough to share out; the back-end loads each block's rows whole and transposes them
+    in registers. Values bit for bit the interpreter's at sizes with partial blocks on both sides, in
+    parallel and not."""
+    lanes = machine.vector_lanes(ms.float64)
+    f, report = _julia_model("covariance", dict(data_1=280, data_2=240))
+    copy = [c for c in report.commands if c.startswith("data_copy.") and "store_in" not in c]
+    assert copy == [f"data_copy.split(data_copy_d0, {lanes})", f"data_copy.split(data_copy_d1, {lanes})",
+                    "data_copy.reorder(data_copy_d00, data_copy_d10, data_copy_d01, data_copy_d11)",
+                    f"data_copy.vectorize(data_copy_d01, {lanes})", f"data_copy.unroll(data_copy_d11, {lanes})",
+                    "data_copy.parallelize(data_copy_d00)"], report.commands
+    if machine.simd_bytes() >= 64 and X86:
+        asm = f.compile().kernel.source("asm")
+        copying = [b for b in _loops_with(asm, "vunpck") if not any("mulpd" in x for x in b)]
+        assert copying and not any(x.startswith(("vmovsd", "vpinsrq", "vgather")) for b in copying for x in b)
+    _same_as_interpreter("covariance", f, [(283, 61), (61, 61), (61,)])
+    small, report = _julia_model("covariance", dict(data_1=40, data_2=40))
+    assert copy[-2] in report.commands and copy[-1] not in report.commands, report.commands
+    _same_as_interpreter("covariance", small, [(37, 29), (29, 29), (29,)])
+
+
 def test_a_reduction_along_columns_streams_several_at_once():
     """gesummv's sums over j of A[i, j] * x[j], read stride-one along i: each core gets one block of
     rows and, around each vector of it, model.STREAMS columns are unrolled, so that many columns stream

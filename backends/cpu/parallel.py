@@ -40,6 +40,8 @@ from .ops import declare
 
 #: parts of a parallel loop's range (threads beyond this many share parts)
 MAX_PARTS = 64
+#: chunks a thread claims from a parallel loop's range, on average
+CHUNKS_PER_THREAD = 4
 
 
 def uses(s):
@@ -114,7 +116,7 @@ def emit_parallel_loop(se, s, fs, scope):
     me = wb.sext(wb.call(declare(module, "omp_get_thread_num", ir.FunctionType(I32, [])), []), I64)
     parts = wb.select(wb.icmp_signed("<", nt, i64(MAX_PARTS)), nt, i64(MAX_PARTS))
     length = wb.sub(hi, lo, flags=("nsw",))
-    chunk = wb.sdiv(length, wb.mul(nt, i64(4), flags=("nsw",)))
+    chunk = wb.sdiv(length, wb.mul(nt, i64(CHUNKS_PER_THREAD), flags=("nsw",)))
     chunk = wb.select(wb.icmp_signed("<", chunk, i64(1)), i64(1), chunk)
     share, extra = wb.sdiv(length, parts), wb.srem(length, parts)
 
