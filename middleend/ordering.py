@@ -36,6 +36,52 @@ def _level_depth(other, level, loops_of, how, comp):
     return depth
 
 
+def _computed_at(comp, how, other, level) -> bool:
+    """Whether a placement entry is the one `compute_at` made: comp before its consumer at that level."""
+    target = getattr(comp, "compute_at_target", None)
+    return how == "before" and target is not None and target[0] is other and target[1] == level
+
+
+def _host(seq, producer, consumer, level, loops_of):
+    """Move `producer` (alone: what follows inside its loops is its consumer) into `consumer`'s loops
+    down to `level`, just before the nest that holds the consumer one loop deeper: directly before
+    the consumer unless the consumer shares deeper loops with what precedes it, which it keeps sharing
+    (a consumer placed after another in their innermost loops computes its producer before both)."""
+    start = next(i for i, e in enumerate(seq) if e[0] is producer)
+    entry = seq.pop(start)
+    if start < len(seq) and seq[start][1] > entry[1]:
+        seq[start][1] = entry[1]  # the entry that followed now follows what preceded
+    depth = _level_depth(consumer, level, loops_of, "compute_at", producer)
+    at = next(i for i, e in enumerate(seq) if e[0] is consumer)
+    while seq[at][1] > depth:
+        at -= 1
+    entry[1] = seq[at][1]
+    seq[at][1] = depth
+    seq.insert(at, entry)
+
+
+def _rehost(seq, hosting, loops_of):
+    """Put what compute_at placed in a consumer's loops back next to the consumer, wherever a later
+    placement moved either (or put something between them), in the order compute_at placed them; a
+    producer's own producers after it. `hosting`: id(consumer) -> (consumer, [(producer, level)])."""
+    done = set()
+
+    def visit(consumer):
+        if id(consumer) in done:
+            return
+        done.add(id(consumer))
+        for producer, level in hosting.get(id(consumer), (None, []))[1]:
+            target = getattr(producer, "compute_at_target", None)
+            if target is not None and target[0] is consumer and any(e[0] is producer for e in seq):
+                _host(seq, producer, consumer, level, loops_of)
+                visit(producer)
+    for consumer, _ in list(hosting.values()):
+        if not any(id(h) in hosting for h in getattr(consumer, "hosts", lambda: ())()):
+            visit(consumer)     # (the outermost consumers first: their producers' places follow theirs)
+    for consumer, _ in list(hosting.values()):
+        visit(consumer)
+
+
 def _take_computed_at(seq, comp):
     """Remove `comp` and the entries computed at its loops from `seq`; return them as a block that
     starts a nest (the entries that stay keep the loops they shared through the removed ones)."""
@@ -66,6 +112,7 @@ def resolve(computations, commands, loops_of):
     seq = [[c, 0] for c in computations]
     position = lambda c: next(i for i, e in enumerate(seq) if e[0] is c)
     ahead = [c for c in commands if c[0] == "ahead"]
+    hosting = {}    # id(consumer) -> (consumer, [(producer, level)] placed by compute_at so far, in order)
     for how, comp, other, level in [c for c in commands if c[0] != "ahead"] + ahead:
         others = [o for o in (other if isinstance(other, tuple) else (other,))
                   if any(o is c for c in computations)]
@@ -77,6 +124,12 @@ def resolve(computations, commands, loops_of):
             while seq[nest][1] > 0:
                 nest -= 1
             seq[nest:nest] = block
+            continue
+        if _computed_at(comp, how, other, level):
+            hosted = hosting.setdefault(id(other), (other, []))[1]
+            hosted[:] = [h for h in hosted if h[0] is not comp] + [(comp, level)]
+            _host(seq, comp, other, level, loops_of)
+            _rehost(seq, hosting, loops_of)
             continue
         start = position(comp)
         block = seq[start:_subtree_end(seq, start)]
@@ -95,6 +148,7 @@ def resolve(computations, commands, loops_of):
             block[0][1] = seq[anchor][1]
             seq[anchor][1] = depth
         seq[at:at] = block
+        _rehost(seq, hosting, loops_of)
     betas = {}
     prev = None
     for comp, share in seq:

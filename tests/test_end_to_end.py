@@ -532,6 +532,47 @@ def test_compute_at_of_a_computation_with_updates():
         np.testing.assert_allclose(k(img=img, H=H, W=W), _box_sum_reference(img), rtol=1e-6)
 
 
+def _stencil_then_scan():
+    """p doubles img; c adds three rows of p; c's update scans each row of c from the left; q, another
+    output, reads img alone."""
+    H, W = ms.Param("H"), ms.Param("W")
+    y, x, yb, x1 = ms.Var("y", 0, H), ms.Var("x", 0, W), ms.Var("y", 0, H + 2), ms.Var("x", 1, W)
+    with ms.Function("stencil_scan") as f:
+        img = ms.Input("img", [H + 2, W], ms.float32)
+        p = ms.Computation("p", [yb, x], img[yb, x] * 2)
+        q = ms.Computation("q", [y, x], img[y, x] + 1)
+        c = ms.Computation("c", [y, x], p[y, x] + p[y + 1, x] + p[y + 2, x])
+        scan = c.update([y, x1], c[y, x1 - 1] * ms.f32(0.5) + c[y, x1])
+    return f, p, q, c, scan
+
+
+@pytest.mark.parametrize("move", ["split", "reverse", "between"])
+def test_a_producer_computed_at_a_consumer_moves_with_it(move):
+    """A producer computed at a consumer's loop stays in that loop when a later placement moves the
+    consumer (beside its scan in their loop over rows, its loop over columns split or reversed so that
+    the scan can follow it) or puts another nest between them: its tile is computed and read in one
+    nest, just before what holds the consumer in each iteration of that loop."""
+    f, p, q, c, scan = _stencil_then_scan()
+    if move == "split":
+        c.split("x", 3)
+    elif move == "reverse":
+        c.reverse("x")
+    p.compute_at(c, "y")
+    if move == "between":
+        q.before(c, ms.root)
+    else:
+        c.after(scan, "x")
+    nests = [n for n in re.split(r"\n  for ", str(f.lower())) if "p_tile[" in n]
+    assert len(nests) == 1 and "c[y, " in nests[0], nests
+    img = rng.random((9, 7), dtype=np.float32)
+    got_q, got_c = f.compile("cpu")(img=img)
+    np.testing.assert_allclose(got_q, img[:7] + 1, rtol=1e-6)
+    c_ref = 2 * (img[:-2] + img[1:-1] + img[2:])
+    for x in range(1, c_ref.shape[1]):
+        c_ref[:, x] = c_ref[:, x - 1] * np.float32(0.5) + c_ref[:, x]
+    np.testing.assert_allclose(got_c, c_ref, rtol=1e-5)
+
+
 def test_compute_at_with_updates_checks_the_reduction_inside_the_tile():
     f, P, acc, out = _box_sum_then_average()
     y0, x0, y1, x1 = out.tile("y", "x", 8, 16)
