@@ -10,7 +10,7 @@ from . import algorithm, codegen, dataflow, layout_check, legality, parametric_t
 from . import loopir as L
 from .dependences import compute_dependences
 from .recent import Recent
-from .errors import DomainError, ScheduleError
+from .errors import DomainError, IllegalScheduleError, ScheduleError
 from .isl_budget import OutOfOperations, operations_at_most
 from .affine import on_sizes, pwaff_to_expr
 from .expr import Access, pseudo_c, walk
@@ -457,6 +457,7 @@ class Function:
         generated = [s for s in stmts if s.comp not in copied]
         body = codegen.generate(generated, context, sorted(self.param_names))
         body = parametric_tiles.strip_mine(body, self._parametric_bands(), fixed, self.param_names)
+        self._check_tiles_in_scope(body)
         outputs, temps = [], []
         for c in self.computations:
             at_root = c.compute_at_target is None or c.stored_at_root
@@ -478,6 +479,16 @@ class Function:
                                     derived, ranges, pipelines, plan, checked_at_call=undecided)
         lowered.spmd = spmd.deferred(self, stmts, deps, context, lowered)
         return lowered
+
+    def _check_tiles_in_scope(self, body):
+        """Refuse a schedule whose statements read a producer's tile outside the loop that holds it
+        (a placement the ordering could not keep inside its consumer's loop)."""
+        stray = L.uses_outside_allocation(body)
+        if stray:
+            name, store = stray[0]
+            raise IllegalScheduleError(f"{store.buffer.name} would use {name}, a tile that lives in another loop "
+                                       f"nest, outside it; the placements (after, before, compute_at) separate "
+                                       f"them: place the consumer and its producer in one nest")
 
     def _known_promises(self):
         """[(text, isl set of the sizes)]: each known size equal to its value, which the kernel checks."""

@@ -220,3 +220,27 @@ def walk_exprs(s: Stmt):
 def stores(s: Stmt):
     """Every Store under `s`."""
     return (st for st in walk_stmts(s) if isinstance(st, Store))
+
+
+def uses_outside_allocation(body: Stmt) -> list:
+    """[(buffer name, the Store that uses it)] for each statement that reads or writes a buffer some
+    `Allocate` under `body` gives a lifetime, but outside every such Allocate: it would use memory
+    that holds another iteration's values, or none."""
+    from .expr import Access, walk
+    allocated = {st.buffer.name for st in walk_stmts(body) if isinstance(st, Allocate)}
+    out = []
+
+    def visit(s, live):
+        if isinstance(s, Allocate):
+            visit(s.body, live | {s.buffer.name})
+            return
+        if isinstance(s, Store):
+            used = {s.buffer.name} | {n.target.name for e in own_exprs(s) for n in walk(e) if isinstance(n, Access)}
+            out.extend((name, s) for name in sorted((used & allocated) - live))
+            return
+        for child in (s.body if isinstance(s, Block) else [s.body] if isinstance(s, For) else
+                      [s.then, s.else_] if isinstance(s, If) else []):
+            if child is not None:
+                visit(child, live)
+    visit(body, frozenset())
+    return out

@@ -472,3 +472,23 @@ def test_root_loop_nests_are_generated_apart_each_with_its_own_sizes(monkeypatch
     assert seen[:2] == [["N"], ["M"]] and all(s in (["N"], ["M"]) for s in seen)
     np.testing.assert_array_equal(a, np.arange(5) * 2)
     np.testing.assert_array_equal(b, np.arange(3) + 1)
+
+
+def test_a_tile_used_outside_the_loop_that_allocates_it_is_found():
+    """The lowering's last check: a statement that reads a tile outside every Allocate of it (a placement
+    that separated a consumer from its producer's tile) is reported, with the buffer it uses."""
+    from mascarpone.middleend import loopir as L
+    from mascarpone.middleend.expr import Access, Const, Sym
+    tile = ms.Buffer("p_tile", [4], ms.float32)
+    out = ms.Buffer("c", [4], ms.float32, "output")
+    x = Sym("x", ms.int64)
+    fill = L.Store(tile, (x,), Const(1.0, ms.float32))
+    read = L.Store(out, (x,), Access(tile, (x,)))
+    inside = L.For("y", Const(0, ms.int64), Const(2, ms.int64),
+                   L.Allocate(tile, L.Block([L.For("x", Const(0, ms.int64), Const(4, ms.int64), fill),
+                                             L.For("x", Const(0, ms.int64), Const(4, ms.int64), read)])))
+    assert L.uses_outside_allocation(inside) == []
+    apart = L.Block([L.For("y", Const(0, ms.int64), Const(2, ms.int64),
+                           L.Allocate(tile, L.For("x", Const(0, ms.int64), Const(4, ms.int64), fill))),
+                     L.For("x", Const(0, ms.int64), Const(4, ms.int64), read)])
+    assert L.uses_outside_allocation(apart) == [("p_tile", read)]
