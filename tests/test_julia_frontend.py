@@ -407,6 +407,30 @@ def test_a_read_whose_value_nobody_uses_is_bounds_checked_as_in_julia():
                 np.testing.assert_array_equal(a, b)
 
 
+def test_a_write_below_the_first_element_is_a_bounds_error_only_where_it_runs():
+    """heat3d with its first sweep over `0:nz-1`: B[i, j, 0] is outside B. With tsteps = 0 the loop runs
+    no iteration, and the kernel, as Julia, returns with the arrays as they were (it used to shift B's
+    storage by one and refuse B's shape); with tsteps = 1 both refuse: Julia's BoundsError."""
+    text, argtypes = fixture("heat3d")
+    below = text.replace("%13  = 2:%12", "%13  = 0:%12")
+    assert below != text
+    kernel = from_julia(below, argtypes).compile()
+    for steps, bad in ((0, False), (1, True)):
+        args = random_args(argtypes, seed=5)
+        args[0] = steps
+        ours = copy.deepcopy(args)
+        if bad:
+            with pytest.raises(JuliaRuntimeError, match="BoundsError"):
+                interpret(below, argtypes, *args)
+            with pytest.raises(ms.ArgumentError, match="BoundsError"):
+                kernel(*ours)
+        else:
+            interpret(below, argtypes, *args)
+            kernel(*ours)
+            for a, b in zip(args, ours):
+                np.testing.assert_array_equal(a, b)
+
+
 def test_wrong_argument_types():
     text, argtypes = fixture("trmv")
     kernel = from_julia(text, argtypes).compile()

@@ -81,6 +81,7 @@ def from_julia(text, argtypes, name=None, static_parameters=None) -> JuliaFuncti
                           None) if tr.returned is not None and not _is_array(tr.returned) else None
     f.julia_returns_array = tr.returned.name if _is_array(tr.returned) else None
     f.bounds_violations = _bounds_violations(f, tr.affine_reads)
+    _drop_writes_below_the_first_element(f)
     f.checks_input_reads_at_call = True     # (the kernel's BoundsError, from bounds_violations)
     f.julia_bounds_flags = [(comp.name, what) for comp, what in tr.bounds_flags]
     f.julia_broadcast_sizes = tr.broadcast_sizes
@@ -147,6 +148,25 @@ def _outside(f, params, target, idx, loop_vars, domain):
                 f"{conds} }}")
     s = s.intersect(domain).params()
     return None if s.is_empty() else s
+
+
+def _drop_writes_below_the_first_element(f):
+    """Take out of each update's domain the points that write its Julia array below the first element.
+    Julia throws a BoundsError there, and so does the kernel: the sizes that reach them are refused at the
+    call (`bounds_violations`, computed before). Left in, they would shift the array's storage by their
+    least index for every size, and a call where the loop runs no iteration would be refused for the
+    array's shape."""
+    params = sorted(f.param_names)
+    for comp in f.computations:
+        if comp.updated is None or _julia_shape(f, comp.updated) is None:
+            continue
+        texts = [affine_text(as_index_expr(i)) for i in comp.update_at]
+        if any(t is None for t in texts) or not texts:
+            continue
+        inside = isl.Set(f"[{', '.join(params)}] -> {{ {comp.domain.get_tuple_name()}"
+                         f"[{', '.join(v.name for v in comp.vars)}] : {' and '.join(f'({t}) >= 0' for t in texts)} }}")
+        if not comp.domain.is_subset(inside):
+            comp.domain = comp.domain.intersect(inside)
 
 
 def _julia_shape(f, target):
