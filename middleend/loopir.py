@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .errors import NotSupportedError
-from .expr import Expr, pseudo_c
+from .expr import Access, Expr, pseudo_c, walk
 
 
 class LoopKind(StrEnum):
@@ -226,7 +226,6 @@ def uses_outside_allocation(body: Stmt) -> list:
     """[(buffer name, the Store that uses it)] for each statement that reads or writes a buffer some
     `Allocate` under `body` gives a lifetime, but outside every such Allocate: it would use memory
     that holds another iteration's values, or none."""
-    from .expr import Access, walk
     allocated = {st.buffer.name for st in walk_stmts(body) if isinstance(st, Allocate)}
     out = []
 

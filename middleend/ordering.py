@@ -71,14 +71,13 @@ def _rehost(seq, hosting, loops_of):
             return
         done.add(id(consumer))
         for producer, level in hosting.get(id(consumer), (None, []))[1]:
-            target = getattr(producer, "compute_at_target", None)
+            target = producer.compute_at_target
             if target is not None and target[0] is consumer and any(e[0] is producer for e in seq):
                 _host(seq, producer, consumer, level, loops_of)
                 visit(producer)
-    for consumer, _ in list(hosting.values()):
-        if not any(id(h) in hosting for h in getattr(consumer, "hosts", lambda: ())()):
-            visit(consumer)     # (the outermost consumers first: their producers' places follow theirs)
-    for consumer, _ in list(hosting.values()):
+    consumers = [consumer for consumer, _ in hosting.values()]
+    # the outermost consumers first (their producers' places follow theirs), then any left in a cycle
+    for consumer in sorted(consumers, key=lambda c: any(id(h) in hosting for h in c.hosts())):
         visit(consumer)
 
 
