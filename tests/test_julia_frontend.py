@@ -392,19 +392,25 @@ def test_a_read_whose_value_nobody_uses_is_bounds_checked_as_in_julia():
     outside = unused.replace("%40  = j + 2", "%40  = ny + 2")
     assert outside.count("ny + 2") == 1 and unused != text
     for source, bad in ((unused, False), (outside, True)):
-        kernel = from_julia(source, argtypes).compile()
-        args = random_args(argtypes, seed=4)
-        ours = copy.deepcopy(args)
-        if bad:
-            with pytest.raises(JuliaRuntimeError, match="BoundsError"):
-                interpret(source, argtypes, *args)
-            with pytest.raises(ms.ArgumentError, match=r"BoundsError: .*statement %41 .*accesses img outside"):
-                kernel(*ours)
-        else:
+        _bounds_error_as_in_julia(source, argtypes, random_args(argtypes, seed=4),
+                                  r"BoundsError: .*statement %41 .*accesses img outside" if bad else None)
+
+
+def _bounds_error_as_in_julia(source, argtypes, args, error=None):
+    """Where `error` (a pattern), the interpreter throws a BoundsError and the kernel refuses the call with
+    an ArgumentError matching it; else both run and leave the same values in the arrays."""
+    kernel = from_julia(source, argtypes).compile()
+    ours = copy.deepcopy(args)
+    if error is not None:
+        with pytest.raises(JuliaRuntimeError, match="BoundsError"):
             interpret(source, argtypes, *args)
+        with pytest.raises(ms.ArgumentError, match=error):
             kernel(*ours)
-            for a, b in zip(args, ours):
-                np.testing.assert_array_equal(a, b)
+        return
+    interpret(source, argtypes, *args)
+    kernel(*ours)
+    for a, b in zip(args, ours):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_a_write_below_the_first_element_is_a_bounds_error_only_where_it_runs():
@@ -414,21 +420,10 @@ def test_a_write_below_the_first_element_is_a_bounds_error_only_where_it_runs():
     text, argtypes = fixture("heat3d")
     below = text.replace("%13  = 2:%12", "%13  = 0:%12")
     assert below != text
-    kernel = from_julia(below, argtypes).compile()
     for steps, bad in ((0, False), (1, True)):
         args = random_args(argtypes, seed=5)
         args[0] = steps
-        ours = copy.deepcopy(args)
-        if bad:
-            with pytest.raises(JuliaRuntimeError, match="BoundsError"):
-                interpret(below, argtypes, *args)
-            with pytest.raises(ms.ArgumentError, match="BoundsError"):
-                kernel(*ours)
-        else:
-            interpret(below, argtypes, *args)
-            kernel(*ours)
-            for a, b in zip(args, ours):
-                np.testing.assert_array_equal(a, b)
+        _bounds_error_as_in_julia(below, argtypes, args, "BoundsError" if bad else None)
 
 
 def test_wrong_argument_types():
