@@ -412,6 +412,19 @@ def walk(e: Expr):
         stack.extend(reversed(n.children))
 
 
+def walk_distinct(e: Expr):
+    """The nodes of `e`, each object once, parents before children: an expression that shares a
+    subexpression (a `max` of many values, unrolled into selects) is a DAG whose tree walk is exponential."""
+    seen, stack = set(), [e]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        stack.extend(reversed(n.children))
+
+
 def substitute(e: Expr, mapping: dict) -> Expr:
     """Replace Sym nodes (and Layer I variables) by name with the expressions in `mapping`."""
     def repl(n):

@@ -1241,3 +1241,14 @@ def test_eachindex_of_several_arguments_refused_by_name():
                                                      r"a Float64 value: the front-end takes arrays there"):
         from_julia(text.replace("Main.eachindex(x, y)", "Main.eachindex(x, s)"), {"x": "Vector{Float64}",
                                                                                    "y": "Vector{Float64}"})
+
+
+def test_a_float_max_of_many_values_in_one_call_is_refused_by_name():
+    """Julia's max of floats repeats each operand in every step (NaN wins, -0.0 is below 0.0), so a max of
+    8 reads in one call would write out millions of nodes (it compiled for minutes): the translation refuses
+    it with a typed error naming the statement and the way out (a loop)."""
+    text, argtypes = fixture("edge", "v1_12.lowered")
+    many = text.replace("%48  = Main.:+", "%48  = Main.:max")
+    assert many != text
+    with pytest.raises(JuliaNotSupportedError, match=r"statement %101 .*max of 8 floating-point values.*in a loop"):
+        from_julia(many, argtypes)

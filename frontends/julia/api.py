@@ -11,7 +11,7 @@ from mascarpone.middleend.affine import affine_text
 from mascarpone.middleend.algorithm import iteration_domain
 from mascarpone.middleend.buffer import as_index_expr
 from mascarpone.middleend.errors import ArgumentError
-from mascarpone.middleend.expr import Access, walk
+from mascarpone.middleend.expr import Access, walk_distinct
 from mascarpone.middleend.function import Function
 from mascarpone.middleend.targets import get_target
 
@@ -110,16 +110,16 @@ def _bounds_violations(f, reads=()):
     params = sorted(f.param_names)
     bad, kept = [], set()
     for comp in f.computations:
-        accesses = []
+        accesses = {}     # (each distinct access once: a max of many reads shares them between selects)
         if comp.updated is not None:
-            accesses.append((comp.updated, comp.update_at))
+            accesses[(comp.updated.name, str(comp.update_at))] = (comp.updated, comp.update_at)
         exprs = [comp.expr] + ([comp.predicate] if comp.predicate is not None else [])
         for e in exprs:
-            for n in walk(e):
+            for n in walk_distinct(e):
                 if isinstance(n, Access):
                     kept.add(id(n))
-                    accesses.append((n.target, n.indices))
-        for target, idx in accesses:
+                    accesses.setdefault((n.target.name, str(n.indices)), (n.target, n.indices))
+        for target, idx in accesses.values():
             outside = _outside(f, params, target, idx, comp.vars, comp.domain)
             if outside is not None:
                 bad.append((comp.name, target.name, outside))

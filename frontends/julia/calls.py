@@ -211,6 +211,10 @@ def _signbit(x):
     return reinterpret(bits, x) < Const(0, bits)
 
 
+#: the most nodes a float min/max chain may write out (each step repeats its operands for Julia's rules)
+MAX_MINMAX_NODES = 1 << 16
+
+
 def _minmax(tr, name, args, s):
     _numbers(args, s, name)
     out = args[0]
@@ -223,9 +227,30 @@ def _minmax(tr, name, args, s):
             else:
                 take_y = (y > x) | (_signbit(x) & ~_signbit(y))
             out = select(take_y, select(x != x, x, y), select(y != y, y, x))
+            if _written_out_size(out) > MAX_MINMAX_NODES:
+                raise JuliaNotSupportedError(
+                    f"{name} of {len(args)} floating-point values in one call: Julia's rules for NaN and -0.0 repeat "
+                    f"each operand in every step, and the expression outgrows {MAX_MINMAX_NODES} nodes; take the "
+                    f"{name} in a loop over the values (m = {name}(m, v)), each step stored", s)
         else:
             out = min_(x, y) if name == "min" else max_(x, y)
     return out
+
+
+def _written_out_size(e) -> int:
+    """The number of nodes of `e` written out as a tree (its shared subexpressions once per use),
+    counted in time linear in its distinct nodes."""
+    sizes, stack = {}, [(e, False)]
+    while stack:
+        n, children_done = stack.pop()
+        if id(n) in sizes:
+            continue
+        if children_done:
+            sizes[id(n)] = 1 + sum(sizes[id(c)] for c in n.children)
+        else:
+            stack.append((n, True))
+            stack.extend((c, False) for c in n.children if id(c) not in sizes)
+    return sizes[id(e)]
 
 
 def _abs(tr, name, args, s):
