@@ -144,9 +144,7 @@ def _outside(f, params, target, idx, loop_vars, domain):
     conds = " or ".join(f"({t}) < 0 or ({t}) >= ({affine_text(as_index_expr(d))})" for t, d in zip(texts, shape))
     if not conds:
         return None
-    s = isl.Set(f"[{', '.join(params)}] -> {{ {domain.get_tuple_name()}[{', '.join(v.name for v in loop_vars)}] : "
-                f"{conds} }}")
-    s = s.intersect(domain).params()
+    s = _points_where(params, domain, loop_vars, conds).intersect(domain).params()
     return None if s.is_empty() else s
 
 
@@ -163,10 +161,15 @@ def _drop_writes_below_the_first_element(f):
         texts = [affine_text(as_index_expr(i)) for i in comp.update_at]
         if any(t is None for t in texts) or not texts:
             continue
-        inside = isl.Set(f"[{', '.join(params)}] -> {{ {comp.domain.get_tuple_name()}"
-                         f"[{', '.join(v.name for v in comp.vars)}] : {' and '.join(f'({t}) >= 0' for t in texts)} }}")
+        inside = _points_where(params, comp.domain, comp.vars, " and ".join(f"({t}) >= 0" for t in texts))
         if not comp.domain.is_subset(inside):
             comp.domain = comp.domain.intersect(inside)
+
+
+def _points_where(params, domain, loop_vars, condition):
+    """The points of `domain`'s space (its loop variables `loop_vars`) where `condition` (isl text) holds."""
+    return isl.Set(f"[{', '.join(params)}] -> {{ {domain.get_tuple_name()}[{', '.join(v.name for v in loop_vars)}] : "
+                   f"{condition} }}")
 
 
 def _julia_shape(f, target):
