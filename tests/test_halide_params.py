@@ -174,6 +174,39 @@ def test_missing_param_and_regions_beyond_the_input():
         kernel.realize([16, 12], inp=np.zeros((12, 16), np.float32), k=0)
 
 
+def test_an_image_the_pipeline_no_longer_reads_still_bounds_the_check_of_the_others():
+    """Bytes whose read of `inp` was redirected to `ker` (as a fuzzed case did): the pipeline reads only
+    ker, over the output's region, but inp is still one of its ImageParams. realize checks ker's region
+    with every ImageParam's extents and refuses what Halide refuses, naming the image."""
+    from halide_bytes import encode
+    from mascarpone.frontends.halide.pipeline import walk_nodes
+    from mascarpone.frontends.halide.reader import read_pipeline
+    inp, ker = hl.ImageParam(hl.Float(32), 1, "inp"), hl.ImageParam(hl.Float(32), 1, "ker")
+    out = hl.Func("redirected")
+    out[x] = inp[x] * 2 + ker[0]
+    pipe = read_pipeline(hl.serialize_pipeline(hl.Pipeline([out])))
+    base = {i: f.name.split("$")[0] for i, f in enumerate(pipe.funcs)}   # (Halide may suffix `$n`)
+    ker_func = next(i for i, name in base.items() if name == "ker_im")
+    redirected = [call for call in walk_nodes(pipe) if call.kind == "Call" and base.get(call.func_index) == "inp_im"]
+    assert redirected
+    for call in redirected:
+        call.func_index = ker_func
+    data = encode(pipe)
+    kernel = ms.from_halide(data).compile("cpu")
+    inp_values, ker_values = np.zeros(5, np.float32), np.array([1, 2, 3], np.float32)
+    np.testing.assert_array_equal(kernel.realize([3], inp=inp_values, ker=ker_values), ker_values * 2 + 1)
+    with pytest.raises(ms.ArgumentError, match=r"ImageParam ker is accessed over \[0, 4\]"):
+        kernel.realize([5], inp=inp_values, ker=ker_values)
+    with pytest.raises(ms.ArgumentError, match="missing the ImageParam 'inp'"):
+        kernel.realize([3], ker=ker_values)
+    inp.set(hl.Buffer(inp_values))
+    ker.set(hl.Buffer(ker_values))
+    theirs = hl.deserialize_pipeline(data, {"inp": inp.parameter(), "ker": ker.parameter()})
+    np.testing.assert_array_equal(np.asarray(theirs.realize([3])), ker_values * 2 + 1)
+    with pytest.raises(hl.HalideError, match="ker is accessed at 4"):
+        theirs.realize([5])
+
+
 @pytest.mark.parametrize("ptype", [hl.Float(32), hl.UInt(32), hl.Int(64), hl.UInt(64)])
 def test_params_of_other_types_in_rdom_bounds_are_named(ptype):
     inp = hl.ImageParam(hl.Int(32), 1, "inp")

@@ -118,6 +118,18 @@ class HalideKernel:
         self._steady, self._general_factory, self._general = steady, general, None
         self._in_steady = {}   # sizes -> whether they are in the steady regime
         self._bounds = {}      # sizes -> the sizes that name bounds of them (tr.bound_sizes)
+        self._sizes_needed = self._sizes_read()
+
+    def _sizes_read(self):
+        """The names of the sizes that the kernel or the region checks read: the boxes of one image may
+        hold the extents of another that nothing reads (bytes whose read of it was redirected)."""
+        isl = _isl()
+        names = set(self.kernel.lowered.params)
+        for info in list(self.tr.image_params.values()) + list(self.tr.const_buffers.values()):
+            for box in info.boxes:
+                for pa in (pa for pair in box for pa in pair):
+                    names.update(pa.get_dim_name(isl.dim_type.param, k) for k in range(pa.dim(isl.dim_type.param)))
+        return names
 
     def __call__(self, sizes, **inputs):
         return self.realize(sizes, **inputs)
@@ -144,7 +156,7 @@ class HalideKernel:
             raise ArgumentError(f"realize got unknown input(s) {sorted(unknown)}; the pipeline takes "
                                 f"{sorted(set(tr.image_params) | set(tr.scalar_params))}")
         for name, ip in tr.image_params.items():
-            if ip.input is None and not any(p.name in self.kernel.lowered.params for p in ip.extent_params):
+            if ip.input is None and not any(p.name in self._sizes_needed for p in ip.extent_params):
                 continue
             if name not in inputs:
                 raise ArgumentError(f"realize is missing the ImageParam {name!r}")
