@@ -1,4 +1,6 @@
 """`mascarpone compile pipeline.py --target cpu` on a file that defines a Halide pipeline."""
+import re
+
 import pytest
 
 from mascarpone.cli import main
@@ -19,7 +21,8 @@ def test_compile_halide_program(tmp_path, capsys):
     path = tmp_path / "pipeline.py"
     path.write_text(PROGRAM)
     assert main(["compile", str(path), "--target", "cpu"]) == 0
-    assert "compiled avg for cpu" in capsys.readouterr().out
+    # (Halide suffixes `$n` to a name whose counter other names share: `avg_n` then)
+    assert re.search(r"compiled avg(_\d+)? for cpu", capsys.readouterr().out)
     assert main(["compile", str(path), "-o", str(tmp_path / "avg.o")]) == 0
     assert (tmp_path / "avg.o").stat().st_size > 0 and (tmp_path / "avg.h").exists()
 
