@@ -22,6 +22,7 @@ SHIFT_OPS = ("shl", "shr")
 MATH_FUNCS = {
     "sqrt": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
     "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "fabs": 1, "pow": 2, "atan2": 2,
+    "maximum": 2, "minimum": 2,
 }
 #: bit counts of integers, of the argument's type; clz and ctz of 0 are the width
 INT_FUNCS = {"popcount": 1, "clz": 1, "ctz": 1}

@@ -36,9 +36,12 @@ Floats (float32, float64): IEEE 754 binary32/binary64, round to nearest even.
   * `mod` is C's `fmod` (exact).
   * `min(a, b)` is `a < b ? a : b` and `max(a, b)` is `a > b ? a : b`: with
     a NaN operand they give the second operand.
+  * `maximum(a, b)` and `minimum(a, b)` are IEEE 754-2019's (Julia's `max`
+    and `min` of floats, LLVM's `llvm.maximum`): a NaN operand gives NaN,
+    and -0.0 is below 0.0.
   * `lt le gt ge eq` are ordered (false when either side is NaN); `ne` is
     unordered (true when either side is NaN).
-  * `sqrt floor ceil trunc fabs` are exact; `round` rounds half to even; the
+  * `sqrt floor ceil trunc fabs maximum minimum` are exact; `round` rounds half to even; the
     others (`exp log sin cos tan tanh pow atan2`) are those of the C library
     (glibc's libm on Linux), so results are bit-equal across the targets that
     call it.

@@ -44,4 +44,4 @@ from test_native_targets import (test_loop_kinds, test_unroll_constant_and_versi
                                  test_params_inferred_from_shapes_and_noncontiguous_inputs, test_argument_errors,
                                  test_overlapping_input_and_output_is_safe, test_allocate_inside_parallel_loop,
                                  test_float_ops_ieee_without_contraction,
-                                 test_math_calls)
+                                 test_math_calls, test_ieee_maximum_and_minimum)

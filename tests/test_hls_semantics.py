@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(get_target("hls").missing() is not None,
 from test_native_targets import (test_argument_errors,  # noqa: E402,F401
                                  test_bitwise_ops_shifts_and_bit_counts, test_casts, test_division_by_constants,
                                  test_integer_ops, test_loop_kinds,
-                                 test_math_calls, test_narrow_symbols_and_negation,
+                                 test_math_calls, test_ieee_maximum_and_minimum, test_narrow_symbols_and_negation,
                                  test_overlapping_input_and_output_is_safe,
                                  test_params_inferred_from_shapes_and_noncontiguous_inputs, test_reinterpret,
                                  test_select_compare_logic_and_bools, test_symbolic_temporary_and_kernel_wide_temporaries,

@@ -583,6 +583,37 @@ def test_math_calls(target, dt):
         np.testing.assert_array_equal(got[names.index("round")], np.round(x))  # half to even
 
 
+def ieee_maximum(x, y, name):
+    """IEEE 754-2019 maximum/minimum written out in numpy: NaN wins, -0.0 is below 0.0."""
+    pick = np.maximum if name == "maximum" else np.minimum
+    out = pick(x, y)
+    zeros = (x == 0) & (y == 0)
+    negative = (np.signbit(x) & np.signbit(y)) if name == "maximum" else (np.signbit(x) | np.signbit(y))
+    out[zeros] = np.where(negative[zeros], -0.0, 0.0)
+    return out
+
+
+@pytest.mark.parametrize("dt", [float32, float64], ids=str)
+def test_ieee_maximum_and_minimum(target, dt):
+    a = Buffer("a", [N], dt, "input")
+    b = Buffer("b", [N], dt, "input")
+    names = ["maximum", "minimum"]
+    out = Buffer("out", [c64(len(names)), N], dt, "output")
+    stores = [Store(out, (c64(t), i), call(fn, a[i], b[i])) for t, fn in enumerate(names)]
+    special = [np.nan, -0.0, 0.0, 1.0, -np.inf, np.inf]
+    x = np.array([p for p in special for q in special] + [2.5, -3.0, 7.0], dtype=dt.numpy)
+    y = np.array([q for p in special for q in special] + [-1.0, -3.0, 7.5], dtype=dt.numpy)
+    for kind in ("serial", "vector"):
+        kern = build(target, LoweredFunction(f"ieee_minmax_{dt}_{kind}", ["N"], [a, b], [out],
+                                           loop("i", 0, N, Block(stores), kind, 4)))
+        got = kern(a=x, b=y)
+        for t, fn in enumerate(names):
+            want = ieee_maximum(x, y, fn)
+            np.testing.assert_array_equal(got[t], want, err_msg=f"{fn} {kind}")
+            np.testing.assert_array_equal(np.signbit(got[t][~np.isnan(want)]), np.signbit(want[~np.isnan(want)]),
+                                          err_msg=f"sign of {fn} {kind}")
+
+
 def test_float_ops_ieee_without_contraction(target):
     a = Buffer("a", [N], float32, "input")
     b = Buffer("b", [N], float32, "input")

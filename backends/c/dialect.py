@@ -95,6 +95,10 @@ class CDialect:
         name = MATH_NAMES[fn] + ("f" if dt.bits == 32 else "")
         return f"{name}({', '.join(args)})"
 
+    def signbit(self, x: str) -> str:
+        """Whether the float `x` has its sign bit set (-0.0 and negative NaNs included)."""
+        return f"signbit({x})"
+
     def bits_body(self, src: DType, dst: DType) -> str:
         """The body of a helper returning the bits of its argument `x` (of `src`) read as `dst`, a type
         of the same width (memcpy: the defined way to pun in C)."""

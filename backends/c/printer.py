@@ -280,7 +280,7 @@ class CPrinter:
             return self.helpers.call("bits", (e.a.dtype, e.dtype), [self.expr(e.a)])
         if isinstance(e, Call):
             args = [self.expr(a) for a in e.args]
-            if e.fn in INT_FUNCS:
+            if e.fn in INT_FUNCS or e.fn in ("maximum", "minimum"):
                 return self.helpers.call(e.fn, (e.dtype,), args)
             return self.d.math_call(e.fn, e.dtype, args)
         raise NotSupportedError(f"the C printer cannot print {type(e).__name__} nodes: {pseudo_c(e)}")

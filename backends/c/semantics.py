@@ -70,6 +70,17 @@ class Helpers:
     def _max(self, name, dt):
         return self._binary(name, dt, "    return a > b ? a : b;\n")
 
+    # IEEE 754-2019 maximum / minimum: a NaN operand gives NaN (their sum), -0.0 is below 0.0
+    def _maximum(self, name, dt):
+        return self._binary(name, dt, "    if (a != a || b != b) return a + b;\n"
+                                      f"    if (a == b) return {self.d.signbit('a')} ? b : a;\n"
+                                      "    return a > b ? a : b;\n")
+
+    def _minimum(self, name, dt):
+        return self._binary(name, dt, "    if (a != a || b != b) return a + b;\n"
+                                      f"    if (a == b) return {self.d.signbit('a')} ? a : b;\n"
+                                      "    return a < b ? a : b;\n")
+
     # division ---------------------------------------------------------------------------------------
     def _negate(self, dt, x):
         """`-x` wrapped, as C text (the minimum negates to itself)."""

@@ -18,7 +18,7 @@ from mascarpone.middleend.types import DType
 
 from .llvm_types import I1, I32, is_vector, lanes, scalar_type, type_suffix, value_type
 
-_INTRINSICS = {"sqrt", "exp", "log", "sin", "cos", "pow", "floor", "ceil", "trunc", "fabs"}
+_INTRINSICS = {"sqrt", "exp", "log", "sin", "cos", "pow", "floor", "ceil", "trunc", "fabs", "maximum", "minimum"}
 _LIBM = {"tan", "tanh", "atan2"}
 _BIT_COUNTS = {"popcount": "llvm.ctpop", "clz": "llvm.ctlz", "ctz": "llvm.cttz"}
 _ICMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}

@@ -28,6 +28,9 @@ class HLSDialect(CDialect):
         return lines + (['#include "hls_stream.h"'] if self.streams else [])
 
     # loops ---------------------------------------------------------------------------------
+    def signbit(self, x: str) -> str:
+        return f"std::signbit({x})"    # <cmath> makes C's macro a function of namespace std
+
     def pipeline_pragma(self, ii: int) -> str:
         return f"#pragma HLS PIPELINE II={ii}"
 

@@ -48,6 +48,7 @@ MAXI_WRITES = 1
 
 _TRIG = {"sin", "cos", "tan", "tanh", "atan2"}
 _ROUND = {"floor", "ceil", "trunc", "round", "fabs"}
+_COMPARE = {"maximum", "minimum"}
 
 
 def operation(e: Expr) -> int:
@@ -75,6 +76,8 @@ def operation(e: Expr) -> int:
             return FLOAT[("trig", bits)]
         if e.fn in _ROUND:
             return 0 if e.fn == "fabs" else FLOAT[("round", bits)]
+        if e.fn in _COMPARE:
+            return FLOAT[("cmp", bits)]
         return FLOAT.get((e.fn, bits), 0)
     if isinstance(e, Cast):
         src, dst = e.a.dtype, e.dtype

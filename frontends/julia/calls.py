@@ -206,51 +206,16 @@ def _shift(tr, name, args, s):
     return a << n if _SHIFTS[name] == "shl" else a >> n
 
 
-def _signbit(x):
-    bits = T.int64 if x.dtype.bits == 64 else T.int32
-    return reinterpret(bits, x) < Const(0, bits)
-
-
-#: the most nodes a float min/max chain may write out (each step repeats its operands for Julia's rules)
-MAX_MINMAX_NODES = 1 << 16
-
-
 def _minmax(tr, name, args, s):
     _numbers(args, s, name)
     out = args[0]
     for b in args[1:]:
         x, y = promote(out, b, s)
-        if x.dtype.is_float:
-            # Julia's min/max of floats: NaN wins, and -0.0 is below 0.0
-            if name == "min":
-                take_y = (y < x) | (_signbit(y) & ~_signbit(x))
-            else:
-                take_y = (y > x) | (_signbit(x) & ~_signbit(y))
-            out = select(take_y, select(x != x, x, y), select(y != y, y, x))
-            if _written_out_size(out) > MAX_MINMAX_NODES:
-                raise JuliaNotSupportedError(
-                    f"{name} of {len(args)} floating-point values in one call: Julia's rules for NaN and -0.0 repeat "
-                    f"each operand in every step, and the expression outgrows {MAX_MINMAX_NODES} nodes; take the "
-                    f"{name} in a loop over the values (m = {name}(m, v)), each step stored", s)
+        if x.dtype.is_float:   # Julia's min/max of floats: NaN wins, and -0.0 is below 0.0
+            out = call("minimum" if name == "min" else "maximum", x, y)
         else:
             out = min_(x, y) if name == "min" else max_(x, y)
     return out
-
-
-def _written_out_size(e) -> int:
-    """The number of nodes of `e` written out as a tree (its shared subexpressions once per use),
-    counted in time linear in its distinct nodes."""
-    sizes, stack = {}, [(e, False)]
-    while stack:
-        n, children_done = stack.pop()
-        if id(n) in sizes:
-            continue
-        if children_done:
-            sizes[id(n)] = 1 + sum(sizes[id(c)] for c in n.children)
-        else:
-            stack.append((n, True))
-            stack.extend((c, False) for c in n.children if id(c) not in sizes)
-    return sizes[id(e)]
 
 
 def _abs(tr, name, args, s):
