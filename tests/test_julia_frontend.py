@@ -1265,3 +1265,19 @@ def test_a_float_max_of_many_values_in_one_call_is_julias_max(name, target):
     assert np.isnan(ref[1]).any() and (ref[1] == 0).any() and (ref[1] < 0).any()
     np.testing.assert_array_equal(ours[1], ref[1])   # (NaN equal to NaN)
     np.testing.assert_array_equal(np.signbit(ours[1]), np.signbit(ref[1]))
+
+
+def test_float32_functions_are_correctly_rounded_in_the_interpreter_and_the_kernel():
+    """`y .= Float32.(exp.(x))` at x = 0.44310803f0: exp is 1.55754057... exactly, so 1.5575405f0 (numpy's
+    float32 exp gives the next float up). The interpreter rounds the Float64 value, the kernel calls the C
+    library's expf: the same bits."""
+    from julia_corpus import HERE
+    text = (HERE / "bcast_exp32.v1_10.lowered.txt").read_text()
+    argtypes = {"y": "Vector{Float32}", "x": "Float32"}
+    x = np.float32(0.44310803)
+    assert np.exp(x) != np.float32(np.exp(np.float64(x)))   # the argument where numpy's exp is off
+    ref, ours = np.zeros(5, np.float32), np.zeros(5, np.float32)
+    interpret(text, argtypes, ref, x)
+    from_julia(text, argtypes).compile()(ours, x)
+    np.testing.assert_array_equal(ref, np.float32(1.5575405))
+    np.testing.assert_array_equal(ours, ref)
