@@ -384,6 +384,27 @@ def test_julia_fixtures(kernel):
             np.testing.assert_allclose(y, x, rtol=1e-12)
 
 
+def test_no_choice_refuses_sizes_the_naive_loops_run():
+    """edge with `j + true` for `j + 1` (a Bool index term, as a fuzzed case had): the translation reads img
+    there through a guarded gather, and inlining it leaves the layout checks a read they can bound only
+    for empty loops, so the kernel would refuse every call the naive loops run. The checker refuses a
+    choice that admits fewer sizes than the schedule it started from."""
+    text, argtypes = fixture("edge")
+    mutated = text.replace("%38  = j + 1", "%38  = j + true")
+    assert mutated != text
+    f = ms.from_julia(mutated, argtypes=argtypes)
+    gathers = [c.name for c in f.computations if c.name.startswith("g")]
+    assert gathers   # (the read of img at the Bool index term goes through one)
+    f.autoschedule(sizes={p: 40 for p in f.sizes()}, measure=False)
+    assert not any(c.inlined for c in f.computations if c.name in gathers), f.history()
+    naive = ms.from_julia(mutated, argtypes=argtypes).compile()
+    want, got = random_args(argtypes, seed=4, n=5), random_args(argtypes, seed=4, n=5)
+    naive(*want)
+    f.compile()(*got)
+    for x, y in zip(want, got):
+        np.testing.assert_array_equal(y, x)
+
+
 @pytest.mark.parametrize("name", ["blur_valid", "gaussian", "conv3x3", "iir"])
 def test_halide_pipelines_without_a_schedule(name):
     spec = getattr(pipelines, name)(61, 37, np.random.default_rng(0), schedule=False)

@@ -1,11 +1,16 @@
 """The legality check of a hand-written schedule (middleend/legality.py and layout_check.py), run
 after each command the autoscheduler gives, for all sizes (the layout part only after commands
 that can change its outcome: placements, and tags where storage is shared or folded); it answers yes or no where
-`Function.lower` raises with the culprit command, so a refused choice costs one check."""
+`Function.lower` raises with the culprit command, so a refused choice costs one check. A choice whose layout
+holds only for fewer sizes than the schedule it started from (an inlined read the checks can bound no longer,
+so the kernel would refuse calls the naive loops run) is refused too."""
 from __future__ import annotations
 
+import islpy as isl
+
 from .. import layout_check, legality
-from ..errors import LayoutError
+from ..affine import on_sizes
+from ..errors import LayoutError, MascarponeError
 from ..statements import build_statements
 
 
@@ -16,6 +21,18 @@ class Checker:
     def __init__(self, function):
         self.function = function
         self.checks = 0
+        self.admitted = self._sizes_admitted()   # by the schedule the autoscheduler starts from
+
+    def _sizes_admitted(self):
+        """The isl set of the sizes for which the current schedule's layout holds (the kernel refuses
+        the others at the call), or None where it does not hold at all."""
+        f = self.function
+        context = f._prepare()
+        try:
+            requirements = layout_check.check(build_statements(f, context), f, context)
+        except MascarponeError:
+            return None
+        return _admitted(requirements, f, context)
 
     def legal(self, layout=True) -> bool:
         """Whether the current schedule keeps every dependence and, with `layout`, a valid data layout
@@ -37,12 +54,24 @@ class Checker:
         if not layout:
             return True
         try:
-            layout_check.check(stmts, f, context)
+            requirements = layout_check.check(stmts, f, context)
         except LayoutError:
             return False
-        return True
+        if self.admitted is None:
+            return True
+        # (over the sizes it started from: a size a command derives from them is existentially theirs)
+        names = {self.admitted.get_dim_name(isl.dim_type.param, k) for k in range(self.admitted.dim(isl.dim_type.param))}
+        return self.admitted.is_subset(on_sizes(_admitted(requirements, f, context), names))
 
     def dependences(self, context=None):
         """The exact dependences of the function's computations as they are now."""
         f = self.function
         return f._dependences_at(f._prepare() if context is None else context)
+
+
+def _admitted(requirements, function, context):
+    """The sizes that satisfy every requirement of a layout check ([(text, isl set of the sizes)])."""
+    admitted = on_sizes(context, function.sizes())
+    for _, sizes in requirements:
+        admitted = admitted.intersect(sizes)
+    return admitted
