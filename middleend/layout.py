@@ -22,7 +22,8 @@ from .types import int64
 
 
 def write_box(comp, context):
-    """Per dimension, (min, max) PwAffs over the params of the elements `comp` and its updates write."""
+    """The elements `comp` and its updates write, and per dimension their (min, max) PwAffs over the
+    params; None for the latter where they write nothing."""
     written = comp.domain
     space_dims = [v.name for v in comp.vars]
     for u in comp.updates:
@@ -34,8 +35,8 @@ def write_box(comp, context):
                     f"{comp.name}[{', '.join(texts)}] }}")
         written = written.union(m.intersect_domain(u.domain).range())
     written = written.intersect_params(context_on(written, context)).coalesce()
-    if written.is_empty():
-        raise DomainError(f"computation {comp.name} has an empty domain")
+    if written.is_empty():   # (a loop that runs no iteration at any size allowed, as `for i in 1:0`)
+        return written, None
     return written, [(written.dim_min(d), written.dim_max(d)) for d in range(len(space_dims))]
 
 
@@ -63,6 +64,14 @@ def _storage_plan(comp, context, kept):
     key = (comp.name,) + tuple(map(id, own))
     if key not in kept:
         written, box = write_box(comp, context)
+        if box is None:
+            if comp.is_output:   # (its shape would come from what it writes)
+                raise DomainError(f"output {comp.name} writes no element for these sizes (its domain is empty), so "
+                                  f"it has no shape; give sizes where its loops run")
+            # a temporary that holds nothing: one element, which every language can declare
+            kept[key] = (tuple(Const(1, int64) for _ in comp.vars), tuple(Sym(v.name, int64) for v in comp.vars),
+                         True, own)
+            return kept[key][:3]
         exprs = [(pwaff_to_expr(lo, context), pwaff_to_expr(hi, context)) for lo, hi in box]   # (each once)
         covered = covers_box(written, exprs, context, comp)
         shape, index = [], []

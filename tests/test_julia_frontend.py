@@ -1281,3 +1281,28 @@ def test_float32_functions_are_correctly_rounded_in_the_interpreter_and_the_kern
     from_julia(text, argtypes).compile()(ours, x)
     np.testing.assert_array_equal(ref, np.float32(1.5575405))
     np.testing.assert_array_equal(ours, ref)
+
+
+@pytest.mark.parametrize("first", ["1", "0", "1000000"])
+def test_a_loop_that_runs_no_iteration_compiles_and_runs_as_in_julia(first):
+    """gesummv with its row loop over `first:n`: over `1:0` no iteration runs at any size, and over
+    `1000000:n` none at the sizes a kernel is specialized for (`fixed`) or autoscheduled at. Julia runs
+    such loops as no-ops: the kernel computes nothing there and gives the interpreter's values."""
+    text, argtypes = fixture("gesummv", "v1_6.typed")
+    rows = "1:0" if first == "0" else f"{first}:n"
+    mutated = text.replace("%2  = (1:n)::UnitRange{Int64}", f"%2  = ({rows})::UnitRange{{Int64}}")
+    assert mutated != text or first == "1"
+    f = from_julia(mutated, argtypes)
+    sizes = {p: 6 for p in f.sizes()}
+    for kernel in (f.compile(), f.compile(fixed=sizes)):
+        ref, ours = random_args(argtypes, 5, 6), random_args(argtypes, 5, 6)
+        interpret(mutated, argtypes, *ref)
+        kernel(*ours)
+        for r, o in zip(ref, ours):
+            np.testing.assert_array_equal(o, r)
+    f.autoschedule(sizes=sizes, measure=False, cache=False)
+    ref, ours = random_args(argtypes, 6, 6), random_args(argtypes, 6, 6)
+    interpret(mutated, argtypes, *ref)
+    f.compile()(*ours)
+    for r, o in zip(ref, ours):
+        np.testing.assert_array_equal(o, r)
