@@ -367,6 +367,11 @@ def without_size_constraints(m: isl.Map) -> tuple[isl.Map, isl.Set]:
     return m.gist_params(sizes).coalesce(), sizes
 
 
+def param_names(obj) -> list:
+    """The names of the parameters of an isl object (set, map, PwAff, space), in order."""
+    return [obj.get_dim_name(isl.dim_type.param, k) for k in range(obj.dim(isl.dim_type.param))]
+
+
 def on_sizes(s, names):
     """`s` (an isl set or map) with every parameter not in `names` projected out: what it says of those
     sizes alone."""
@@ -388,8 +393,7 @@ def context_on(obj, context: isl.Set) -> isl.Set:
     A pipeline's context relates every derived size (the bounds of each Func, tens of them in a
     pyramid) to the input's; intersected whole, it made each isl operation on an object of two or
     three sizes carry all of them (Halide's interpolate app with 10 levels: 2 s per Func's bounds)."""
-    involved = frozenset(context.get_dim_name(isl.dim_type.param, k) for k in range(context.dim(isl.dim_type.param))
-                         if _involves_size(obj, context.get_dim_name(isl.dim_type.param, k)))
+    involved = frozenset(name for name in param_names(context) if _involves_size(obj, name))
     key = (id(context), involved)
     hit = _context_cache.get(key)
     if hit is not None and hit[0] is context:

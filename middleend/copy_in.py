@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from .affine import affine_text
+from .affine import affine_text, param_names
 from .algorithm import Input
 from .expr import Access, Sym, walk
 
@@ -62,7 +62,7 @@ def _whole(comp, source, context) -> bool:
     texts = [affine_text(d) for d in source.shape]
     if any(t is None for t in texts):
         return False
-    params = [context.get_dim_name(isl.dim_type.param, k) for k in range(context.dim(isl.dim_type.param))]
+    params = param_names(context)
     box = isl.Set(f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(names)}] : "
                   f"{' and '.join(f'0 <= {n} < {t}' for n, t in zip(names, texts))} }}")
     domain = comp.domain.intersect_params(context)

@@ -17,10 +17,6 @@ from .expr import Access, walk
 from .layout import inline_reads, logical_read, logical_write, read_index, write_index
 
 
-def _params(obj):
-    return [obj.get_dim_name(isl.dim_type.param, i) for i in range(obj.dim(isl.dim_type.param))]
-
-
 def access_map(comp, array, indices, context, shape=None):
     """The relation from comp's instances to the elements `indices` touch in `array` (a Buffer, or a
     name), and whether it is exact.

@@ -12,7 +12,7 @@ from .dependences import compute_dependences
 from .recent import Recent
 from .errors import DomainError, IllegalScheduleError, ScheduleError
 from .isl_budget import OutOfOperations, operations_at_most
-from .affine import on_sizes, pwaff_to_expr
+from .affine import on_sizes, param_names, pwaff_to_expr
 from .expr import Access, pseudo_c, walk
 from .copy_in import copied_inputs
 from .layout import assign_storage
@@ -183,8 +183,7 @@ class Function:
         if not isinstance(value, isl.PwAff) or value.dim(isl.dim_type.in_) != 0:
             raise DomainError(f"derived_size({name!r}): the value must be an isl PwAff of the sizes (no "
                               f"variables) or isl text of one, got {value!r}")
-        used = {value.get_dim_name(isl.dim_type.param, k) for k in range(value.dim(isl.dim_type.param))
-                if value.involves_dims(isl.dim_type.param, k, 1)}
+        used = {name for k, name in enumerate(param_names(value)) if value.involves_dims(isl.dim_type.param, k, 1)}
         if used & set(self._derived):
             raise DomainError(f"derived_size({name!r}): its value uses the derived size(s) "
                               f"{sorted(used & set(self._derived))}; write it in the sizes the caller passes")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from .affine import affine_text, context_on, pwaff_to_expr
+from .affine import affine_text, context_on, param_names, pwaff_to_expr
 from .buffer import Buffer, as_index_expr
 from .errors import DomainError, ScheduleError
 from .expr import Access, Const, Sym, floormod, max_, simplify, substitute, transform, walk
@@ -49,7 +49,7 @@ def covers_box(written, bounds, context, comp):
         if lo_t is None or hi_t is None:
             return False
         texts.append(f"{lo_t} <= {v.name} <= {hi_t}")
-    params = _params(context)
+    params = param_names(context)
     box = isl.Set(f"[{', '.join(params)}] -> {{ {comp.name}[{', '.join(v.name for v in comp.vars)}] : "
                   f"{' and '.join(texts)} }}").intersect_params(context)
     return box.is_subset(written)
@@ -104,10 +104,6 @@ def _storage_plans(function, context) -> dict:
     return kept
 
 
-def _params(s):
-    return [s.get_dim_name(isl.dim_type.param, i) for i in range(s.dim(isl.dim_type.param))]
-
-
 def assign_storage(function, context):
     """Give every storage owner a buffer and a store index (int64 expressions of its variables).
 
@@ -149,7 +145,7 @@ def _not_negative(extent, context, function):
     declared = {n.name for n in walk(extent) if isinstance(n, Sym)} & set(function._ranges)
     if text is None or not declared:
         return extent
-    negative = isl.Set(f"[{', '.join(_params(context))}] -> {{ : {text} < 0 }}").intersect(context)
+    negative = isl.Set(f"[{', '.join(param_names(context))}] -> {{ : {text} < 0 }}").intersect(context)
     return extent if negative.is_empty() else simplify(max_(extent, Const(0, int64)))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .accesses import IslAff, lower_reads, statement_accesses, tile_instance
-from .affine import affine_text, free_pwaff, on_sizes
+from .affine import affine_text, free_pwaff, on_sizes, param_names
 from .buffer import as_index_expr
 from .errors import LayoutError, OutOfBoundsError, OverwriteError
 from .expr import Access, walk
@@ -499,7 +499,7 @@ def _point(m):
 
 def _sizes(point):
     space = point.get_space()
-    names = [space.get_dim_name(isl.dim_type.param, i) for i in range(space.dim(isl.dim_type.param))]
+    names = param_names(space)
     values = [point.get_coordinate_val(isl.dim_type.param, i).to_python() for i in range(len(names))]
     return ", ".join(f"{n} = {v}" for n, v in zip(names, values)) or "for any sizes"
 

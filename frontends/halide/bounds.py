@@ -14,7 +14,7 @@ import zlib
 import islpy as isl
 
 import mascarpone.middleend.expr as E
-from mascarpone.middleend.affine import affine_text, from_ast_expr, min_max_pieces
+from mascarpone.middleend.affine import affine_text, from_ast_expr, min_max_pieces, param_names
 from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.middleend.types import int64
 
@@ -408,7 +408,7 @@ def check_extent(region: isl.Set, what, ranges=None, size=4096):
     data-dependent index explains them. Parameters with a range of their own (`ranges`: integer
     Params, which may be negative) are set to a small value where the region is not empty."""
     ranges = ranges or {}
-    names = [region.get_dim_name(isl.dim_type.param, k) for k in range(region.dim(isl.dim_type.param))]
+    names = param_names(region)
     ranged = any(n in ranges for n in names)
     for small in ((16, 1, 0, -16) if ranged else (0,)):
         fixed = region

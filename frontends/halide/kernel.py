@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mascarpone.middleend.affine import param_names
 from mascarpone.middleend.errors import ArgumentError
 from mascarpone.middleend.autoschedule import complete_sizes
 from mascarpone.middleend.autoschedule.state import restore
@@ -123,12 +124,10 @@ class HalideKernel:
     def _sizes_read(self):
         """The names of the sizes that the kernel or the region checks read: the boxes of one image may
         hold the extents of another that nothing reads (bytes whose read of it was redirected)."""
-        isl = _isl()
         names = set(self.kernel.lowered.params)
         for info in list(self.tr.image_params.values()) + list(self.tr.const_buffers.values()):
             for box in info.boxes:
-                for pa in (pa for pair in box for pa in pair):
-                    names.update(pa.get_dim_name(isl.dim_type.param, k) for k in range(pa.dim(isl.dim_type.param)))
+                names.update(name for pair in box for pa in pair for name in param_names(pa))
         return names
 
     def __call__(self, sizes, **inputs):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import islpy as isl
 import numpy as np
 
-from mascarpone.middleend.affine import affine_text
+from mascarpone.middleend.affine import affine_text, param_names
 from mascarpone.middleend.algorithm import iteration_domain
 from mascarpone.middleend.buffer import as_index_expr
 from mascarpone.middleend.errors import ArgumentError
@@ -484,7 +484,7 @@ class JuliaKernel:
             return
         message = None
         for comp, array, bad in self.function.bounds_violations:
-            names = [bad.get_dim_name(isl.dim_type.param, i) for i in range(bad.dim(isl.dim_type.param))]
+            names = param_names(bad)
             if any(n not in params for n in names):
                 continue
             if sizes_hold(bad, params):

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from mascarpone.middleend.affine import param_names
+
 TRUE = frozenset([frozenset()])
 FALSE = frozenset()
 
@@ -96,6 +98,6 @@ class Reach:
 
 def sizes_hold(sizes, params) -> bool:
     """Whether the values in `params` (name -> value) of the parameters of the isl set `sizes` lie in it."""
-    names = [sizes.get_dim_name(isl.dim_type.param, i) for i in range(sizes.dim(isl.dim_type.param))]
+    names = param_names(sizes)
     point = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(f'{n} = {params[n]}' for n in names) or 'true'} }}")
     return not sizes.intersect_params(point).is_empty()

@@ -6,10 +6,8 @@ holds only for fewer sizes than the schedule it started from (an inlined read th
 so the kernel would refuse calls the naive loops run) is refused too."""
 from __future__ import annotations
 
-import islpy as isl
-
 from .. import layout_check, legality
-from ..affine import on_sizes
+from ..affine import on_sizes, param_names
 from ..errors import LayoutError, MascarponeError
 from ..statements import build_statements
 
@@ -27,8 +25,8 @@ class Checker:
         """The isl set of the sizes for which the current schedule's layout holds (the kernel refuses
         the others at the call), or None where it does not hold at all."""
         f = self.function
-        context = f._prepare()
         try:
+            context = f._prepare()
             requirements = layout_check.check(build_statements(f, context), f, context)
         except MascarponeError:
             return None
@@ -60,8 +58,7 @@ class Checker:
         if self.admitted is None:
             return True
         # (over the sizes it started from: a size a command derives from them is existentially theirs)
-        names = {self.admitted.get_dim_name(isl.dim_type.param, k) for k in range(self.admitted.dim(isl.dim_type.param))}
-        return self.admitted.is_subset(on_sizes(_admitted(requirements, f, context), names))
+        return self.admitted.is_subset(on_sizes(_admitted(requirements, f, context), param_names(self.admitted)))
 
     def dependences(self, context=None):
         """The exact dependences of the function's computations as they are now."""
