@@ -109,12 +109,18 @@ def test_compute_at_a_loop_another_reader_runs_outside_is_refused_as_halide_refu
 
 # the apps themselves (benchmarks/halide/app_pipelines.py), at small sizes ---------------------------
 
-def _app(name, schedule, w, h, **kwargs):
-    """The app's spec with its hand schedule (or Halide's autoscheduler `schedule`) and its Pipeline."""
+def _app_pipelines():
+    """benchmarks/halide/app_pipelines.py, the apps' pipelines."""
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "halide"))
     import app_pipelines
+    return app_pipelines
+
+
+def _app(name, schedule, w, h, **kwargs):
+    """The app's spec with its hand schedule (or Halide's autoscheduler `schedule`) and its Pipeline."""
+    app_pipelines = _app_pipelines()
     spec = getattr(app_pipelines, name)("hand" if schedule == "hand" else "none", w, h, rng, **kwargs)
     pipeline = hl.Pipeline(spec["outputs"]) if schedule == "hand" else app_pipelines.autoschedule(spec, schedule)[0]
     return spec, pipeline
@@ -233,6 +239,28 @@ def test_histogram_computed_per_row_of_its_consumer_as_the_bilateral_grid_schedu
     assert shapes[sanitize(hist.name()) + "_tile"][2] == 1   # one row of the histogram per tile
     image = rng.random((36, 52), dtype=np.float32)
     realize_both(blur, [13, 9, 6, 2], {inp: image}, [(sigma, 0.25)], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("schedule", ["hand", "Mullapudi2016", "Adams2019", "ours", "Adams2019 then ours"])
+def test_erode_matches_halide(schedule):
+    """Halide's erode app (a 5x5 minimum of a clamped 8-bit image, in strips of 8 rows), with its hand
+    schedule, Halide's autoschedulers' or ours, at a size no strip divides: Halide's values, bit for bit.
+    Adams2019 computes input_clamped per strip of erode_y and leaves erode_x, which reads it, unscheduled
+    (inlined): our autoscheduler, placing the Funcs nothing schedules, keeps erode_x inlined there."""
+    if schedule in ("hand", "Mullapudi2016", "Adams2019"):
+        _app_matches_halide(*_app("erode", schedule, 37, 29))
+        return
+    if schedule == "ours":
+        spec = _app_pipelines().erode("none", 37, 29, rng)
+        pipeline = hl.Pipeline(spec["outputs"])
+    else:
+        spec, pipeline = _app("erode", "Adams2019", 37, 29)
+    f = ms.from_halide(pipeline)
+    f.autoschedule("cpu", measure=False)
+    (ip, image), = spec["images"].items()
+    ip.set(hl.Buffer(image))
+    np.testing.assert_array_equal(f.compile("cpu").realize(spec["sizes"], input=image),
+                                  np.asarray(pipeline.realize(spec["sizes"])))
 
 
 def test_bilateral_grid_with_its_hand_schedule_matches_halide():

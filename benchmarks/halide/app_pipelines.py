@@ -1,4 +1,4 @@
-"""The pipelines of Halide's Python apps (blur, bilateral grid, interpolate, local Laplacian), our own
+"""The pipelines of Halide's Python apps (blur, erode, bilateral grid, interpolate, local Laplacian), our own
 reproductions of their algorithms, each with the CPU schedule the app writes by hand or none (for an
 autoscheduler).
 
@@ -38,6 +38,32 @@ def blur(schedule, w, h, rng):
     image = rng.integers(0, 1 << 14, (h, w), dtype=np.uint16)   # the app keeps to 14 bits
     return dict(outputs=[blur_y], images={inp: image}, params=[], sizes=[w, h], tol=None,
                 estimates=[[(0, w), (0, h)]])
+
+
+def erode(schedule, w, h, rng):
+    """The minimum of each 5x5 window of an 8-bit color image, separable (along x, then along y), with
+    the image's edge clamped; the app computes both stages at the root, in parallel strips of 8 rows."""
+    x, y, c, yi = _vars("x y c yi")
+    inp = hl.ImageParam(hl.UInt(8), 3, "input")
+    clamped, erode_x, erode_y = hl.Func("input_clamped"), hl.Func("erode_x"), hl.Func("erode_y")
+    clamped[x, y, c] = inp[hl.clamp(x, 0, inp.width() - 1), hl.clamp(y, 0, inp.height() - 1), c]
+    erode_x[x, y, c] = _min_of([clamped[x + d, y, c] for d in range(-2, 3)])
+    erode_y[x, y, c] = _min_of([erode_x[x, y + d, c] for d in range(-2, 3)])
+    inp.set_estimates([(0, w), (0, h), (0, 3)])
+    if schedule == "hand":
+        erode_x.compute_root().split(y, y, yi, 8).parallel(y)
+        erode_y.compute_root().split(y, y, yi, 8).parallel(y)
+    image = rng.integers(0, 256, (3, h, w), dtype=np.uint8)
+    return dict(outputs=[erode_y], images={inp: image}, params=[], sizes=[w, h, 3], tol=0,
+                estimates=[[(0, w), (0, h), (0, 3)]])
+
+
+def _min_of(values):
+    """min(min(min(a, b), c), ...), as the app nests it."""
+    out = values[0]
+    for v in values[1:]:
+        out = hl.min(out, v)
+    return out
 
 
 def bilateral_grid(schedule, w, h, rng, s_sigma=8, r_sigma=0.1):
@@ -246,7 +272,7 @@ def local_laplacian(schedule, w, h, rng, levels=8):
                 sizes=[w, h, 3], tol=1, estimates=[[(0, w), (0, h), (0, 3)]], ieee=True)
 
 
-APPS = {"blur": blur, "bilateral_grid": bilateral_grid, "interpolate": interpolate,
+APPS = {"blur": blur, "erode": erode, "bilateral_grid": bilateral_grid, "interpolate": interpolate,
         "local_laplacian": local_laplacian}
 AUTOSCHEDULERS = ("Adams2019", "Mullapudi2016")
 _PLUGINS = {"Adams2019": "autoschedule_adams2019", "Mullapudi2016": "autoschedule_mullapudi2016"}

@@ -9,7 +9,7 @@ from mascarpone.middleend.autoschedule import complete_sizes
 from mascarpone.middleend.autoschedule.state import restore
 from mascarpone.middleend.function import Function
 
-from mascarpone.middleend.expr import Sym, pseudo_c, walk
+from mascarpone.middleend.expr import Access, Sym, pseudo_c, walk
 
 from .estimates import estimated_sizes
 from .requirements import check_output, scalar_key
@@ -45,7 +45,8 @@ class HalideFunction(Function):
         """`Function.autoschedule`, timing at the pipeline's estimates where `sizes` does not say
         otherwise (Halide's autoschedulers read the same estimates). Funcs that Halide would inline
         only because nothing schedules them are placed by the autoscheduler (inline, per tile or at
-        the root), unless commands were given since translation."""
+        the root), unless commands were given since translation, or a Func computed at a loop is read
+        through them (Halide's schedule then holds only with them inlined in that loop)."""
         tr = self.translation
         given = {**self.estimated_sizes(), **(sizes or {})}
         # a size that names a bound of other sizes (PipelineTranslation._named_bounds) follows from them
@@ -56,6 +57,8 @@ class HalideFunction(Function):
         if tr.default_inlines and len(self.history()) == tr.commands:
             # the Funcs inlined only because nothing scheduled them are the autoscheduler's to place
             restore(self, tr.before_default_inlines)
+            for comp in _inlines_placements_need(tr.default_inlines):
+                comp.inline()
         return super().autoschedule(target, budget_s, seed, sizes, measure, cache)
 
     def compile(self, target="cpu", check=True, fixed=None, **options):
@@ -337,6 +340,21 @@ class HalideKernel:
                             f"but covers [{mins[d]}, {mins[d] + exts[d] - 1}]; pass a larger input or realize a "
                             f"smaller output")
         self._checked[key] = True
+
+
+def _inlines_placements_need(inlined):
+    """Those of the computations `inlined` (Funcs Halide inlines because nothing schedules them) that
+    read a computation placed at a consumer's loop, themselves or through others that do: at the
+    root they would read its tile outside that loop (erode's erode_x, where Adams2019 computes
+    input_clamped per strip of erode_y)."""
+    keep = []
+    while True:
+        more = [c for c in inlined if c not in keep and any(
+            isinstance(n, Access) and (getattr(n.target, "compute_at_target", None) is not None or n.target in keep)
+            for e in [c.expr] + ([c.predicate] if c.predicate is not None else []) for n in walk(e))]
+        if not more:
+            return keep
+        keep += more
 
 
 def runtime_params(tr):

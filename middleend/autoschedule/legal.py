@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import layout_check, legality
 from ..affine import on_sizes, param_names
-from ..errors import LayoutError, MascarponeError
+from ..errors import LayoutError, MascarponeError, ScheduleError
 from ..statements import build_statements
 
 
@@ -39,7 +39,10 @@ class Checker:
         self.checks += 1
         context = f._prepare()
         deps = self.dependences(context)
-        stmts = build_statements(f, context)
+        try:
+            stmts = build_statements(f, context)
+        except ScheduleError:   # (a placement the commands broke: a tile read outside its loop)
+            return False
         if legality.gpu_nesting_violations(stmts) or legality.window_violations(stmts, context):
             return False
         if legality.recompute_violations(stmts, deps):
