@@ -377,3 +377,32 @@ def test_probes_agree_on_equal_sizes_and_boxes_keep_their_points():
     whole = isl.Set("[n, m] -> { F[x, y] : 0 <= x and ((n <= m and x <= n) or (n > m and x <= m + floor(n/3))) and "
                     "((n < 8 and -1 <= y) or (n >= 8 and 0 <= y)) and y <= floor(m/4) }").intersect_params(context)
     assert box_set(bnds, space, context).is_equal(whole)
+
+
+@pytest.mark.parametrize("form", ["rows", "columns vectorized", "tiles"])
+def test_rfactor_of_a_histogram_as_halides_tutorial_writes_it(form):
+    """Lesson 18 of Halide's Python tutorial: a histogram of an 8x8 constant image, its reduction
+    factored with `rfactor` over rows (in parallel), columns (vectorized) or 4x4 tiles (in parallel).
+    The serializer gives the merged update's read of its own Func by name only (index -1), as the
+    deserializer resolves it; the values are Halide's."""
+    image = hl.Buffer(rng.integers(0, 256, (8, 8), dtype=np.uint8), "rf_input")
+    hist = hl.Func(f"hist_rfactor_{form.split()[0]}")
+    hist[x] = 0
+    r = hl.RDom([(0, image.width()), (0, image.height())])
+    hist[image[r.x, r.y] // 32] += 1
+    u, v = hl.Var("u"), hl.Var("v")
+    if form == "rows":
+        partial = hist.update().rfactor([(r.y, y)])
+        partial.compute_root().update().parallel(y)
+    elif form == "columns vectorized":
+        partial = hist.update().rfactor(r.x, u)
+        partial.compute_root().update().vectorize(u, 8)
+    else:
+        rxo, rxi, ryo, ryi = hl.RVar("rxo"), hl.RVar("rxi"), hl.RVar("ryo"), hl.RVar("ryi")
+        hist.update().split(r.x, rxo, rxi, 4).split(r.y, ryo, ryi, 4)
+        partial = hist.update().rfactor([(rxo, u), (ryo, v)])
+        partial.compute_root().update().parallel(u).parallel(v).reorder(rxi, ryi, u, v)
+    partial.vectorize(x, 8)
+    hist.vectorize(x, 8)
+    ours, theirs = realize_both(hist, [8])
+    assert ours[0].sum() == 64

@@ -75,6 +75,19 @@ def check_supported(info: FuncInfo):
         raise NotSupportedError(f"Func {info.name} uses memoize, which the Halide front-end does not support")
 
 
+def resolve_calls_by_name(pipe):
+    """Calls to a Func that the bytes give by name only (func_index -1) point to the Func of that name, as
+    Halide's deserializer finds them: after `rfactor`, the update of the reduction reads itself through
+    a call the serializer writes that way."""
+    index = {}
+    for k, f in enumerate(pipe.funcs):
+        index[f.name] = k if f.name not in index else None   # (a name two Funcs share stays unresolved)
+    halide = CALL_TYPES.index("Halide")
+    for n in walk_nodes(pipe.funcs):
+        if n.kind == "Call" and n.call_type == halide and n.func_index == -1 and index.get(n.name) is not None:
+            n.func_index = index[n.name]
+
+
 def redirect_to_wrappers(funcs):
     """Calls to a Func with wrappers (`f.in_(g)`, `f.in_()`, `f.clone_in(g)`) go to its wrappers, as
     Halide's lowering makes them: in g, calls to f read g's wrapper (or clone); elsewhere, where f has
