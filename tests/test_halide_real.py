@@ -406,3 +406,20 @@ def test_rfactor_of_a_histogram_as_halides_tutorial_writes_it(form):
     hist.vectorize(x, 8)
     ours, theirs = realize_both(hist, [8])
     assert ours[0].sum() == 64
+
+
+@pytest.mark.parametrize("level", ["x", "y"])
+def test_a_func_computed_at_a_consumer_several_of_whose_stages_read_it(level):
+    """Lesson 9 of Halide's tutorial (case 3): `producer.compute_at(consumer, x)` where both the pure
+    definition and an update of consumer read producer, no stage named. Halide realizes producer in
+    each stage's loop; so does the translation (a copy of it per reading stage after the first)."""
+    inp = hl.ImageParam(hl.Int(32), 2, "stages_in")
+    producer, consumer = hl.Func("per_stage_producer"), hl.Func("per_stage_consumer")
+    producer[x, y] = inp[x, y] * 17 + inp[x + 1, y]
+    consumer[x, y] = producer[x, y] * x
+    r = hl.RDom([(0, 3)], "r")
+    consumer[x, y] += producer[x, y] + r.x
+    producer.compute_at(consumer, x if level == "x" else y)
+    realize_both(consumer, [9, 7], {inp: i32(7, 10)})
+    f = ms.from_halide(consumer)
+    assert len([c for c in f.computations if c.name.startswith("per_stage_producer")]) == 2

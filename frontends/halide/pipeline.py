@@ -1,6 +1,8 @@
 """The structure of a decoded pipeline: its Funcs, their stages, the call graph and what is not supported."""
 from __future__ import annotations
 
+import copy
+
 from mascarpone.middleend.errors import NotSupportedError
 
 from .errors import HalideFormatError
@@ -86,6 +88,41 @@ def resolve_calls_by_name(pipe):
     for n in walk_nodes(pipe.funcs):
         if n.kind == "Call" and n.call_type == halide and n.func_index == -1 and index.get(n.name) is not None:
             n.func_index = index[n.name]
+
+
+def compute_in_each_reading_stage(pipe):
+    """A Func computed at a loop of a consumer that several stages read, with no stage named
+    (`producer.compute_at(consumer, x)`, read by the pure definition and an update), is computed in each
+    of those stages, as Halide's lowering realizes it once per stage: a copy of it for each stage after
+    the first, whose calls there go to the copy. A Func that others are computed at keeps one place."""
+    halide = CALL_TYPES.index("Halide")
+    by_name = {f.name: k for k, f in enumerate(pipe.funcs)}
+    placed_at = {f.func_schedule.compute_level.func_name for f in pipe.funcs
+                 if f.func_schedule is not None and f.func_schedule.compute_level is not None}
+    calls_of = lambda node, index: [n for n in walk_nodes(node)   # noqa: E731
+                                    if n.kind == "Call" and n.call_type == halide and n.func_index == index]
+    for index, f in enumerate(list(pipe.funcs)):
+        level = f.func_schedule.compute_level if f.func_schedule is not None else None
+        if level is None or level.stage_index >= 0 or level.func_name not in by_name or f.name in placed_at:
+            continue
+        consumer = pipe.funcs[by_name[level.func_name]]
+        first = 1 if consumer.init_def is not None else 0    # (an update's stage number)
+        stages = ([consumer.init_def] if first else []) + list(consumer.updates)
+        readers = [k for k, d in enumerate(stages) if calls_of(d, index)]
+        if len(readers) < 2:
+            continue
+        level.stage_index = readers[0]
+        for k in readers[1:]:
+            clone, clone_index = copy.deepcopy(f), len(pipe.funcs)
+            clone.name = f"{f.name}$in_stage_{k}"
+            for n in calls_of([clone.init_def] + list(clone.updates), index):   # (its updates read it)
+                n.func_index, n.name = clone_index, clone.name
+            clone.func_schedule.compute_level.stage_index = k
+            pipe.funcs.append(clone)
+            stage = copy.deepcopy(stages[k])   # (its nodes may be shared with the other stages')
+            consumer.updates[k - first] = stage
+            for n in calls_of(stage, index):
+                n.func_index, n.name = clone_index, clone.name
 
 
 def redirect_to_wrappers(funcs):
