@@ -423,3 +423,41 @@ def test_a_func_computed_at_a_consumer_several_of_whose_stages_read_it(level):
     realize_both(consumer, [9, 7], {inp: i32(7, 10)})
     f = ms.from_halide(consumer)
     assert len([c for c in f.computations if c.name.startswith("per_stage_producer")]) == 2
+
+
+def test_tuple_updates_whose_elements_read_one_another_as_halides_tutorial_writes_them():
+    """Lessons 9 and 13 of Halide's tutorial: an argmax by hand (the index reads the maximum at the point
+    the iteration writes, so it runs first: Halide loads every element before storing any), `hl.argmax`
+    and a Mandelbrot set whose complex Tuple reads both parts at r - 1, escaping where `hl.argmin` says.
+    A Tuple whose elements read each other at the point written (a swap) is refused by name."""
+    data = hl.Buffer(np.sin(np.arange(100, dtype=np.float32) * 0.37).astype(np.float32), "argmax_data")
+    arg_max = hl.Func("arg_max_by_hand")
+    arg_max[()] = (0, data[0])
+    r = hl.RDom([(1, 99)])
+    old_index, old_max = arg_max[()][0], arg_max[()][1]
+    arg_max[()] = (hl.select(old_max > data[r], r, old_index), hl.max(data[r], old_max))
+    ours, theirs = realize_both(arg_max, [])
+    index, most = 0, np.asarray(data)[0]
+    for k, value in enumerate(np.asarray(data)[1:], start=1):   # both from the values before the step
+        index, most = (k if most > value else index), max(value, most)
+    assert ours[0][()] == index and ours[1][()] == most
+    r10 = hl.RDom([(0, 10)])
+    inline = hl.Func("inline_argmax")
+    inline[x] = hl.argmax(hl.sin(hl.f32(x + r10) * 0.7))[0]
+    realize_both(inline, [12])
+    t = hl.Var("t")
+    mandelbrot = hl.Func("mandelbrot_tuple")
+    mandelbrot[x, y, t] = (hl.f32(0), hl.f32(0))
+    r12 = hl.RDom([(1, 12)])
+    re, im = mandelbrot[x, y, r12 - 1][0], mandelbrot[x, y, r12 - 1][1]
+    mandelbrot[x, y, r12] = (re * re - im * im + (x / 15.0 - 2.5), 2 * re * im + (y / 6.0 - 2.0))
+    mr, mi = mandelbrot[x, y, r12][0], mandelbrot[x, y, r12][1]
+    escape = hl.Func("mandelbrot_escape")
+    escape[x, y] = hl.argmin(mr * mr + mi * mi < 16.0)[0]
+    ours, _ = realize_both(escape, [61, 25])
+    assert len(np.unique(ours[0])) > 3
+    swap = hl.Func("tuple_swap")
+    swap[x] = (x, 2 * x)
+    swap[x] = (swap[x][1], swap[x][0])
+    with pytest.raises(ms.NotSupportedError, match=r"tuple_swap(\$\d+)? \(update 0\): elements \[0, 1\] .*read each other"):
+        ms.from_halide(swap)

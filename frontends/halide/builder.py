@@ -685,6 +685,13 @@ class PipelineTranslation:
             self._declare_storage(info)
             if self.output_mins.get(info.index):
                 self._declare_offset_output(info)
+        # the program's own order runs together, iteration by iteration, the elements of a Tuple update
+        # that read one another
+        fused = [("after", info.comps[k][b], info.comps[k][a], len(info.comps[k][a].vars))
+                 for info in self.order if info.region is not None
+                 for k, order in info.element_orders.items() for a, b in zip(order, order[1:])]
+        if fused:
+            self.function.original_ordering = fused
 
     def _declare_offset_output(self, info):
         """An output realized over a region that does not start at 0 (output_mins): its buffer holds
@@ -803,7 +810,6 @@ class PipelineTranslation:
                 comps.append(Computation(info.ms_names[v], var_list, value, info.dtypes[v],
                                          output=True if is_output else None))
             else:
-                self._check_tuple_update(info, k, v, value)
                 # Funcs read by the indices an update writes at are substituted there (the middle-end
                 # lowers reads in values, not in store indices)
                 inline_t = Translator(_InlineScope(self, ms_vars, info, k), info.stage_name(k))
@@ -811,19 +817,56 @@ class PipelineTranslation:
                 owner = info.comps[0][v]
                 comps.append(owner.update(var_list, value, at, where=where,
                                           name=self.names.fresh(f"{info.ms_names[v]}_s{k}")))
+        if k > 0 and len(comps) > 1 and _reads_another_element(info, values):
+            info.element_orders[k] = _readers_first(info, k, values, at)
         # the variables' bounds above may be loose (max of pieces); the box isl computed is exact
         positions = {next(i for i, v in enumerate(var_list) if v is ms_vars[h]): dim for h, dim in pure}
         for comp in comps:
             comp.domain = bounds.restrict_to_box(comp.domain, exact, positions).gist_params(context).coalesce()
         return comps
 
-    def _check_tuple_update(self, info, k, v, value):
-        if len(info.dtypes) == 1:
-            return
-        for n in E.walk(value):
-            if isinstance(n, E.Access) and n.target in info.comps[0] and n.target is not info.comps[0][v]:
-                raise NotSupportedError(f"{info.stage_name(k)}: element {v} of its Tuple update reads another "
-                                        f"element of the same Tuple; such updates are not supported")
+
+def _reads_another_element(info, values) -> bool:
+    """Whether an element of a Tuple update reads another element of the Tuple (anywhere)."""
+    owners = info.comps[0]
+    return any(isinstance(n, E.Access) and n.target is owner
+               for v, value in enumerate(values) for n in E.walk(value) for w, owner in enumerate(owners) if w != v)
+
+
+def _nonzero_constant(e) -> bool:
+    """Whether the affine integer expression `e` is the same nonzero number for every value of its symbols."""
+    text = affine_text(e)
+    if text is None:
+        return False
+    names = sorted({n.name for n in E.walk(e) if isinstance(n, E.Sym)})
+    pa = isl.PwAff(f"[{', '.join(names)}] -> {{ [({text})] }}")
+    return pa.is_cst() and not pa.get_pieces()[0][1].get_constant_val().is_zero()
+
+
+def _readers_first(info, k, values, at):
+    """The order in which the elements of a Tuple update run in each iteration. Halide loads everything
+    before it stores any element, so an element that reads another at the point the iteration writes
+    (argmax's index reads the maximum) runs before that one; reads elsewhere (at r - 1) see the same
+    value either way. Elements that read each other at that point would need copies: refused."""
+    owners = info.comps[0]
+
+    def at_written_point(n):   # (unless some index differs from the written one by a constant)
+        return not any(_nonzero_constant(i - w) for i, w in zip(n.indices, at))
+
+    reads = [{w for n in E.walk(value) if isinstance(n, E.Access) and at_written_point(n)
+              for w, owner in enumerate(owners) if n.target is owner and w != v} for v, value in enumerate(values)]
+    order = []
+    while len(order) < len(values):
+        # next, an element that no element still to run reads
+        ready = [v for v in range(len(values)) if v not in order
+                 and not any(v in reads[u] for u in range(len(values)) if u not in order)]
+        if not ready:
+            left = [v for v in range(len(values)) if v not in order]
+            raise NotSupportedError(f"{info.stage_name(k)}: elements {left} of its Tuple update read each other at "
+                                    f"the point it writes (each must see the others' values from before it): not "
+                                    f"supported")
+        order.append(ready[0])
+    return order
 
 
 def _grown(box, reached, context, what):

@@ -42,6 +42,7 @@ class FuncInfo:
         self.stage_boxes = []
         self.comps = []          # comps[stage][value index]
         self.loop_names = []     # per stage: Halide loop name -> mascarpone loop name
+        self.element_orders = {}  # update stage -> the order its Tuple's elements run in (_readers_first)
 
     @property
     def ndim(self):

@@ -330,8 +330,10 @@ def apply_placements(tr, context):
 
 def _fuse_tuple_elements(info):
     """Halide computes the elements of a Tuple in one loop nest; so does each stage here (sharing
-    every loop), unless compute_at already placed the elements in a consumer's tile."""
-    for comps in info.comps:
+    every loop, an update's elements in the order `info.element_orders` gives), unless compute_at
+    already placed the elements in a consumer's tile."""
+    for k, comps in enumerate(info.comps):
+        comps = [comps[v] for v in info.element_orders.get(k, range(len(comps)))]
         for prev, comp in zip(comps, comps[1:]):
             if comp.compute_at_target is None and prev.compute_at_target is None:
                 # (a zero-dimensional Func has no loop to share: one after the other)
