@@ -960,6 +960,8 @@ def bind_to_tiles(comp, tiles, pieces=None):
         arguments = arguments.flat_range_product(isl.PwMultiAff.from_pw_aff(pa.pullback_multi_aff(to_prefix)))
         k = relative.find_dim_by_name(isl.dim_type.param, p)
         relative = relative.move_dims(isl.dim_type.in_, relative.dim(isl.dim_type.in_), isl.dim_type.param, k, 1)
+    if not per_tile:   # (the flat product above drops the point's tuple name, which the schedule lacks too)
+        arguments = arguments.reset_tuple_id(isl.dim_type.out)
     loops = relative.reset_tuple_id(isl.dim_type.in_).preimage_domain_pw_multi_aff(arguments)
     if per_tile:
         # the bounds are defined on the prefixes only: intersecting with them again splits pieces

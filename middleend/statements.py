@@ -21,7 +21,7 @@ import islpy as isl
 from . import ordering
 from .affine import affine_text, context_on, pwaff_to_expr, without_size_constraints
 from .buffer import Buffer, as_index_expr
-from .errors import ScheduleError
+from .errors import DomainError, ScheduleError
 from .schedule import bind_to_tiles, fresh_name
 from .expr import Access, Const, simplify, walk
 from .isl_budget import OutOfOperations, operations_at_most
@@ -116,8 +116,10 @@ EXPANSION_OPERATIONS = 20_000_000
 
 
 def build_statements(function, context):
-    """Statements for the function's current schedule (compute_at expanded, betas and time maps set)."""
-    comps = [c for c in function.computations if not c.inlined]
+    """Statements for the function's current schedule (compute_at expanded, betas and time maps set). An
+    update that runs for no size (an RDom of no points) has none: it changes nothing."""
+    comps = [c for c in function.computations
+             if not c.inlined and not (c.updated is not None and c.domain.intersect_params(context).is_empty())]
     stmts = {}
 
     def build(comp, visiting=()):
@@ -136,6 +138,9 @@ def build_statements(function, context):
             consumer, level = comp.compute_at_target
             if consumer.inlined:
                 raise ScheduleError(f"{comp.name}.compute_at({consumer.name}, {level}): {consumer.name} is inlined")
+            if comp.domain.intersect_params(context).is_empty():   # (no tile to take bounds of)
+                raise DomainError(f"{comp.name} is computed at {consumer.name}'s loop {level} but runs no iteration "
+                                  f"for any size (its domain is empty); compute it at the root or inline it")
             if comp.updated is not None:
                 s = _expand_update(comp, build(comp.updated, visiting + (comp,)), context)
             else:

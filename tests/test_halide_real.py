@@ -461,3 +461,20 @@ def test_tuple_updates_whose_elements_read_one_another_as_halides_tutorial_write
     swap[x] = (swap[x][1], swap[x][0])
     with pytest.raises(ms.NotSupportedError, match=r"tuple_swap(\$\d+)? \(update 0\): elements \[0, 1\] .*read each other"):
         ms.from_halide(swap)
+
+
+@pytest.mark.parametrize("update", [False, True])
+def test_a_func_whose_tile_is_the_same_in_every_iteration_of_the_loop_it_is_computed_at(update):
+    """A row table (`table[x]`, with or without an update) computed per row of a 2-D consumer: every
+    iteration of y needs the same tile, so both bounds of the tile are bound at the root; the pullback
+    of its loops then met a point with its tuple name (an isl error before)."""
+    inp = hl.ImageParam(hl.Int(16), 1, "row_in")
+    table = hl.Func("row_table")
+    table[x] = hl.i32(inp[x]) * 7
+    if update:
+        r = hl.RDom([(0, 3)], "r")
+        table[x] += hl.i32(inp[x + r.x])
+    rows = hl.Func("rows_of_table")
+    rows[x, y] = table[x] + y
+    table.compute_at(rows, y)
+    realize_both(rows, [5, 3], {inp: np.arange(9, dtype=np.int16)})

@@ -68,14 +68,32 @@ def test_a_pure_definition_with_a_condition():
     refused(pipe, r"Func prod~: the pure definition has a condition")
 
 
-def test_an_rdom_of_no_points_runs_no_update_as_in_halide():
+@pytest.mark.parametrize("placed", ["at the root", "per row of its consumer"])
+def test_an_rdom_of_no_points_runs_no_update_as_in_halide(placed):
     """The RDom's extent 3 changed to 0: the update runs no iteration, so the output keeps its pure
-    definition, as Halide's realize of the same bytes gives (no crash, no refusal)."""
+    definition, as Halide's realize of the same bytes gives (no crash, no refusal), also where the
+    reduction is computed per row of a consumer (fuzzing seed 1134, case 1243, raised from isl)."""
     inp = hl.ImageParam(hl.Int(16), 1, "inp")
     r = hl.RDom([(0, 3)], "r")
     acc = hl.Func("acc")
     acc[x] = hl.i32(7)
     acc[x] += hl.i32(inp[x + r.x])
+    if placed != "at the root":
+        out = hl.Func("acc_rows")
+        out[x, y] = acc[x] + y
+        acc.compute_at(out, y)
+        pipe = decoded(out)
+        threes = [n for n in calls(pipe, "IntImm") if n.value == 3]
+        for n in threes:
+            n.value = 0
+        data = encode(pipe)
+        values = np.arange(8, dtype=np.int16)
+        ours = ms.from_halide(data).compile("cpu").realize([4, 2], inp=values)
+        inp.set(hl.Buffer(values))
+        theirs = np.asarray(hl.deserialize_pipeline(data, {"inp": inp.parameter()}).realize([4, 2]))
+        np.testing.assert_array_equal(ours, theirs)
+        np.testing.assert_array_equal(ours, 7 + np.arange(2)[:, None] + np.zeros(4, np.int32))
+        return
     pipe = decoded(acc)
     threes = [n for n in calls(pipe, "IntImm") if n.value == 3]
     assert threes

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import layout_check, legality
 from ..affine import on_sizes, param_names
-from ..errors import LayoutError, MascarponeError, ScheduleError
+from ..errors import DomainError, LayoutError, MascarponeError, ScheduleError
 from ..statements import build_statements
 
 
@@ -41,7 +41,7 @@ class Checker:
         deps = self.dependences(context)
         try:
             stmts = build_statements(f, context)
-        except ScheduleError:   # (a placement the commands broke: a tile read outside its loop)
+        except (ScheduleError, DomainError):   # (a placement the commands broke: a tile read outside its loop)
             return False
         if legality.gpu_nesting_violations(stmts) or legality.window_violations(stmts, context):
             return False
