@@ -263,6 +263,22 @@ def test_erode_matches_halide(schedule):
                                   np.asarray(pipeline.realize(spec["sizes"])))
 
 
+def test_autoschedule_times_nothing_at_sizes_where_the_pipeline_reads_beyond_its_inputs():
+    """erode with estimates on its input only: the outputs' default sizes (256 channels) read the
+    3-channel input beyond what it covers, which Halide's realize refuses; the kernels the search would
+    time read there (a crash before). The model's choice is applied unmeasured, with a warning."""
+    spec = _app_pipelines().erode("none", 37, 29, rng)
+    pipeline = hl.Pipeline(spec["outputs"])
+    f = ms.from_halide(pipeline)
+    with pytest.warns(UserWarning, match=r"ImageParam input is accessed over \[0, 255\] in dimension 2.*unmeasured"):
+        report = f.autoschedule("cpu", budget_s=5)
+    assert report.measured == 0 and report.seconds is None
+    (ip, image), = spec["images"].items()
+    ip.set(hl.Buffer(image))
+    np.testing.assert_array_equal(f.compile("cpu").realize(spec["sizes"], input=image),
+                                  np.asarray(pipeline.realize(spec["sizes"])))
+
+
 def test_bilateral_grid_with_its_hand_schedule_matches_halide():
     spec, pipeline = _app("bilateral_grid", "hand", 64, 48)
     _app_matches_halide(spec, pipeline)

@@ -1,6 +1,8 @@
 """The Function a Halide pipeline becomes, and its compiled kernel with Halide's `realize` convention."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from mascarpone.middleend.affine import param_names
@@ -54,6 +56,21 @@ class HalideFunction(Function):
         sizes = complete_sizes(self, given)
         for name, pa in derived:
             sizes[name] = _value_at(pa, sizes)
+        # an input whose extents nothing gives covers what the pipeline reads at the outputs' sizes
+        for ip in tr.image_params.values():
+            for d, p in enumerate(ip.extent_params):
+                if p.name not in given:
+                    reach = [_value_at(box[d][1], sizes, None) for box in ip.boxes]
+                    sizes[p.name] = max([sizes[p.name]] + [v + 1 for v in reach if v is not None])
+        for name, pa in derived:
+            sizes[name] = _value_at(pa, sizes)
+        beyond = region_beyond_inputs(tr, sizes) if measure else None
+        if beyond:
+            # the kernels it would time read their inputs as Halide's realize does, which would refuse these sizes
+            warnings.warn(f"autoschedule({self.name}): at the sizes it would time ({_shown(sizes)}), {beyond}; "
+                          f"the model's choice is applied unmeasured (set estimates on the outputs, "
+                          f"Func.set_estimates, or give sizes=)", stacklevel=2)
+            measure = False
         if tr.default_inlines and len(self.history()) == tr.commands:
             # the Funcs inlined only because nothing scheduled them are the autoscheduler's to place
             restore(self, tr.before_default_inlines)
@@ -322,24 +339,34 @@ class HalideKernel:
         key = tuple(sorted(values.items()))
         if key in self._checked:
             return
-        tr = self.tr
-        for what, info in [("ImageParam", ip) for ip in tr.image_params.values()] + \
-                          [("Buffer", cb) for cb in tr.const_buffers.values()]:
-            if not info.boxes:
-                continue
-            mins = getattr(info, "mins", None) or [0] * len(info.boxes[0])
-            exts = getattr(info, "extents", None) or [values[p.name] for p in info.extent_params]
-            for box in info.boxes:
-                fixed = [(_value_at(lo, values, None), _value_at(hi, values, None)) for lo, hi in box]
-                if any(v is None for pair in fixed for v in pair):
-                    continue   # no instance reads it for these sizes
-                for d, (lo, hi) in enumerate(fixed):
-                    if lo <= hi and (lo < mins[d] or hi >= mins[d] + exts[d]):
-                        raise ArgumentError(
-                            f"{what} {info.name} is accessed over [{lo}, {hi}] in dimension {d} (Halide's order) "
-                            f"but covers [{mins[d]}, {mins[d] + exts[d] - 1}]; pass a larger input or realize a "
-                            f"smaller output")
+        beyond = region_beyond_inputs(self.tr, values)
+        if beyond:
+            raise ArgumentError(f"{beyond}; pass a larger input or realize a smaller output")
         self._checked[key] = True
+
+
+def region_beyond_inputs(tr, values):
+    """Where the pipeline reads an ImageParam or Buffer beyond what it covers at the sizes `values`, a
+    sentence saying so, else None (Halide refuses such a realize)."""
+    for what, info in [("ImageParam", ip) for ip in tr.image_params.values()] + \
+                      [("Buffer", cb) for cb in tr.const_buffers.values()]:
+        if not info.boxes:
+            continue
+        mins = getattr(info, "mins", None) or [0] * len(info.boxes[0])
+        exts = getattr(info, "extents", None) or [values[p.name] for p in info.extent_params]
+        for box in info.boxes:
+            fixed = [(_value_at(lo, values, None), _value_at(hi, values, None)) for lo, hi in box]
+            if any(v is None for pair in fixed for v in pair):
+                continue   # no instance reads it for these sizes
+            for d, (lo, hi) in enumerate(fixed):
+                if lo <= hi and (lo < mins[d] or hi >= mins[d] + exts[d]):
+                    return (f"{what} {info.name} is accessed over [{lo}, {hi}] in dimension {d} (Halide's order) "
+                            f"but covers [{mins[d]}, {mins[d] + exts[d] - 1}]")
+    return None
+
+
+def _shown(sizes):
+    return ", ".join(f"{k} = {v}" for k, v in sizes.items())
 
 
 def _inlines_placements_need(inlined):
