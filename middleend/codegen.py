@@ -44,8 +44,9 @@ class _LoopVars:
 class _Leaves:
     """Loop IR statements built at each AST leaf, found again by the leaf's annotation."""
 
-    def __init__(self, stmts, bodies, pieces, times):
+    def __init__(self, stmts, bodies, pieces, times, context):
         self.by_name = {s.name: s for s in stmts}
+        self.context = context   # (the sizes no loop bound involves are not in the build: see _loop_bounds_problem)
         self.by_name.update({piece: self.by_name[name] for piece, name in pieces.items()})
         self.pieces = pieces
         self.times = times
@@ -92,7 +93,8 @@ class _Leaves:
                         pa = n.unrestricted.pullback_pw_multi_aff(free_iterators)
                         e = linear_expr(pa.get_pieces()[0][1], loop_vars) if pa.n_piece() == 1 else None
                         if e is None:
-                            pa = pa.gist(context_on(pa, leaf_range))
+                            # (a fixed size no loop bound involves still decides the pieces: a clamp at W - 1)
+                            pa = pa.gist(context_on(pa, leaf_range.intersect_params(self.context)))
                             e = _min_max_expr(pa, build)
                         if e is None and shifted and pa.n_piece() > 1 and n.source is not None:
                             # an index of a shifted tile's point that isl can only write as a select
@@ -304,7 +306,7 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
                 schedule = schedule.union(isl.UnionMap.from_map(part))
             elif not part.is_empty():
                 schedule = add_piece(s.name + suffix, part)
-    leaves = _Leaves(stmts, bodies, pieces, times)
+    leaves = _Leaves(stmts, bodies, pieces, times, context)
     asts = []
     for group in _root_groups(schedule):
         group, group_context = _loop_bounds_problem(group, context)
