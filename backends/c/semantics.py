@@ -72,14 +72,16 @@ class Helpers:
 
     # IEEE 754-2019 maximum / minimum: a NaN operand gives NaN (their sum), -0.0 is below 0.0
     def _maximum(self, name, dt):
-        return self._binary(name, dt, "    if (a != a || b != b) return a + b;\n"
-                                      f"    if (a == b) return {self.d.signbit('a')} ? b : a;\n"
-                                      "    return a > b ? a : b;\n")
+        return self._ieee_extreme(name, dt, ">", "b : a")
 
     def _minimum(self, name, dt):
+        return self._ieee_extreme(name, dt, "<", "a : b")
+
+    def _ieee_extreme(self, name, dt, beats, if_a_negative):
+        """`a` where it `beats` `b`; of two equal values (zeros of either sign), `if_a_negative` picks."""
         return self._binary(name, dt, "    if (a != a || b != b) return a + b;\n"
-                                      f"    if (a == b) return {self.d.signbit('a')} ? a : b;\n"
-                                      "    return a < b ? a : b;\n")
+                                      f"    if (a == b) return {self.d.signbit('a')} ? {if_a_negative};\n"
+                                      f"    return a {beats} b ? a : b;\n")
 
     # division ---------------------------------------------------------------------------------------
     def _negate(self, dt, x):

@@ -817,7 +817,7 @@ class PipelineTranslation:
                 owner = info.comps[0][v]
                 comps.append(owner.update(var_list, value, at, where=where,
                                           name=self.names.fresh(f"{info.ms_names[v]}_s{k}")))
-        if k > 0 and len(comps) > 1 and _reads_another_element(info, values):
+        if k > 0 and len(comps) > 1 and any(_element_reads(info, values)):
             info.element_orders[k] = _readers_first(info, k, values, at)
         # the variables' bounds above may be loose (max of pieces); the box isl computed is exact
         positions = {next(i for i, v in enumerate(var_list) if v is ms_vars[h]): dim for h, dim in pure}
@@ -826,11 +826,14 @@ class PipelineTranslation:
         return comps
 
 
-def _reads_another_element(info, values) -> bool:
-    """Whether an element of a Tuple update reads another element of the Tuple (anywhere)."""
+def _element_reads(info, values, at=None) -> list:
+    """Per element of a Tuple update, the other elements its value reads: anywhere, or with `at` (the
+    indices the update writes) only those read where some index may be the written one."""
+    def counted(n):
+        return at is None or not any(_nonzero_constant(i - w) for i, w in zip(n.indices, at))
     owners = info.comps[0]
-    return any(isinstance(n, E.Access) and n.target is owner
-               for v, value in enumerate(values) for n in E.walk(value) for w, owner in enumerate(owners) if w != v)
+    return [{w for n in E.walk(value) if isinstance(n, E.Access) and counted(n)
+             for w, owner in enumerate(owners) if n.target is owner and w != v} for v, value in enumerate(values)]
 
 
 def _nonzero_constant(e) -> bool:
@@ -848,13 +851,7 @@ def _readers_first(info, k, values, at):
     before it stores any element, so an element that reads another at the point the iteration writes
     (argmax's index reads the maximum) runs before that one; reads elsewhere (at r - 1) see the same
     value either way. Elements that read each other at that point would need copies: refused."""
-    owners = info.comps[0]
-
-    def at_written_point(n):   # (unless some index differs from the written one by a constant)
-        return not any(_nonzero_constant(i - w) for i, w in zip(n.indices, at))
-
-    reads = [{w for n in E.walk(value) if isinstance(n, E.Access) and at_written_point(n)
-              for w, owner in enumerate(owners) if n.target is owner and w != v} for v, value in enumerate(values)]
+    reads = _element_reads(info, values, at)
     order = []
     while len(order) < len(values):
         # next, an element that no element still to run reads

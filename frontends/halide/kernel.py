@@ -53,17 +53,19 @@ class HalideFunction(Function):
         given = {**self.estimated_sizes(), **(sizes or {})}
         # a size that names a bound of other sizes (PipelineTranslation._named_bounds) follows from them
         derived = [(name, pa) for name, pa in tr.bound_sizes if name not in given]
+
+        def derive():
+            for name, pa in derived:
+                sizes[name] = _value_at(pa, sizes)
         sizes = complete_sizes(self, given)
-        for name, pa in derived:
-            sizes[name] = _value_at(pa, sizes)
+        derive()
         # an input whose extents nothing gives covers what the pipeline reads at the outputs' sizes
         for ip in tr.image_params.values():
             for d, p in enumerate(ip.extent_params):
                 if p.name not in given:
                     reach = [_value_at(box[d][1], sizes, None) for box in ip.boxes]
                     sizes[p.name] = max([sizes[p.name]] + [v + 1 for v in reach if v is not None])
-        for name, pa in derived:
-            sizes[name] = _value_at(pa, sizes)
+        derive()
         beyond = region_beyond_inputs(tr, sizes) if measure else None
         if beyond:
             # the kernels it would time read their inputs as Halide's realize does, which would refuse these sizes

@@ -78,6 +78,21 @@ def check_supported(info: FuncInfo):
         raise NotSupportedError(f"Func {info.name} uses memoize, which the Halide front-end does not support")
 
 
+_FUNC_CALL = CALL_TYPES.index("Halide")
+
+
+def func_calls(node, index=None):
+    """The calls to Funcs under `node` (call type Halide), only those to the Func at `index` where given."""
+    return [n for n in walk_nodes(node)
+            if n.kind == "Call" and n.call_type == _FUNC_CALL and (index is None or n.func_index == index)]
+
+
+def _call_instead(calls, index, name):
+    """Point `calls` at the Func at `index`, named `name`."""
+    for n in calls:
+        n.func_index, n.name = index, name
+
+
 def resolve_calls_by_name(pipe):
     """Calls to a Func that the bytes give by name only (func_index -1) point to the Func of that name, as
     Halide's deserializer finds them: after `rfactor`, the update of the reduction reads itself through
@@ -85,9 +100,8 @@ def resolve_calls_by_name(pipe):
     index = {}
     for k, f in enumerate(pipe.funcs):
         index[f.name] = k if f.name not in index else None   # (a name two Funcs share stays unresolved)
-    halide = CALL_TYPES.index("Halide")
-    for n in walk_nodes(pipe.funcs):
-        if n.kind == "Call" and n.call_type == halide and n.func_index == -1 and index.get(n.name) is not None:
+    for n in func_calls(pipe.funcs, -1):
+        if index.get(n.name) is not None:
             n.func_index = index[n.name]
 
 
@@ -96,12 +110,9 @@ def compute_in_each_reading_stage(pipe):
     (`producer.compute_at(consumer, x)`, read by the pure definition and an update), is computed in each
     of those stages, as Halide's lowering realizes it once per stage: a copy of it for each stage after
     the first, whose calls there go to the copy. A Func that others are computed at keeps one place."""
-    halide = CALL_TYPES.index("Halide")
     by_name = {f.name: k for k, f in enumerate(pipe.funcs)}
     placed_at = {f.func_schedule.compute_level.func_name for f in pipe.funcs
                  if f.func_schedule is not None and f.func_schedule.compute_level is not None}
-    calls_of = lambda node, index: [n for n in walk_nodes(node)   # noqa: E731
-                                    if n.kind == "Call" and n.call_type == halide and n.func_index == index]
     for index, f in enumerate(list(pipe.funcs)):
         level = f.func_schedule.compute_level if f.func_schedule is not None else None
         if level is None or level.stage_index >= 0 or level.func_name not in by_name or f.name in placed_at:
@@ -109,21 +120,20 @@ def compute_in_each_reading_stage(pipe):
         consumer = pipe.funcs[by_name[level.func_name]]
         first = 1 if consumer.init_def is not None else 0    # (an update's stage number)
         stages = ([consumer.init_def] if first else []) + list(consumer.updates)
-        readers = [k for k, d in enumerate(stages) if calls_of(d, index)]
+        readers = [k for k, d in enumerate(stages) if func_calls(d, index)]
         if len(readers) < 2:
             continue
         level.stage_index = readers[0]
         for k in readers[1:]:
             clone, clone_index = copy.deepcopy(f), len(pipe.funcs)
             clone.name = f"{f.name}$in_stage_{k}"
-            for n in calls_of([clone.init_def] + list(clone.updates), index):   # (its updates read it)
-                n.func_index, n.name = clone_index, clone.name
+            _call_instead(func_calls([clone.init_def] + list(clone.updates), index),   # (its updates read it)
+                          clone_index, clone.name)
             clone.func_schedule.compute_level.stage_index = k
             pipe.funcs.append(clone)
             stage = copy.deepcopy(stages[k])   # (its nodes may be shared with the other stages')
             consumer.updates[k - first] = stage
-            for n in calls_of(stage, index):
-                n.func_index, n.name = clone_index, clone.name
+            _call_instead(func_calls(stage, index), clone_index, clone.name)
 
 
 def redirect_to_wrappers(funcs):
@@ -143,21 +153,18 @@ def redirect_to_wrappers(funcs):
             target = specific.get(c.name, everywhere)
             if target is None:
                 continue
-            for n in walk_nodes(c.stages):
-                if n.kind == "Call" and n.call_type == CALL_TYPES.index("Halide") and n.func_index == f.index:
-                    n.func_index, n.name = target, funcs[target].name
+            _call_instead(func_calls(c.stages, f.index), target, funcs[target].name)
 
 
 def build_call_graph(funcs):
     """Fill `callees` of every FuncInfo from the Halide calls in its definitions."""
     for info in funcs:
-        for n in walk_nodes(info.stages):
-            if n.kind == "Call" and n.call_type < len(CALL_TYPES) and CALL_TYPES[n.call_type] == "Halide":
-                if not 0 <= n.func_index < len(funcs):
-                    raise HalideFormatError(f"Func {info.name} calls Func index {n.func_index}, but the pipeline "
-                                            f"has {len(funcs)} Funcs")
-                if n.func_index != info.index:
-                    info.callees.add(n.func_index)
+        for n in func_calls(info.stages):
+            if not 0 <= n.func_index < len(funcs):
+                raise HalideFormatError(f"Func {info.name} calls Func index {n.func_index}, but the pipeline "
+                                        f"has {len(funcs)} Funcs")
+            if n.func_index != info.index:
+                info.callees.add(n.func_index)
 
 
 def consumers_first(funcs, outputs):

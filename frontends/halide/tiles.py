@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from mascarpone.middleend.errors import NotSupportedError
 
-from .pipeline import walk_nodes
-from .schema import CALL_TYPES
-
-_HALIDE = CALL_TYPES.index("Halide")
+from .pipeline import func_calls
 
 
 def _called(node):
     """Indices of the Funcs called under a definition's node (or list of nodes)."""
-    return {n.func_index for n in walk_nodes(node) if n.kind == "Call" and n.call_type == _HALIDE}
+    return {n.func_index for n in func_calls(node)}
 
 
 class TileReaders:
