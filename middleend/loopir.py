@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .errors import NotSupportedError
-from .expr import Access, Expr, pseudo_c, walk
+from .expr import Access, Expr, pseudo_c, substitute, walk
 
 
 class LoopKind(StrEnum):
@@ -209,6 +209,27 @@ def own_exprs(s: Stmt):
     if hasattr(s, "exprs"):   # a statement a back-end's program adds
         return tuple(s.exprs())
     return ()
+
+
+def substitute_stmt(s: Stmt, mapping: dict) -> Stmt:
+    """`s` with each symbol named in `mapping` replaced by its expression in every bound, condition,
+    index and value. Temporaries keep their buffers, so the shapes they allocate must not read those
+    symbols; only the statements of this module are known (NotSupportedError for another)."""
+    def sub(e):
+        return substitute(e, mapping)
+
+    if isinstance(s, Block):
+        return Block([substitute_stmt(c, mapping) for c in s.body])
+    if isinstance(s, For):
+        return For(s.var, sub(s.lo), sub(s.hi), substitute_stmt(s.body, mapping), s.kind, s.factor, s.origin)
+    if isinstance(s, If):
+        return If(sub(s.cond), substitute_stmt(s.then, mapping),
+                  None if s.else_ is None else substitute_stmt(s.else_, mapping))
+    if isinstance(s, Store):
+        return Store(s.buffer, tuple(sub(i) for i in s.indices), sub(s.value))
+    if isinstance(s, Allocate):
+        return Allocate(s.buffer, substitute_stmt(s.body, mapping))
+    raise NotSupportedError(f"no substitution into a {type(s).__name__} statement")
 
 
 def walk_exprs(s: Stmt):

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mascarpone.backends.common.collapse import collapse_parallel_nests
 from mascarpone.backends.common.openmp import AFFINITY_VARIABLES
 from mascarpone.backends.cpu.machine import masked_memory, slow_gathers
 from mascarpone.backends.common.threads import get_num_threads, set_num_threads
@@ -19,7 +20,7 @@ from mascarpone.backends.common.evaluate import (euclid_div, euclid_mod, evaluat
 from mascarpone.middleend.buffer import Buffer
 from mascarpone.middleend.errors import ArgumentError
 from mascarpone.middleend.expr import Const, Sym, call, cast, floordiv, floormod, max_, min_, reinterpret, select
-from mascarpone.middleend.loopir import Allocate, Block, For, If, LoweredFunction, Store
+from mascarpone.middleend.loopir import Allocate, Block, For, If, LoweredFunction, Store, substitute_stmt
 from mascarpone.middleend.targets import get_target
 from mascarpone.middleend.types import (bool_, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,
                                         uint64)
@@ -85,6 +86,49 @@ def test_loop_kinds(target, outer, inner, fo, fi):
         a = r.standard_normal((n, m), dtype=np.float32)
         b = r.standard_normal(m, dtype=np.float32)
         np.testing.assert_array_equal(kern(a=a, b=b), a * np.float32(2) + b)
+
+
+def test_nested_parallel_loops_run_as_one_parallel_loop(target):
+    """Parallel channels, each of parallel strips that allocate a row of their own: the nest runs as one
+    parallel loop over channels x strips, so 3 channels share out all their strips among threads (only
+    the outer loop ran on threads before), and every size gives numpy's values."""
+    a = Buffer("a", [N, M], float32, "input")
+    out = Buffer("out", [N, M], float32, "output")
+    row = Buffer("row", [Const(4, int64)], float32)
+    c, s, t = Sym("c"), Sym("s"), Sym("t")
+    x = s * 4 + t
+    fill = loop("t", 0, 4, If(x < M, Store(row, (t,), a[c, x] * 3.0)))
+    use = loop("t", 0, 4, If(x < M, Store(out, (c, x), row[t] + 1.0)))
+    strips = loop("s", 1, (M + 3).__floordiv__(4) + 1, Allocate(row, Block([fill, use])), "parallel")
+    nest = loop("c", 0, N, Block([strips]), "parallel")
+    shifted = substitute_stmt(nest, {"s": s - 1})
+    kern = build(target, LoweredFunction("collapsed", ["N", "M"], [a], [out], shifted))
+    # the one loop on threads runs the product's variable (named after both loops)
+    if target == "c":
+        code = kern.source("c")
+        assert code.count("#pragma omp parallel for") == 1 and "for (int64_t c_s = " in code
+    else:
+        code = kern.source("llvm-unoptimized")
+        assert code.count("call void @\"GOMP_parallel\"") == 1 and '%"c.s.closure"' in code
+    for n, m in [(3, 96), (1, 1), (5, 7), (2, 4), (0, 5), (5, 0)]:
+        img = rng().standard_normal((n, m), dtype=np.float32)
+        np.testing.assert_array_equal(kern(a=img), img * np.float32(3) + np.float32(1))
+
+
+def test_a_collapsed_nest_is_empty_where_either_range_is():
+    """Two empty ranges (negative trip counts) must not multiply into a non-empty one; the loop over the
+    product recovers each variable by a division and a remainder."""
+    inner = loop("j", 2, M, Store(Buffer("o", [N, M], int32, "output"), (i, j), Const(1, int32)), "parallel")
+    collapsed = collapse_parallel_nests(loop("i", 1, N, inner, "parallel"))
+    assert isinstance(collapsed, For) and not isinstance(collapsed.body, For)
+    visited = []
+    for n, m in [(-3, -4), (0, -1), (4, 1), (4, 5), (1, 9)]:
+        trips = evaluate(collapsed.hi, {"N": n, "M": m})
+        pairs = [(evaluate(collapsed.body.indices[0], {"N": n, "M": m, collapsed.var: f}),
+                  evaluate(collapsed.body.indices[1], {"N": n, "M": m, collapsed.var: f})) for f in range(trips)]
+        assert pairs == [(ii, jj) for ii in range(1, n) for jj in range(2, m)]
+        visited.append(len(pairs))
+    assert visited == [0, 0, 0, 9, 0]
 
 
 def test_unroll_constant_and_versioned(target):

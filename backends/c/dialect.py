@@ -119,6 +119,10 @@ class CDialect:
                 "#endif"]
 
     # loops ---------------------------------------------------------------------------------------
+    #: whether parallel loops run on the host's threads (OpenMP); the outermost of a nest does, so
+    #: perfect nests of them are collapsed into one (backends/common/collapse.py)
+    threads_parallel_loops = True
+
     def simd_pragma(self, factor: int) -> str:
         """The line before a vector loop: its iterations carry no dependence (checked by the
         middle-end), so the compiler may run `factor` of them in SIMD lanes."""

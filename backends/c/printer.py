@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from mascarpone.backends.common.cheader import kernel_name, signature
 from mascarpone.backends.common.cnames import Names
+from mascarpone.backends.common.collapse import collapse_parallel_nests
 from mascarpone.backends.common.hoist import hoist_allocations
 from mascarpone.backends.common.prefetch import Prefetch, line_offsets
 from mascarpone.backends.common.promote import promote_accumulators
@@ -167,7 +168,10 @@ class CPrinter:
 
     def kernel(self, lowered) -> list:
         """The kernel function's lines."""
-        body = promote_accumulators(lowered.body, prefetch=self.d.prefetches)
+        body = lowered.body
+        if self.d.threads_parallel_loops:
+            body = collapse_parallel_nests(body)
+        body = promote_accumulators(body, prefetch=self.d.prefetches)
         if self.d.hoists_allocations:
             body = hoist_allocations(body)
         out = _Lines()

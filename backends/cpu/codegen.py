@@ -9,6 +9,7 @@ from llvmlite import ir
 
 from mascarpone.middleend.errors import NotSupportedError
 from mascarpone.backends.common.cheader import kernel_name
+from mascarpone.backends.common.collapse import collapse_parallel_nests
 from mascarpone.backends.common.hoist import hoist_allocations
 from mascarpone.backends.common.promote import promote_accumulators
 from mascarpone.middleend.loopir import Allocate, walk_stmts
@@ -59,7 +60,7 @@ def build_module(lowered, options: Options | None = None) -> ir.Module:
     se = StmtEmitter()
     # the explicit SIMD code of a vector loop takes its body as it is
     body_ir = hoist_allocations(promote_accumulators(
-        lowered.body, enters=lambda loop: not explicit_simd(loop), prefetch=True,
+        collapse_parallel_nests(lowered.body), enters=lambda loop: not explicit_simd(loop), prefetch=True,
         padded=lambda loop: ms.options.masked_tails and explicit_simd(loop)))
     allocated = {s.buffer.name for s in walk_stmts(lowered.body) if isinstance(s, Allocate)}
     pending = [t for t in lowered.temporaries if t.name not in allocated]

@@ -66,6 +66,7 @@ class GPUDialect(CDialect):
 
     prefetches = False   # no cache hints in device code
     hoists_allocations = False   # device temporaries are placed by the launch builder (launches.py)
+    threads_parallel_loops = False   # a parallel loop in device code runs in one thread's order
 
     #: qualifier of a kernel entry point
     kernel_qualifier = ""

@@ -17,6 +17,7 @@ class HLSDialect(CDialect):
     name = "hls"
     prefetches = False   # no caches to hint at on an FPGA
     hoists_allocations = False   # a buffer is a memory block placed where it is declared
+    threads_parallel_loops = False   # hardware, not threads: a parallel loop runs in order here
     helper_qualifier = "static inline"
     restrict = ""
 
