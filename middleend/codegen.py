@@ -251,12 +251,14 @@ def _full_and_partial(time, dims):
         return None
 
 
-def build_ast(stmts, bodies, context, unseparated=frozenset()):
+def build_ast(stmts, bodies, context, untiled=frozenset(), uncut=frozenset(), unseparated=frozenset()):
     """The isl ASTs of the union of the statements' time maps (one per root nest, see `_root_groups`),
     with leaves already lowered.
 
     Full tiles are generated apart from partial ones (see separation.py), except for the
-    statements named in `unseparated`."""
+    statements named in `untiled`; the steady state of clamped indices apart from its edges, which
+    are cut loop by loop (see index_split.py) except for the statements in `uncut` (one piece for
+    all edges); those named in `unseparated` get no split at all."""
     schedule = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
     taken = {s.name for s in stmts}
     pieces = {}
@@ -286,13 +288,14 @@ def build_ast(stmts, bodies, context, unseparated=frozenset()):
         if steady is not None:
             # clamped indices become affine in the steady part, and its vector loops contiguous loads;
             # the edges get loops of their own around it (in each part of a sliding window)
-            parts = [piece for suffix, part in parts for piece in _steady_and_edges(suffix, part, steady)]
+            parts = [piece for suffix, part in parts
+                     for piece in _steady_and_edges(suffix, part, steady, cut=s.name not in uncut)]
         phases = _phase_dims(time)
         parts = [piece for suffix, part in parts for piece in _static_pieces(suffix, part, phases)]
         for suffix, part in parts:
             # edges are a thin slice of the instances: not worth more pieces
-            split = _full_and_partial(part, _separated_dims(s)) if separate and "_edge" not in suffix \
-                else None
+            split = _full_and_partial(part, _separated_dims(s)) \
+                if separate and s.name not in untiled and "_edge" not in suffix else None
             if split is not None:
                 # the full tiles become a statement of their own, so isl generates them with constant bounds
                 full, part, partials = split
@@ -331,11 +334,14 @@ def _gather_loops(stmt) -> list:
                              if stmt.tags.get(loop, (L.LoopKind.SERIAL,))[0] == L.LoopKind.VECTOR})
 
 
-def _steady_and_edges(suffix, time, steady):
-    """[(name suffix, time map)]: the part of `time` in the steady set of times, then its edges."""
+def _steady_and_edges(suffix, time, steady, cut=True):
+    """[(name suffix, time map)]: the part of `time` in the steady set of times, then its edges (cut
+    loop by loop, or else one piece)."""
     steady_time = time.intersect_range(steady)
     if steady_time.is_empty():
         return [(suffix, time)]
+    if not cut:
+        return [(suffix + "_steady", steady_time), (suffix + "_edge", time.subtract_range(steady))]
     return [(suffix + "_steady", steady_time)] + [(suffix + edge, time.intersect_range(piece))
                                                  for edge, piece in edges(time.range(), steady_time.range())]
 
@@ -627,17 +633,25 @@ def generate(stmts, context, params, bodies=None):
     """The loop IR of the scheduled statements (one isl AST for all of them); `bodies` ({name:
     (buffer, index, value, predicate)}) gives statements their bodies, by default `statement_body`.
 
-    Full tiles are generated apart from partial ones; where that puts a tile buffer's producer and
-    consumers in different loop nests (see `broken_tiles`), the statements using it are generated
-    again whole."""
+    Full tiles are generated apart from partial ones, and steady states apart from their edges.
+    Where the pieces put a tile buffer's producer and consumers in different loop nests (see
+    `broken_tiles`), the statements using it are generated again with less of the split, until no
+    tile is broken: without the full/partial split (isl moves a partial tile that is one iteration of
+    the tile's loop out of that loop), then with their edges in one piece (an edge that is all of a
+    statement at small sizes leaves the loop the same way), then without any split."""
     if bodies is None:
         locals_by_comp = {s.comp: s.local for s in stmts if s.local is not None}
         bodies = {s.name: statement_body(s, locals_by_comp) for s in stmts}
     asts, leaves = build_ast(stmts, bodies, context)
     body, allocations = to_loop_ir(asts, leaves, params)
-    broken = broken_tiles(allocations, stmts, bodies, leaves)
-    if broken:
-        keep_whole = statements_using(stmts, bodies, broken)
-        asts, leaves = build_ast(stmts, bodies, context, unseparated=keep_whole)
-        body, _ = to_loop_ir(asts, leaves, params)
+    kept_whole = {"untiled": set(), "uncut": set(), "unseparated": set()}
+    for stage, option in enumerate(kept_whole):
+        broken = broken_tiles(allocations, stmts, bodies, leaves)
+        if not broken:
+            break
+        users = statements_using(stmts, bodies, broken)
+        for earlier in list(kept_whole)[:stage + 1]:
+            kept_whole[earlier] |= users
+        asts, leaves = build_ast(stmts, bodies, context, **{k: frozenset(v) for k, v in kept_whole.items()})
+        body, allocations = to_loop_ir(asts, leaves, params)
     return body

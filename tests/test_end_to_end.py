@@ -702,6 +702,40 @@ def test_clamped_reads_along_a_vector_loop_outside_the_innermost_get_a_steady_st
         np.testing.assert_allclose(kernel(a=img), (shifted * shifted[3]).transpose(1, 2, 0), rtol=1e-6)
 
 
+@pytest.mark.parametrize("own_width", [True, False])
+def test_a_tile_of_clamped_reads_keeps_its_steady_state_where_the_consumer_has_partial_tiles(own_width):
+    """Erode's rows under Mullapudi2016: a clamped row stage computed per 64-column strip of its
+    consumer, whose strip is one vector. isl generated the consumer's partial last strip after the strip
+    loop, away from the tile, and (where the input's width is the output's) the rows of an input of at
+    most 3 columns, all edge, before it. Both stages were then generated again with no split at all, and
+    every vector read the input lane by lane. Now the split is given up a step at a time (the full and
+    partial tiles, then the cut of the edges): the tile keeps a clamp-free steady state, and every size
+    (partial strips, an output wider than the input) gives numpy's values."""
+    with ms.Function("strip_min") as f:
+        H, W = ms.Param("H"), ms.Param("W")
+        WA = ms.Param("WA") if own_width else W
+        a = ms.Input("a", [H, WA], ms.uint8)
+        y, x = ms.Var("y", 0, H), ms.Var("x", 0, W)
+        at = lambda xx: a[y, ms.clamp(xx, 0, WA - 1)]
+        rows = ms.Computation("rows", [y, x], ms.min(ms.min(at(x - 1), at(x)), at(x + 1)))
+        out = ms.Computation("out", [y, x], rows[y, x] + ms.u8(1), output=True)
+    xo, xi = out.split("x", 64)
+    out.interchange("y", xo)
+    out.vectorize(xi, 64)
+    rows.compute_at(out, xo)
+    rows.vectorize("x", 16)
+    out.parallelize(xo)
+    text = str(f.lower())
+    assert _clamp_free(text, "rows_tile", "a"), text
+    kernel = f.compile("cpu")
+    sizes = [(1, 1, 1), (3, 2, 2), (4, 64, 64), (5, 130, 130), (2, 200, 200)] + [(3, 70, 150)] * own_width
+    for h, wa, w in sizes:
+        img = rng.integers(0, 256, (h, wa), dtype=np.uint8)
+        p = np.pad(img, ((0, 0), (1, w - wa + 1)), mode="edge")
+        want = np.minimum(np.minimum(p[:, :-2], p[:, 1:-1]), p[:, 2:]) + np.uint8(1)
+        np.testing.assert_array_equal(kernel(a=img, W=w), want)
+
+
 def _clamp_free(text, stored, read):
     """The printed statements storing into `stored` whose every read of `read` has a clamp-free last
     index (no select, no max): a steady state's."""
