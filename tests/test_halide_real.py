@@ -425,6 +425,32 @@ def test_a_func_computed_at_a_consumer_several_of_whose_stages_read_it(level):
     assert len([c for c in f.computations if c.name.startswith("per_stage_producer")]) == 2
 
 
+@pytest.mark.parametrize("vector", [16, None])
+def test_inline_reductions_reading_a_func_computed_in_their_consumers_loop(vector):
+    """Lesson 9 of Halide's tutorial (spread): `maximum(...) - minimum(...)` of a 5x5 box of an
+    edge-clamped image computed per row of strips of 32 rows. The reductions, unscheduled, were computed
+    at the root, where the clamped rows computed per row do not exist ("no stage of spread reads it").
+    They are now computed in the innermost loop of spread, as Halide computes them: per vector of spread,
+    in vectors of its width, or per point without one."""
+    inp = hl.ImageParam(hl.UInt(8), 2, "spread_in")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    box = hl.RDom([(-2, 5), (-2, 5)], "box")
+    spread = hl.Func("spread")
+    spread[x, y] = hl.maximum(clamped[x + box.x, y + box.y]) - hl.minimum(clamped[x + box.x, y + box.y])
+    spread.split(y, yo, yi, 32).parallel(yo)
+    if vector:
+        spread.vectorize(x, vector)
+    clamped.store_at(spread, yo).compute_at(spread, yi)
+    realize_both(spread, [45, 70], {inp: rng.integers(0, 256, (70, 45), dtype=np.uint8)})
+    f = ms.from_halide(spread)
+    lowered = f.lower()
+    placed = [s.buffer.name for s in L.walk_stmts(lowered.body) if isinstance(s, L.Allocate)]
+    assert {name.split("_")[0] for name in placed} >= {"maximum", "minimum"}, placed   # (Halide may add $n)
+    vectors = [s for s in L.walk_stmts(lowered.body) if isinstance(s, L.For) and s.kind == "vector"
+               and any(isinstance(t, L.Store) and t.buffer.name.startswith("maximum") for t in L.walk_stmts(s.body))]
+    assert bool(vectors) == bool(vector)
+
+
 def test_tuple_updates_whose_elements_read_one_another_as_halides_tutorial_writes_them():
     """Lessons 9 and 13 of Halide's tutorial: an argmax by hand (the index reads the maximum at the point
     the iteration writes, so it runs first: Halide loads every element before storing any), `hl.argmax`

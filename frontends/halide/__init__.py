@@ -19,7 +19,7 @@ from .errors import HalideFormatError, HalideVersionError
 from .kernel import HalideFunction, HalideKernel
 from .names import sanitize
 from .reader import read_pipeline
-from .schedule import apply_loop_schedules, apply_placements
+from .schedule import apply_loop_schedules, apply_placements, vectorize_reductions
 
 
 def serialize(pipeline_or_func) -> bytes:
@@ -62,6 +62,7 @@ def from_halide(pipeline_or_func, name=None, output_mins=None) -> HalideFunction
         tr.steady = None   # every size is in the steady regime: no general code (see HalideFunction.compile)
     context = tr.context()
     apply_loop_schedules(tr, context)
+    vectorize_reductions(tr)
     apply_placements(tr, context)
     tr.before_default_inlines = save(f)
     for comp in tr.default_inlines:

@@ -26,7 +26,7 @@ from .exprs import Translator, dtype_of
 from .floatrange import cast_end, float_range, has_float_cast, needs_params
 from .names import NameTable, sanitize
 from .pipeline import FuncInfo, build_call_graph, check_supported, compute_in_each_reading_stage, \
-    consumers_first, redirect_to_wrappers, resolve_calls_by_name, walk_nodes
+    compute_reductions_in_their_consumer, consumers_first, redirect_to_wrappers, resolve_calls_by_name, walk_nodes
 from .requirements import read_output_constraints, read_requirements
 from .schedule import placement
 from .schema import CALL_TYPES
@@ -100,6 +100,8 @@ class PipelineTranslation:
     def __init__(self, pipe, output_mins=None):
         resolve_calls_by_name(pipe)
         check_pipeline(pipe)
+        # {Func: (argument, width)} of the inline reductions computed per vector of their consumer
+        self.vector_reductions = compute_reductions_in_their_consumer(pipe)
         compute_in_each_reading_stage(pipe)
         self.pipe = pipe
         self.funcs = [FuncInfo(i, f) for i, f in enumerate(pipe.funcs)]

@@ -7,7 +7,8 @@ from mascarpone.middleend.errors import NotSupportedError
 
 from .errors import HalideFormatError
 from .exprs import dtype_of
-from .schema import CALL_TYPES
+from .reader import Node
+from .schema import CALL_TYPES, FOR_TYPES
 
 
 def walk_nodes(node):
@@ -105,6 +106,96 @@ def resolve_calls_by_name(pipe):
             n.func_index = index[n.name]
 
 
+#: the var names of Halide's LoopLevel::root() and of the loop outside all others
+_ROOT_LEVELS = ("__root", "__outermost")
+
+
+def _unscheduled(f) -> bool:
+    """Whether the decoded Func has Halide's default placement (inlined, or where used for a Func
+    with updates, which cannot be inlined)."""
+    level = f.func_schedule.compute_level if f.func_schedule is not None else None
+    return level is None or (not level.func_name and level.var_name in ("", "__inlined"))
+
+
+def _computed_in_a_loop(f) -> bool:
+    """Whether the decoded Func is computed inside a loop of another Func (compute_at)."""
+    level = f.func_schedule.compute_level if f.func_schedule is not None else None
+    return level is not None and bool(level.func_name) and level.var_name not in _ROOT_LEVELS
+
+
+def _stages(f):
+    """The decoded Func's definitions: the pure one, then the updates."""
+    return ([f.init_def] if f.init_def is not None else []) + list(f.updates)
+
+
+def compute_reductions_in_their_consumer(pipe):
+    """An unscheduled Func with updates (an inline reduction: `maximum(...)`, `sum(...)`) is computed
+    at the root here, which gives Halide's values unless it reads, directly or through inlined Funcs, a
+    Func computed inside a loop of another Func. Such a reduction is computed in the innermost loop of
+    its one consumer, as Halide computes it; inside a vector loop Halide computes it lane by lane in
+    that vector, so here it is computed per vector (at the loop outside) and its own loop along the
+    vector's variable runs innermost in vectors of the same width.
+
+    Returns {Func name: (its argument along the consumer's vector, the width)} for those computed per
+    vector."""
+    outputs = set(pipe.output_names)
+    inlined = {k for k, f in enumerate(pipe.funcs) if _unscheduled(f) and not f.updates}
+
+    def reached(k):
+        """The Funcs the Func at `k` reads, directly or through inlined Funcs."""
+        seen, todo = set(), [c.func_index for c in func_calls(_stages(pipe.funcs[k]))]
+        while todo:
+            j = todo.pop()
+            if j in seen or not 0 <= j < len(pipe.funcs):
+                continue
+            seen.add(j)
+            if j in inlined:
+                todo += [c.func_index for c in func_calls(_stages(pipe.funcs[j]))]
+        return seen
+
+    vectors = {}
+    for index, f in enumerate(pipe.funcs):
+        if not f.updates or not _unscheduled(f) or f.name in outputs or \
+                not any(_computed_in_a_loop(pipe.funcs[j]) for j in reached(index) if j != index):
+            continue
+        readers = [(c, k) for c in pipe.funcs if c is not f for k, d in enumerate(_stages(c)) if func_calls(d, index)]
+        if len(readers) != 1:
+            continue   # (read by several stages: left at the root, refused there)
+        consumer, k = readers[0]
+        if consumer.name not in outputs and _unscheduled(consumer) and not consumer.updates:
+            continue   # (read through an inlined Func: left at the root, refused there)
+        schedule = _stages(consumer)[k].stage_schedule
+        loops = [d for d in (schedule.dims if schedule is not None else []) if d.var not in _ROOT_LEVELS]
+        innermost = next((d for d in loops if FOR_TYPES[d.for_type] != "Vectorized"), None)
+        if innermost is None or f.func_schedule is None:
+            continue
+        f.func_schedule.compute_level = Node("LoopLevel", dict(
+            func_name=consumer.name, stage_index=k, var_name=innermost.var, is_rvar=innermost.dim_type != 0,
+            locked=True))
+        vector = next((d for d in loops if FOR_TYPES[d.for_type] == "Vectorized"), None)
+        along = _vector_argument(f, index, _stages(consumer)[k], vector) if vector is not None else None
+        if along is not None:
+            vectors[f.name] = along
+    return vectors
+
+
+def _vector_argument(f, index, stage, vector):
+    """(the argument of `f` along which the consumer's `stage` reads it in its vector loop `vector`, the
+    vector's width), or None: the loop must be split off a pure variable by a constant, and every call
+    to `f` must pass that variable itself there."""
+    splits = {s.inner: s for s in stage.stage_schedule.splits}
+    split = splits.get(vector.var)
+    if split is None or split.factor is None or split.factor.kind != "IntImm":
+        return None
+    var = split.old_var
+    while var in splits:   # (a split of a split's inner loop)
+        var = splits[var].old_var
+    calls = func_calls(stage, index)
+    dims = [d for d in range(len(f.args)) if all(d < len(c.args) and c.args[d].kind == "Variable"
+                                                 and c.args[d].name == var for c in calls)]
+    return (f.args[dims[0]], split.factor.value) if calls and len(dims) == 1 else None
+
+
 def compute_in_each_reading_stage(pipe):
     """A Func computed at a loop of a consumer that several stages read, with no stage named
     (`producer.compute_at(consumer, x)`, read by the pure definition and an update), is computed in each
@@ -119,7 +210,7 @@ def compute_in_each_reading_stage(pipe):
             continue
         consumer = pipe.funcs[by_name[level.func_name]]
         first = 1 if consumer.init_def is not None else 0    # (an update's stage number)
-        stages = ([consumer.init_def] if first else []) + list(consumer.updates)
+        stages = _stages(consumer)
         readers = [k for k, d in enumerate(stages) if func_calls(d, index)]
         if len(readers) < 2:
             continue

@@ -328,6 +328,26 @@ def apply_placements(tr, context):
     resolve_widths(tr)
 
 
+def vectorize_reductions(tr):
+    """The inline reductions computed per vector of their consumer (see
+    pipeline.compute_reductions_in_their_consumer) run their loop along the vector's variable innermost,
+    in vectors of its width, as Halide runs them in the consumer's vector lanes."""
+    for info in tr.order:
+        if info.name not in tr.vector_reductions or info.region is None:
+            continue
+        arg, width = tr.vector_reductions[info.name]
+        for k, comps in enumerate(info.comps):
+            loop = info.loop_names[k].get(arg)
+            for comp in comps:
+                if loop not in comp.loops:
+                    continue
+                try:
+                    comp.reorder(*[l for l in comp.loops if l != loop], loop)
+                    comp.vectorize(loop, width)
+                except ScheduleError as err:
+                    warnings.warn(f"Func {info.name}: computed one lane at a time ({err})", stacklevel=3)
+
+
 def _fuse_tuple_elements(info):
     """Halide computes the elements of a Tuple in one loop nest; so does each stage here (sharing
     every loop, an update's elements in the order `info.element_orders` gives), unless compute_at
