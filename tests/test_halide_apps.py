@@ -263,6 +263,14 @@ def test_erode_matches_halide(schedule):
                                   np.asarray(pipeline.realize(spec["sizes"])))
 
 
+@pytest.mark.parametrize("schedule", ["hand", "Mullapudi2016", "Adams2019"])
+def test_spread_matches_halide(schedule):
+    """Lesson 9's spread (the maximum minus the minimum of each 5x5 box, by two inline reductions) with the
+    tutorial's schedule, whose clamped rows are computed per row and read by the reductions, or Halide's
+    autoschedulers', at a size no strip or vector divides: Halide's values, bit for bit."""
+    _app_matches_halide(*_app("spread", schedule, 37, 45))
+
+
 def test_autoschedule_times_nothing_at_sizes_where_the_pipeline_reads_beyond_its_inputs():
     """erode with estimates on its input only: the outputs' default sizes (256 channels) read the
     3-channel input beyond what it covers, which Halide's realize refuses; the kernels the search would

@@ -1,6 +1,6 @@
-"""The pipelines of Halide's Python apps (blur, erode, bilateral grid, interpolate, local Laplacian), our own
-reproductions of their algorithms, each with the CPU schedule the app writes by hand or none (for an
-autoscheduler).
+"""The pipelines of Halide's Python apps (blur, erode, bilateral grid, interpolate, local Laplacian) and the
+spread of its tutorial (lesson 9), our own reproductions of their algorithms, each with the CPU schedule the
+app or tutorial writes by hand or none (for an autoscheduler).
 
 Each builder takes `schedule` ("hand" or "none"), sizes and `levels` where the app has pyramid levels,
 and returns a dict: `outputs` (Funcs), `images` ({ImageParam: numpy array}), `params` ([(Param,
@@ -56,6 +56,25 @@ def erode(schedule, w, h, rng):
     image = rng.integers(0, 256, (3, h, w), dtype=np.uint8)
     return dict(outputs=[erode_y], images={inp: image}, params=[], sizes=[w, h, 3], tol=0,
                 estimates=[[(0, w), (0, h), (0, 3)]])
+
+
+def spread(schedule, w, h, rng):
+    """The spread (maximum minus minimum) of each 5x5 box of an 8-bit image with its edges clamped, by two
+    inline reductions; lesson 9 of the tutorial computes the clamped rows per row of strips of 32 rows,
+    stored per strip, and vectorizes 16 columns."""
+    x, y, yo, yi = _vars("x y yo yi")
+    inp = hl.ImageParam(hl.UInt(8), 2, "input")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    box = hl.RDom([(-2, 5), (-2, 5)], "box")
+    out = hl.Func("spread")
+    out[x, y] = hl.maximum(clamped[x + box.x, y + box.y]) - hl.minimum(clamped[x + box.x, y + box.y])
+    inp.set_estimates([(0, w), (0, h)])
+    if schedule == "hand":
+        out.split(y, yo, yi, 32).parallel(yo).vectorize(x, 16)
+        clamped.store_at(out, yo).compute_at(out, yi)
+    image = rng.integers(0, 256, (h, w), dtype=np.uint8)
+    return dict(outputs=[out], images={inp: image}, params=[], sizes=[w, h], tol=0,
+                estimates=[[(0, w), (0, h)]])
 
 
 def _min_of(values):
@@ -272,8 +291,8 @@ def local_laplacian(schedule, w, h, rng, levels=8):
                 sizes=[w, h, 3], tol=1, estimates=[[(0, w), (0, h), (0, 3)]], ieee=True)
 
 
-APPS = {"blur": blur, "erode": erode, "bilateral_grid": bilateral_grid, "interpolate": interpolate,
-        "local_laplacian": local_laplacian}
+APPS = {"blur": blur, "erode": erode, "spread": spread, "bilateral_grid": bilateral_grid,
+        "interpolate": interpolate, "local_laplacian": local_laplacian}
 AUTOSCHEDULERS = ("Adams2019", "Mullapudi2016")
 _PLUGINS = {"Adams2019": "autoschedule_adams2019", "Mullapudi2016": "autoschedule_mullapudi2016"}
 _loaded = set()
