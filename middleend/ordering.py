@@ -42,15 +42,29 @@ def _computed_at(comp, how, other, level) -> bool:
     return how == "before" and target is not None and target[0] is other and target[1] == level
 
 
-def _host(seq, producer, consumer, level, loops_of):
+def _host(seq, producer, consumer, level, loops_of, beside=None):
     """Move `producer` (alone: what follows inside its loops is its consumer) into `consumer`'s loops
     down to `level`, just before the nest that holds the consumer one loop deeper: directly before
     the consumer unless the consumer shares deeper loops with what precedes it, which it keeps sharing
-    (a consumer placed after another in their innermost loops computes its producer before both)."""
+    (a consumer placed after another in their innermost loops computes its producer before both).
+    `beside` = (how, other, its level): placed after or before `other`, computed at the same loop,
+    sharing their loops down to that level instead."""
     start = next(i for i, e in enumerate(seq) if e[0] is producer)
     entry = seq.pop(start)
     if start < len(seq) and seq[start][1] > entry[1]:
         seq[start][1] = entry[1]  # the entry that followed now follows what preceded
+    if beside is not None:
+        how, other, shared = beside
+        depth = _level_depth(other, shared, loops_of, how, producer)
+        anchor = next(i for i, e in enumerate(seq) if e[0] is other)
+        if how == "after":
+            at = _subtree_end(seq, anchor)
+            entry[1] = depth
+        else:
+            at = anchor
+            entry[1], seq[anchor][1] = seq[anchor][1], depth
+        seq.insert(at, entry)
+        return
     depth = _level_depth(consumer, level, loops_of, "compute_at", producer)
     at = next(i for i, e in enumerate(seq) if e[0] is consumer)
     while seq[at][1] > depth:
@@ -63,22 +77,34 @@ def _host(seq, producer, consumer, level, loops_of):
 def _rehost(seq, hosting, loops_of):
     """Put what compute_at placed in a consumer's loops back next to the consumer, wherever a later
     placement moved either (or put something between them), in the order compute_at placed them; a
-    producer's own producers after it. `hosting`: id(consumer) -> (consumer, [(producer, level)])."""
+    producer's own producers after it. `hosting`: id(consumer) -> (consumer, [(producer, level, beside)]),
+    `beside` as `_host` takes it."""
     done = set()
 
     def visit(consumer):
         if id(consumer) in done:
             return
         done.add(id(consumer))
-        for producer, level in hosting.get(id(consumer), (None, []))[1]:
+        for producer, level, beside in hosting.get(id(consumer), (None, []))[1]:
             target = producer.compute_at_target
             if target is not None and target[0] is consumer and any(e[0] is producer for e in seq):
-                _host(seq, producer, consumer, level, loops_of)
+                _host(seq, producer, consumer, level, loops_of, beside)
                 visit(producer)
     consumers = [consumer for consumer, _ in hosting.values()]
     # the outermost consumers first (their producers' places follow theirs), then any left in a cycle
     for consumer in sorted(consumers, key=lambda c: any(id(h) in hosting for h in c.hosts())):
         visit(consumer)
+
+
+def _tile_neighbours(hosting, comp, other):
+    """The list of what compute_at placed in the consumer's loops, where `comp` and `other` are both
+    there at one loop (an after/before between two tiles of that loop); else None."""
+    target, other_target = getattr(comp, "compute_at_target", None), getattr(other, "compute_at_target", None)
+    if target is None or other_target is None or target[0] is not other_target[0] or target[1] != other_target[1]:
+        return None
+    hosted = hosting.get(id(target[0]), (None, []))[1]
+    names = [h[0] for h in hosted]
+    return hosted if any(c is comp for c in names) and any(c is other for c in names) else None
 
 
 def _take_computed_at(seq, comp):
@@ -111,7 +137,7 @@ def resolve(computations, commands, loops_of):
     seq = [[c, 0] for c in computations]
     position = lambda c: next(i for i, e in enumerate(seq) if e[0] is c)
     ahead = [c for c in commands if c[0] == "ahead"]
-    hosting = {}    # id(consumer) -> (consumer, [(producer, level)] placed by compute_at so far, in order)
+    hosting = {}    # id(consumer) -> (consumer, [(producer, level, beside)] placed by compute_at so far, in order)
     for how, comp, other, level in [c for c in commands if c[0] != "ahead"] + ahead:
         others = [o for o in (other if isinstance(other, tuple) else (other,))
                   if any(o is c for c in computations)]
@@ -126,8 +152,18 @@ def resolve(computations, commands, loops_of):
             continue
         if _computed_at(comp, how, other, level):
             hosted = hosting.setdefault(id(other), (other, []))[1]
-            hosted[:] = [h for h in hosted if h[0] is not comp] + [(comp, level)]
+            hosted[:] = [h for h in hosted if h[0] is not comp] + [(comp, level, None)]
             _host(seq, comp, other, level, loops_of)
+            _rehost(seq, hosting, loops_of)
+            continue
+        hosted = _tile_neighbours(hosting, comp, other)
+        if hosted is not None:
+            # two tiles of one loop: comp goes next to other, and is hosted right after it, so that
+            # every rehosting puts other in place first
+            entry = next(h for h in hosted if h[0] is comp)
+            hosted.remove(entry)
+            at = next(k for k, h in enumerate(hosted) if h[0] is other) + 1
+            hosted.insert(at, (comp, entry[1], (how, other, level)))
             _rehost(seq, hosting, loops_of)
             continue
         start = position(comp)

@@ -522,7 +522,8 @@ class Schedulable:
 
     # placement ----------------------------------------------------------------
     def after(self, other, level=root):
-        """Run this computation after `other`, sharing `other`'s loops down to `level` (ms.root: none)."""
+        """Run this computation after `other`, sharing `other`'s loops down to `level` (ms.root: none). Two
+        computations computed at one loop of one consumer are placed so within its tile nest."""
         self._place("after", other, level)
         return self
 
@@ -542,7 +543,7 @@ class Schedulable:
             raise ScheduleError(f"{self.name}.{cmd}: {other!r} is not a computation of the same function")
         if other is self:
             raise ScheduleError(f"{self.name}.{cmd}: a computation cannot be placed relative to itself")
-        if not by_compute_at:
+        if not by_compute_at and not self.computed_at_same_loop(other):
             for c in (self, other):
                 if c.compute_at_target is not None:
                     raise ScheduleError(f"{self.name}.{cmd}: {c.name} is computed at "
@@ -551,6 +552,13 @@ class Schedulable:
         name = None if level is root else loop_name(level)
         self.function._ordering.append((how, self, other, name))
         self._record(cmd)
+
+    def computed_at_same_loop(self, other) -> bool:
+        """Whether both are computed at one loop of one consumer: in the same tile nest, where after/before
+        place one next to the other (sharing their own loops: the elements of a Halide Tuple)."""
+        return self.compute_at_target is not None and getattr(other, "compute_at_target", None) is not None \
+            and self.compute_at_target[0] is other.compute_at_target[0] \
+            and self.compute_at_target[1] == other.compute_at_target[1]
 
     def compute_at(self, consumer, level):
         """Compute the instances `consumer` needs inside its loop `level`, into a tile-sized buffer.

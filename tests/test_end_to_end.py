@@ -573,6 +573,48 @@ def test_a_producer_computed_at_a_consumer_moves_with_it(move):
     np.testing.assert_allclose(got_c, c_ref, rtol=1e-5)
 
 
+def test_two_tiles_of_one_loop_share_their_loops_when_placed_after_each_other():
+    """Two running sums computed per strip of their consumer, the second reading the first: `after`, made
+    for placing nests, places one next to the other in their tile too, sharing their loops (as a Halide
+    Tuple's elements run); the history replays it, and `after` between a tile and a computation outside
+    it is still refused by name."""
+    N = ms.Param("N")
+
+    def build(name):
+        with ms.Function(name) as f:
+            a = ms.Input("a", [N + 8], ms.float32)
+            i, k, k1 = ms.Var("i", 0, N), ms.Var("k", 0, 8), ms.Var("k", 1, 8)
+            s = ms.Computation("s", [i, k], a[i + k])
+            t = ms.Computation("t", [i, k], a[i + k] * 2)
+            s.update([i, k1], s[i, k1 - 1] * ms.f32(0.5) + s[i, k1])
+            t.update([i, k1], t[i, k1 - 1] - s[i, k1 - 1] * ms.f32(0.25))
+            ms.Computation("out", [i, k], s[i, k] + t[i, k], output=True)
+        return f
+
+    f = build("twin_scans")
+    s, t, out = (f.computation(n) for n in ("s", "t", "out"))
+    io, ii = out.split("i", 4)
+    s.compute_at(out, io)
+    t.compute_at(out, io)
+    t.after(s, "k")
+    t.updates[0].after(s.updates[0], "k")
+    with pytest.raises(ms.ScheduleError, match="s is computed at out's loop"):
+        out.after(s, ms.root)
+    lines = [line.strip() for line in str(f.lower()).splitlines()]
+    together = [k for k in range(len(lines) - 1) if lines[k].startswith("s_tile[") and lines[k + 1].startswith("t_tile[")]
+    assert len(together) == 2, "\n".join(lines)     # each stage's two tiles in one loop body
+    values = rng.random(13, dtype=np.float32)
+    ref_s, ref_t = np.stack([values[j:j + 8] for j in range(5)]), 2 * np.stack([values[j:j + 8] for j in range(5)])
+    for kk in range(1, 8):
+        ref_t[:, kk] = ref_t[:, kk - 1] - ref_s[:, kk - 1] * np.float32(0.25)
+        ref_s[:, kk] = ref_s[:, kk - 1] * np.float32(0.5) + ref_s[:, kk]
+    want = ref_s + ref_t
+    np.testing.assert_allclose(f.compile("cpu")(a=values), want, rtol=1e-5)
+    again = build("twin_scans_again")
+    again.replay(f.history())
+    assert str(again.lower()).replace("twin_scans_again", "twin_scans") == str(f.lower())
+
+
 def test_compute_at_with_updates_checks_the_reduction_inside_the_tile():
     f, P, acc, out = _box_sum_then_average()
     y0, x0, y1, x1 = out.tile("y", "x", 8, 16)

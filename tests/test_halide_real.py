@@ -489,6 +489,31 @@ def test_tuple_updates_whose_elements_read_one_another_as_halides_tutorial_write
         ms.from_halide(swap)
 
 
+def test_tuple_reductions_computed_in_a_consumers_loop_run_their_elements_together():
+    """A Tuple whose update's elements read each other (an argmax by hand) computed at a consumer's
+    loop, and an inline `argmax` beside a `sum` reading an edge computed per strip of their consumer:
+    each element ran its whole update before the next began, which the dependences between the
+    elements refused. The elements now share their loops in the tile, iteration by iteration, as at
+    the root."""
+    inp = hl.ImageParam(hl.Int(32), 1, "tuple_tile_in")
+    r = hl.RDom([(0, 5)], "tuple_tile_r")
+    best = hl.Func("best_by_hand")
+    best[x] = (0, inp[x])
+    best[x] = (hl.select(best[x][1] < inp[x + r], r, best[x][0]), hl.max(best[x][1], inp[x + r]))
+    out = hl.Func("best_out")
+    out[x] = best[x][0] * 1000 + best[x][1]
+    out.split(x, xo, xi, 8)
+    best.compute_at(out, xo)
+    image = rng.integers(-50, 50, 40).astype(np.int32)
+    realize_both(out, [30], {inp: image})
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    inline = hl.Func("inline_argmax_in_strips")
+    inline[x] = hl.argmax(clamped[x + r])[0] + hl.sum(clamped[x + r] * 2)
+    inline.split(x, xo, xi, 8).vectorize(xi, 4)
+    clamped.compute_at(inline, xo)
+    realize_both(inline, [30], {inp: image[:30]})
+
+
 @pytest.mark.parametrize("update", [False, True])
 def test_a_func_whose_tile_is_the_same_in_every_iteration_of_the_loop_it_is_computed_at(update):
     """A row table (`table[x]`, with or without an update) computed per row of a 2-D consumer: every

@@ -350,12 +350,12 @@ def vectorize_reductions(tr):
 
 def _fuse_tuple_elements(info):
     """Halide computes the elements of a Tuple in one loop nest; so does each stage here (sharing
-    every loop, an update's elements in the order `info.element_orders` gives), unless compute_at
-    already placed the elements in a consumer's tile."""
+    every loop, an update's elements in the order `info.element_orders` gives), at the root or in the
+    tile of a consumer's loop alike."""
     for k, comps in enumerate(info.comps):
         comps = [comps[v] for v in info.element_orders.get(k, range(len(comps)))]
         for prev, comp in zip(comps, comps[1:]):
-            if comp.compute_at_target is None and prev.compute_at_target is None:
+            if comp.compute_at_target is None and prev.compute_at_target is None or comp.computed_at_same_loop(prev):
                 # (a zero-dimensional Func has no loop to share: one after the other)
                 comp.after(prev, prev.loops[-1] if prev.loops else root)
 
