@@ -55,15 +55,7 @@ def _host(seq, producer, consumer, level, loops_of, beside=None):
         seq[start][1] = entry[1]  # the entry that followed now follows what preceded
     if beside is not None:
         how, other, shared = beside
-        depth = _level_depth(other, shared, loops_of, how, producer)
-        anchor = next(i for i, e in enumerate(seq) if e[0] is other)
-        if how == "after":
-            at = _subtree_end(seq, anchor)
-            entry[1] = depth
-        else:
-            at = anchor
-            entry[1], seq[anchor][1] = seq[anchor][1], depth
-        seq.insert(at, entry)
+        _insert_next_to(seq, [entry], how, other, _level_depth(other, shared, loops_of, how, producer))
         return
     depth = _level_depth(consumer, level, loops_of, "compute_at", producer)
     at = next(i for i, e in enumerate(seq) if e[0] is consumer)
@@ -94,6 +86,19 @@ def _rehost(seq, hosting, loops_of):
     # the outermost consumers first (their producers' places follow theirs), then any left in a cycle
     for consumer in sorted(consumers, key=lambda c: any(id(h) in hosting for h in c.hosts())):
         visit(consumer)
+
+
+def _insert_next_to(seq, block, how, other, depth):
+    """Insert `block` (entries, the first one starting its nest) just after the nest of `other` ("after")
+    or just before `other` ("before"), sharing `depth` loops with it."""
+    anchor = next(i for i, e in enumerate(seq) if e[0] is other)
+    if how == "after":
+        at = _subtree_end(seq, anchor)
+        block[0][1] = depth
+    else:
+        at = anchor
+        block[0][1], seq[anchor][1] = seq[anchor][1], depth
+    seq[at:at] = block
 
 
 def _tile_neighbours(hosting, comp, other):
@@ -173,16 +178,7 @@ def resolve(computations, commands, loops_of):
         del seq[start:start + len(block)]
         if start < len(seq) and seq[start][1] > block[0][1]:
             seq[start][1] = block[0][1]  # the entry that followed now follows what preceded
-        depth = _level_depth(other, level, loops_of, how, comp)
-        anchor = position(other)
-        if how == "after":
-            at = _subtree_end(seq, anchor)
-            block[0][1] = depth
-        else:
-            at = anchor
-            block[0][1] = seq[anchor][1]
-            seq[anchor][1] = depth
-        seq[at:at] = block
+        _insert_next_to(seq, block, how, other, _level_depth(other, level, loops_of, how, comp))
         _rehost(seq, hosting, loops_of)
     betas = {}
     prev = None
