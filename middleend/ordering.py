@@ -104,10 +104,9 @@ def _insert_next_to(seq, block, how, other, depth):
 def _tile_neighbours(hosting, comp, other):
     """The list of what compute_at placed in the consumer's loops, where `comp` and `other` are both
     there at one loop (an after/before between two tiles of that loop); else None."""
-    target, other_target = getattr(comp, "compute_at_target", None), getattr(other, "compute_at_target", None)
-    if target is None or other_target is None or target[0] is not other_target[0] or target[1] != other_target[1]:
+    if not comp.computed_at_same_loop(other):
         return None
-    hosted = hosting.get(id(target[0]), (None, []))[1]
+    hosted = hosting.get(id(comp.compute_at_target[0]), (None, []))[1]
     names = [h[0] for h in hosted]
     return hosted if any(c is comp for c in names) and any(c is other for c in names) else None
 
