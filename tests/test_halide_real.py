@@ -451,6 +451,22 @@ def test_inline_reductions_reading_a_func_computed_in_their_consumers_loop(vecto
     assert bool(vectors) == bool(vector)
 
 
+def test_an_inline_reduction_read_through_an_inlined_func_is_computed_in_the_final_consumer():
+    """The spread's maximum read through a Func nothing schedules (inlined into spread, read at x and
+    x + 1): the reduction is computed in spread's innermost loop, where the inlined Func's reads land,
+    and gives Halide's values."""
+    inp = hl.ImageParam(hl.UInt(8), 2, "through_in")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    box = hl.RDom([(-2, 5), (-2, 5)], "through_box")
+    halved = hl.Func("halved_maximum")
+    halved[x, y] = hl.maximum(clamped[x + box.x, y + box.y]) / 2
+    spread = hl.Func("spread_through")
+    spread[x, y] = halved[x, y] + halved[x + 1, y] - hl.minimum(clamped[x + box.x, y + box.y]) // 4
+    spread.split(y, yo, yi, 32).parallel(yo).vectorize(x, 16)
+    clamped.store_at(spread, yo).compute_at(spread, yi)
+    realize_both(spread, [45, 70], {inp: rng.integers(0, 256, (70, 45), dtype=np.uint8)})
+
+
 def test_tuple_updates_whose_elements_read_one_another_as_halides_tutorial_writes_them():
     """Lessons 9 and 13 of Halide's tutorial: an argmax by hand (the index reads the maximum at the point
     the iteration writes, so it runs first: Halide loads every element before storing any), `hl.argmax`

@@ -132,14 +132,15 @@ def compute_reductions_in_their_consumer(pipe):
     """An unscheduled Func with updates (an inline reduction: `maximum(...)`, `sum(...)`) is computed
     at the root here, which gives Halide's values unless it reads, directly or through inlined Funcs, a
     Func computed inside a loop of another Func. Such a reduction is computed in the innermost loop of
-    its one consumer, as Halide computes it; inside a vector loop Halide computes it lane by lane in
-    that vector, so here it is computed per vector (at the loop outside) and its own loop along the
-    vector's variable runs innermost in vectors of the same width.
+    its one consumer (the Func whose stage reads it, directly or through inlined Funcs), as Halide
+    computes it; inside a vector loop Halide computes it lane by lane in that vector, so here it is
+    computed per vector (at the loop outside) and, where the consumer reads it along the vector's
+    variable itself, its own loop along that variable runs innermost in vectors of the same width.
 
     Returns {Func name: (its argument along the consumer's vector, the width)} for those computed per
     vector."""
     outputs = set(pipe.output_names)
-    inlined = {k for k, f in enumerate(pipe.funcs) if _unscheduled(f) and not f.updates}
+    inlined = {k for k, f in enumerate(pipe.funcs) if _unscheduled(f) and not f.updates and f.name not in outputs}
 
     def reached(k):
         """The Funcs the Func at `k` reads, directly or through inlined Funcs."""
@@ -153,17 +154,31 @@ def compute_reductions_in_their_consumer(pipe):
                 todo += [c.func_index for c in func_calls(_stages(pipe.funcs[j]))]
         return seen
 
+    def readers(k):
+        """The (Func, stage) pairs that read the Func at `k`, directly or through inlined Funcs."""
+        out, todo, seen = [], [k], {k}
+        while todo:
+            j = todo.pop()
+            for c_index, c in enumerate(pipe.funcs):
+                for stage_index, d in enumerate(_stages(c)):
+                    if c_index == j or not func_calls(d, j):
+                        continue
+                    if c_index not in inlined:
+                        out += [(c, stage_index)] if not any(c is o and stage_index == s for o, s in out) else []
+                    elif c_index not in seen:
+                        seen.add(c_index)
+                        todo.append(c_index)
+        return out
+
     vectors = {}
     for index, f in enumerate(pipe.funcs):
         if not f.updates or not _unscheduled(f) or f.name in outputs or \
                 not any(_computed_in_a_loop(pipe.funcs[j]) for j in reached(index) if j != index):
             continue
-        readers = [(c, k) for c in pipe.funcs if c is not f for k, d in enumerate(_stages(c)) if func_calls(d, index)]
-        if len(readers) != 1:
-            continue   # (read by several stages: left at the root, refused there)
-        consumer, k = readers[0]
-        if consumer.name not in outputs and _unscheduled(consumer) and not consumer.updates:
-            continue   # (read through an inlined Func: left at the root, refused there)
+        where = readers(index)
+        if len(where) != 1:
+            continue   # (read by several stages or Funcs: left at the root, refused there)
+        consumer, k = where[0]
         schedule = _stages(consumer)[k].stage_schedule
         loops = [d for d in (schedule.dims if schedule is not None else []) if d.var not in _ROOT_LEVELS]
         innermost = next((d for d in loops if FOR_TYPES[d.for_type] != "Vectorized"), None)
