@@ -530,6 +530,21 @@ def test_tuple_reductions_computed_in_a_consumers_loop_run_their_elements_togeth
     realize_both(inline, [30], {inp: image[:30]})
 
 
+def test_a_tuple_element_only_its_own_updates_read_is_refused_in_a_tile_by_name():
+    """A 2-D argmax read for its first index only: its second index is read by nothing but its own
+    update, so a tile of it computed in a consumer's loop would hold nothing; refused naming the Func
+    and the element, with what to do, instead of an error about a command the user never wrote."""
+    inp = hl.ImageParam(hl.Int(32), 2, "unread_in")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    box = hl.RDom([(0, 2), (0, 2)], "unread_box")
+    out = hl.Func("unread_out")
+    out[x, y] = hl.argmax(clamped[x + box.x, y + box.y])[0]
+    clamped.compute_at(out, y)
+    with pytest.raises(ms.NotSupportedError, match=r"Func argmax(\$\d+)? is computed at unread_out\.x, and nothing "
+                                                   r"reads element\(s\) \[1\]"):
+        ms.from_halide(out)
+
+
 @pytest.mark.parametrize("update", [False, True])
 def test_a_func_whose_tile_is_the_same_in_every_iteration_of_the_loop_it_is_computed_at(update):
     """A row table (`table[x]`, with or without an update) computed per row of a 2-D consumer: every

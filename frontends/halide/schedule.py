@@ -46,7 +46,7 @@ from mascarpone.middleend.errors import NotSupportedError, ScheduleError
 from mascarpone.middleend.schedule import root
 
 from .names import NameTable
-from .pipeline import walk_nodes
+from .pipeline import func_calls, walk_nodes
 from .schema import CALL_TYPES, FOR_TYPES
 from .splits import Variable, constant_value, loop_nest
 
@@ -374,6 +374,12 @@ def _place(tr, info, level):
         raise NotSupportedError(f"Func {info.name} is computed at {level.func_name}.{level.var_name}, a Func the "
                                 f"pipeline does not compute")
     k, element = tr.tile_readers.where(info)
+    unread = _unread_elements(tr, info)
+    if unread:
+        raise NotSupportedError(
+            f"{where} is computed at {consumer.name}.{level.var_name}, and nothing reads element(s) {unread} of its "
+            f"Tuple but their own updates (a 2-D argmax's second index, say): a tile holds what is read in "
+            f"it; read every element, or compute at the root the Funcs it reads that are computed in loops")
     scans = _scans(tr, info)
     if scans:
         # Halide grows each tile by the whole range such an update writes (a scan runs over all of its
@@ -405,6 +411,16 @@ def _place(tr, info, level):
     if outer != var and _serial_between(targets[0], outer, var):
         for comp in info.comps[0]:
             comp.store_at(outer)   # slides within each iteration of `outer`, as Halide's does
+
+
+def _unread_elements(tr, info):
+    """The elements of a Tuple Func that no other Func reads and no other element's definitions read."""
+    read = {n.value_index for f in tr.funcs if f is not info for n in func_calls(f.stages, info.index)}
+    for d in info.stages:
+        read |= {n.value_index for n in func_calls([d.args, d.predicate], info.index)}
+        read |= {n.value_index for w, value in enumerate(d.values) for n in func_calls(value, info.index)
+                 if n.value_index != w}
+    return [v for v in range(len(info.dtypes)) if v not in read] if len(info.dtypes) > 1 else []
 
 
 def _serial_between(consumer, outer, loop):
