@@ -639,6 +639,8 @@ def generate(stmts, context, params, bodies=None):
     tile is broken: without the full/partial split (isl moves a partial tile that is one iteration of
     the tile's loop out of that loop), then with their edges in one piece (an edge that is all of a
     statement at small sizes leaves the loop the same way), then without any split."""
+    if not stmts:   # (every statement runs no iteration at any size: nothing to generate)
+        return L.Block([])
     if bodies is None:
         locals_by_comp = {s.comp: s.local for s in stmts if s.local is not None}
         bodies = {s.name: statement_body(s, locals_by_comp) for s in stmts}

@@ -1283,6 +1283,20 @@ def test_float32_functions_are_correctly_rounded_in_the_interpreter_and_the_kern
     np.testing.assert_array_equal(ours, ref)
 
 
+def test_a_function_whose_every_loop_runs_no_iteration_compiles_to_nothing():
+    """jacobi-1d reading `size(A, 64)` of a vector (1 in Julia, a dimension past the last): both sweeps
+    run over `2:0`, so no statement runs at any size. Its code is empty (generation failed on no
+    statements at all) and the arrays keep the interpreter's values."""
+    text, argtypes = fixture("jacobi1d", "v1_6.typed")
+    mutated = text.replace("Main.size(A, 1)", "Main.size(A, 64)")
+    assert mutated != text
+    ref, ours = random_args(argtypes, 3, 7), random_args(argtypes, 3, 7)
+    interpret(mutated, argtypes, *ref)
+    from_julia(mutated, argtypes).compile()(*ours)
+    for r, o in zip(ref, ours):
+        np.testing.assert_array_equal(o, r)
+
+
 @pytest.mark.parametrize("first", ["1", "0", "1000000"])
 def test_a_loop_that_runs_no_iteration_compiles_and_runs_as_in_julia(first):
     """gesummv with its row loop over `first:n`: over `1:0` no iteration runs at any size, and over
