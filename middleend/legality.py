@@ -143,17 +143,25 @@ def checked_pairs(stmts, deps, function, context):
             pairs = a.to_original.apply_range(m).apply_range(b.to_original.reverse())
             pairs = pairs.intersect(_same_loops(a, b, a.prefix_depth))
             out.append((kind, m, a.time, b.time, pairs))
+        elif a is not None and b is not None and _reads_tile(b, a, kind, by_name, before=True):
+            # ... and reads it before a later stage of its producer writes it there (a Tuple's elements
+            # computed side by side in their tiles): within each iteration, as each has its own tile
+            pairs = a.to_original.apply_range(m).apply_range(b.to_original.reverse())
+            pairs = pairs.intersect(_same_loops(a, b, b.prefix_depth))
+            out.append((kind, m, a.time, b.time, pairs))
         else:
             out.append((kind, m, times[src], times[snk], m))
     return CheckedPairs(out, context)
 
 
-def _reads_tile(a, b, kind, by_name):
+def _reads_tile(a, b, kind, by_name, before=False):
     """Whether statement `b` reads the tile of the producer of `a` as a computation run inside the
-    consumer's loops (not the consumer itself, whose reads hold by construction)."""
+    consumer's loops (not the consumer itself, whose reads hold by construction): after `a` writes it,
+    or with `before`, before `a` writes it again (a tile no sliding window keeps across iterations)."""
     producer = a.comp.storage_owner
     target = producer.compute_at_target
-    if kind != "read-after-write" or target is None or producer.stored_at_root or a.local is None:
+    if kind != ("write-after-read" if before else "read-after-write") or target is None or \
+            producer.stored_at_root or a.local is None or (before and producer.store_level is not None):
         return False
     consumer = by_name.get(target[0].name)
     return consumer is not None and b.comp is not consumer.comp and b.comp.storage_owner is not producer and \

@@ -528,6 +528,18 @@ def test_tuple_reductions_computed_in_a_consumers_loop_run_their_elements_togeth
     inline.split(x, xo, xi, 8).vectorize(xi, 4)
     clamped.compute_at(inline, xo)
     realize_both(inline, [30], {inp: image[:30]})
+    # a 2-D argmax read at x and x + 1 through an inlined Func: its tiles overlap from one x to the next,
+    # and an element's update reads the value another's update then writes, within each tile only
+    image2 = hl.ImageParam(hl.Int(32), 2, "tuple_tile_in2")
+    edge2 = hl.BoundaryConditions.repeat_edge(image2)
+    box = hl.RDom([(-1, 2), (-1, 3)], "tuple_tile_box")
+    best2 = hl.argmax(edge2[x + box.x, y + box.y])
+    both = hl.Func("both_indices")
+    both[x, y] = best2[0] * 10 + best2[1]
+    pairs = hl.Func("pairs_of_indices")
+    pairs[x, y] = both[x, y] + both[x + 1, y]
+    edge2.compute_at(pairs, y)
+    realize_both(pairs, [9, 7], {image2: rng.integers(-9, 9, (8, 11)).astype(np.int32)})
 
 
 def test_a_tuple_element_only_its_own_updates_read_is_refused_in_a_tile_by_name():
