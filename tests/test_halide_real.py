@@ -454,7 +454,7 @@ def test_inline_reductions_reading_a_func_computed_in_their_consumers_loop(vecto
 def test_an_inline_reduction_read_through_an_inlined_func_is_computed_in_the_final_consumer():
     """The spread's maximum read through a Func nothing schedules (inlined into spread, read at x and
     x + 1): the reduction is computed in spread's innermost loop, where the inlined Func's reads land,
-    and gives Halide's values."""
+    in vectors along x as where spread reads it itself, and gives Halide's values."""
     inp = hl.ImageParam(hl.UInt(8), 2, "through_in")
     clamped = hl.BoundaryConditions.repeat_edge(inp)
     box = hl.RDom([(-2, 5), (-2, 5)], "through_box")
@@ -465,6 +465,10 @@ def test_an_inline_reduction_read_through_an_inlined_func_is_computed_in_the_fin
     spread.split(y, yo, yi, 32).parallel(yo).vectorize(x, 16)
     clamped.store_at(spread, yo).compute_at(spread, yi)
     realize_both(spread, [45, 70], {inp: rng.integers(0, 256, (70, 45), dtype=np.uint8)})
+    lowered = ms.from_halide(spread).lower()
+    assert any(isinstance(s, L.For) and s.kind == "vector" and any(
+        isinstance(t, L.Store) and t.buffer.name.startswith("maximum") for t in L.walk_stmts(s.body))
+        for s in L.walk_stmts(lowered.body))   # computed per vector of spread, in vectors
 
 
 def test_tuple_updates_whose_elements_read_one_another_as_halides_tutorial_writes_them():

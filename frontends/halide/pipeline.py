@@ -170,6 +170,18 @@ def compute_reductions_in_their_consumer(pipe):
                         todo.append(c_index)
         return out
 
+    def inlined_from(stage):
+        """The definitions of the inlined Funcs that `stage` reads, directly or through each other."""
+        out, seen, todo = [], set(), [c.func_index for c in func_calls(stage)]
+        while todo:
+            j = todo.pop()
+            if j in seen or j not in inlined:
+                continue
+            seen.add(j)
+            out += _stages(pipe.funcs[j])
+            todo += [c.func_index for c in func_calls(_stages(pipe.funcs[j]))]
+        return out
+
     vectors = {}
     for index, f in enumerate(pipe.funcs):
         if not f.updates or not _unscheduled(f) or f.name in outputs or \
@@ -188,16 +200,19 @@ def compute_reductions_in_their_consumer(pipe):
             func_name=consumer.name, stage_index=k, var_name=innermost.var, is_rvar=innermost.dim_type != 0,
             locked=True))
         vector = next((d for d in loops if FOR_TYPES[d.for_type] == "Vectorized"), None)
-        along = _vector_argument(f, index, _stages(consumer)[k], vector) if vector is not None else None
+        along = _vector_argument(f, index, _stages(consumer)[k], vector, inlined_from(_stages(consumer)[k])) \
+            if vector is not None else None
         if along is not None:
             vectors[f.name] = along
     return vectors
 
 
-def _vector_argument(f, index, stage, vector):
+def _vector_argument(f, index, stage, vector, inlined=()):
     """(the argument of `f` along which the consumer's `stage` reads it in its vector loop `vector`, the
     vector's width), or None: the loop must be split off a pure variable by a constant, and every call
-    to `f` must pass that variable itself there."""
+    to `f` must pass that variable itself there, in `stage` or in the `inlined` definitions it reads
+    (Funcs written with the consumer's Vars, as pipelines share them; were they not, another loop of
+    `f` would run in vectors, which computes the same values)."""
     splits = {s.inner: s for s in stage.stage_schedule.splits}
     split = splits.get(vector.var)
     if split is None or split.factor is None or split.factor.kind != "IntImm":
@@ -205,7 +220,7 @@ def _vector_argument(f, index, stage, vector):
     var = split.old_var
     while var in splits:   # (a split of a split's inner loop)
         var = splits[var].old_var
-    calls = func_calls(stage, index)
+    calls = func_calls([stage] + list(inlined), index)
     dims = [d for d in range(len(f.args)) if all(d < len(c.args) and c.args[d].kind == "Variable"
                                                  and c.args[d].name == var for c in calls)]
     return (f.args[dims[0]], split.factor.value) if calls and len(dims) == 1 else None
