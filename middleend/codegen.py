@@ -646,14 +646,15 @@ def generate(stmts, context, params, bodies=None):
         bodies = {s.name: statement_body(s, locals_by_comp) for s in stmts}
     asts, leaves = build_ast(stmts, bodies, context)
     body, allocations = to_loop_ir(asts, leaves, params)
-    kept_whole = {"untiled": set(), "uncut": set(), "unseparated": set()}
-    for stage, option in enumerate(kept_whole):
+    # what the statements using a broken tile give up, in turn: each retry gives up one more of these
+    kept_whole = dict.fromkeys(("untiled", "uncut", "unseparated"), frozenset())
+    for given_up in range(1, len(kept_whole) + 1):
         broken = broken_tiles(allocations, stmts, bodies, leaves)
         if not broken:
             break
         users = statements_using(stmts, bodies, broken)
-        for earlier in list(kept_whole)[:stage + 1]:
-            kept_whole[earlier] |= users
-        asts, leaves = build_ast(stmts, bodies, context, **{k: frozenset(v) for k, v in kept_whole.items()})
+        kept_whole = {option: names | users if k < given_up else names
+                      for k, (option, names) in enumerate(kept_whole.items())}
+        asts, leaves = build_ast(stmts, bodies, context, **kept_whole)
         body, allocations = to_loop_ir(asts, leaves, params)
     return body

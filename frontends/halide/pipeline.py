@@ -107,20 +107,24 @@ def resolve_calls_by_name(pipe):
 
 
 #: the var names of Halide's LoopLevel::root() and of the loop outside all others
-_ROOT_LEVELS = ("__root", "__outermost")
+ROOT_LEVELS = ("__root", "__outermost")
+
+
+def is_default_level(level) -> bool:
+    """Whether a compute level (a LoopLevel node, or None) is Halide's default: inlined, or where used
+    for a Func with updates, which cannot be inlined."""
+    return level is None or (not level.func_name and level.var_name in ("", "__inlined"))
 
 
 def _unscheduled(f) -> bool:
-    """Whether the decoded Func has Halide's default placement (inlined, or where used for a Func
-    with updates, which cannot be inlined)."""
-    level = f.func_schedule.compute_level if f.func_schedule is not None else None
-    return level is None or (not level.func_name and level.var_name in ("", "__inlined"))
+    """Whether the decoded Func has Halide's default placement."""
+    return is_default_level(f.func_schedule.compute_level if f.func_schedule is not None else None)
 
 
 def _computed_in_a_loop(f) -> bool:
     """Whether the decoded Func is computed inside a loop of another Func (compute_at)."""
     level = f.func_schedule.compute_level if f.func_schedule is not None else None
-    return level is not None and bool(level.func_name) and level.var_name not in _ROOT_LEVELS
+    return level is not None and bool(level.func_name) and level.var_name not in ROOT_LEVELS
 
 
 def _stages(f):
@@ -142,9 +146,9 @@ def compute_reductions_in_their_consumer(pipe):
     outputs = set(pipe.output_names)
     inlined = {k for k, f in enumerate(pipe.funcs) if _unscheduled(f) and not f.updates and f.name not in outputs}
 
-    def reached(k):
-        """The Funcs the Func at `k` reads, directly or through inlined Funcs."""
-        seen, todo = set(), [c.func_index for c in func_calls(_stages(pipe.funcs[k]))]
+    def reached(stages):
+        """The indices of the Funcs that `stages` read, directly or through inlined Funcs."""
+        seen, todo = set(), [c.func_index for c in func_calls(stages)]
         while todo:
             j = todo.pop()
             if j in seen or not 0 <= j < len(pipe.funcs):
@@ -170,29 +174,18 @@ def compute_reductions_in_their_consumer(pipe):
                         todo.append(c_index)
         return out
 
-    def inlined_from(stage):
-        """The definitions of the inlined Funcs that `stage` reads, directly or through each other."""
-        out, seen, todo = [], set(), [c.func_index for c in func_calls(stage)]
-        while todo:
-            j = todo.pop()
-            if j in seen or j not in inlined:
-                continue
-            seen.add(j)
-            out += _stages(pipe.funcs[j])
-            todo += [c.func_index for c in func_calls(_stages(pipe.funcs[j]))]
-        return out
-
     vectors = {}
     for index, f in enumerate(pipe.funcs):
         if not f.updates or not _unscheduled(f) or f.name in outputs or \
-                not any(_computed_in_a_loop(pipe.funcs[j]) for j in reached(index) if j != index):
+                not any(_computed_in_a_loop(pipe.funcs[j]) for j in reached(_stages(f)) if j != index):
             continue
         where = readers(index)
         if len(where) != 1:
             continue   # (read by several stages or Funcs: left at the root, refused there)
         consumer, k = where[0]
-        schedule = _stages(consumer)[k].stage_schedule
-        loops = [d for d in (schedule.dims if schedule is not None else []) if d.var not in _ROOT_LEVELS]
+        stage = _stages(consumer)[k]
+        schedule = stage.stage_schedule
+        loops = [d for d in (schedule.dims if schedule is not None else []) if d.var not in ROOT_LEVELS]
         innermost = next((d for d in loops if FOR_TYPES[d.for_type] != "Vectorized"), None)
         if innermost is None or f.func_schedule is None:
             continue
@@ -200,8 +193,8 @@ def compute_reductions_in_their_consumer(pipe):
             func_name=consumer.name, stage_index=k, var_name=innermost.var, is_rvar=innermost.dim_type != 0,
             locked=True))
         vector = next((d for d in loops if FOR_TYPES[d.for_type] == "Vectorized"), None)
-        along = _vector_argument(f, index, _stages(consumer)[k], vector, inlined_from(_stages(consumer)[k])) \
-            if vector is not None else None
+        through = [d for j in reached(stage) if j in inlined for d in _stages(pipe.funcs[j])]
+        along = _vector_argument(f, index, stage, vector, through) if vector is not None else None
         if along is not None:
             vectors[f.name] = along
     return vectors

@@ -46,7 +46,7 @@ from mascarpone.middleend.errors import NotSupportedError, ScheduleError
 from mascarpone.middleend.schedule import root
 
 from .names import NameTable
-from .pipeline import func_calls, walk_nodes
+from .pipeline import ROOT_LEVELS, func_calls, is_default_level, walk_nodes
 from .schema import CALL_TYPES, FOR_TYPES
 from .splits import Variable, constant_value, loop_nest
 
@@ -86,9 +86,9 @@ def placement(tr, info):
     level = info.schedule.compute_level if info.schedule is not None else None
     if info in tr.outputs:
         return "root"
-    if level is None or (not level.func_name and level.var_name in ("", "__inlined")):
+    if is_default_level(level):
         return "root" if len(info.stages) > 1 else "inline"
-    if level.var_name in ("__root", "__outermost") or _scans(tr, info):
+    if level.var_name in ROOT_LEVELS or _scans(tr, info):
         return "root"
     return "tile"
 
@@ -362,12 +362,12 @@ def _fuse_tuple_elements(info):
 
 def _place(tr, info, level):
     where = f"Func {info.name}"
-    if level is None or (not level.func_name and level.var_name in ("", "__inlined")):
+    if is_default_level(level):
         if len(info.stages) > 1:
             return  # Halide computes an unscheduled Func with updates where it is used; root gives the same values
         tr.default_inlines.extend(info.comps[0])   # inlined last, see from_halide
         return
-    if level.var_name == "__root" or level.var_name == "__outermost":
+    if level.var_name in ROOT_LEVELS:
         return
     consumer = next((f for f in tr.funcs if f.name == level.func_name), None)
     if consumer is None or consumer.region is None:
